@@ -1,0 +1,178 @@
+#include "moe_bench.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "core/cuda_check.h"
+#include "core/device_buffer.h"
+#include "kernels/synthetic.cuh"
+#include "warpdecode/error.h"
+
+namespace wd::bench {
+
+double unique_bytes(const MoeShape& s, WeightFormat f, double distinct_experts, int batch) {
+  return distinct_experts * double(expert_bytes(s, f)) + 2.0 * batch * s.hidden;
+}
+
+Timing summarize(std::vector<double> us) {
+  WD_CHECK(!us.empty(), "no timings");
+  std::sort(us.begin(), us.end());
+  return Timing{us[us.size() / 2], us.front(), us.back()};
+}
+
+MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
+                   size_t memory_budget, uint64_t seed, cudaStream_t stream)
+    : shape_(shape), format_(format), stream_(stream) {
+  layer_bytes_ = size_t(shape.experts) * expert_bytes(shape, format);
+  WD_CHECK(layer_bytes_ <= memory_budget, "bench: one copy of the layer (", layer_bytes_ >> 20,
+           " MiB) does not fit in the memory budget (", memory_budget >> 20, " MiB)");
+  size_t copies = std::max<size_t>(1, (8 * l2_bytes + layer_bytes_ - 1) / layer_bytes_);
+  copies = std::min(copies, memory_budget / layer_bytes_);
+  for (size_t c = 0; c < copies; ++c) {
+    SyntheticSpec spec;
+    spec.seed = seed + 7919 * c;
+    weights_.push_back(DeviceMoeWeights::synthetic(shape, spec, format, MxScaleRule::kNoSaturate, stream));
+  }
+  WD_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+MoeBench::~MoeBench() = default;
+
+namespace {
+
+// Uniform random top-K (K distinct experts per token), softmax-like weights.
+void draw_routing(std::mt19937_64& g, int B, int E, int K, int32_t* ids, float* w) {
+  std::vector<int32_t> perm(E);
+  for (int b = 0; b < B; ++b) {
+    std::iota(perm.begin(), perm.end(), 0);
+    float sum = 0;
+    for (int k = 0; k < K; ++k) {
+      std::swap(perm[k], perm[k + g() % (E - k)]);
+      ids[b * K + k] = perm[k];
+      sum += w[b * K + k] = 0.05f + float(g() % 1000) / 1000.0f;
+    }
+    for (int k = 0; k < K; ++k) w[b * K + k] /= sum;
+  }
+}
+
+int distinct(const int32_t* ids, int n) { return int(std::set<int32_t>(ids, ids + n).size()); }
+
+class Graph {
+ public:
+  Graph(cudaStream_t s, const std::function<void()>& body) {
+    WD_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      body();
+    } catch (...) {
+      cudaGraph_t g;
+      cudaStreamEndCapture(s, &g);
+      throw;
+    }
+    WD_CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
+    WD_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  ~Graph() {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  void launch(cudaStream_t s) { WD_CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
+
+ private:
+  cudaGraph_t graph_{};
+  cudaGraphExec_t exec_{};
+};
+
+struct Events {
+  cudaEvent_t start{}, stop{};
+  Events() {
+    WD_CUDA_CHECK(cudaEventCreate(&start));
+    WD_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~Events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  double time_us(cudaStream_t s, const std::function<void()>& f) {
+    WD_CUDA_CHECK(cudaEventRecord(start, s));
+    f();
+    WD_CUDA_CHECK(cudaEventRecord(stop, s));
+    WD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    WD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0 * ms;
+  }
+};
+
+}  // namespace
+
+Measurement MoeBench::run(int B, const WarpDecodeConfig& config, const Options& opt) {
+  const int H = shape_.hidden, K = shape_.top_k, E = shape_.experts, N = opt.calls;
+  WarpDecodeMoe moe(shape_, B);
+  const size_t BK = size_t(B) * K, BH = size_t(B) * H;
+  DeviceBuffer<int32_t> ids(BK * N);
+  DeviceBuffer<float> rw(BK * N);
+  DeviceBuffer<uint16_t> x(BH * N), y(BH);
+  std::vector<int32_t> ids_h(BK * N);
+  std::vector<float> rw_h(BK * N);
+  std::mt19937_64 g(opt.seed * 1000003 + B);
+  Events ev;
+  Measurement m;
+  m.batch = B;
+
+  auto fresh_inputs = [&](uint64_t round) {
+    SyntheticSpec spec;
+    spec.seed = opt.seed + round * 131 + B;
+    spec.stddev = 1.0f;
+    kernels::synthetic_bf16(x.data(), x.size(), spec, SyntheticTensor::kInput, stream_);
+  };
+  auto view = [&](int i) { return weights_[size_t(i) % weights_.size()].view(); };
+
+  // Router excluded: explicit fresh routing per call, re-drawn per replay.
+  {
+    Graph graph(stream_, [&] {
+      for (int i = 0; i < N; ++i)
+        moe.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
+                    MoeOutput{y.data(), OutputType::kBF16, nullptr}, config, stream_);
+    });
+    std::vector<double> us;
+    double distinct_sum = 0;
+    for (int r = -opt.warmup; r < opt.replays; ++r) {
+      draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+      WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
+      WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
+      fresh_inputs(uint64_t(r + opt.warmup));
+      WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const double t = ev.time_us(stream_, [&] { graph.launch(stream_); }) / N;
+      if (r < 0) continue;
+      us.push_back(t);
+      for (int i = 0; i < N; ++i) distinct_sum += distinct(ids_h.data() + BK * i, int(BK));
+    }
+    m.experts = summarize(us);
+    m.distinct_experts = distinct_sum / (double(opt.replays) * N);
+    m.unique_bytes = unique_bytes(shape_, format_, m.distinct_experts, B);
+  }
+
+  // With the router: routing computed on the device from fresh activations.
+  if (opt.with_router) {
+    Graph graph(stream_, [&] {
+      for (int i = 0; i < N; ++i) {
+        moe.route(view(i), x.data() + BH * i, B, ids.data() + BK * i, rw.data() + BK * i, stream_);
+        moe.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
+                    MoeOutput{y.data(), OutputType::kBF16, nullptr}, config, stream_);
+      }
+    });
+    std::vector<double> us;
+    for (int r = -opt.warmup; r < opt.replays; ++r) {
+      fresh_inputs(uint64_t(r + opt.warmup) + 100000);
+      WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const double t = ev.time_us(stream_, [&] { graph.launch(stream_); }) / N;
+      if (r >= 0) us.push_back(t);
+    }
+    m.with_router = summarize(us);
+  }
+  return m;
+}
+
+}  // namespace wd::bench

@@ -1,0 +1,81 @@
+// The weights of one MoE layer: shapes, formats and memory layout.
+//
+// Dimension names follow the Hugging Face Qwen3-MoE config (docs/DESIGN.md):
+//   H  hidden_size            I  moe_intermediate_size
+//   E  num_experts            K  num_experts_per_tok (top-k)
+//
+// Canonical layout (row-major, the reduction dimension contiguous):
+//   router    (E, H)        BF16                      logits = router · x
+//   gate_up   (E, 2I, H)    BF16 or E4M3              rows [0, I) gate, [I, 2I) up
+//   down      (E, H, I)     BF16 or E4M3
+//   For MXFP8 each weight tensor has a parallel E8M0 scale tensor, one byte per
+//   32 consecutive elements of a row:
+//   gate_up_scales (E, 2I, H/32)   down_scales (E, H, I/32)
+//
+// Views never own memory and never copy it: they describe host or device
+// buffers owned by someone else (MoeWeights below, a checkpoint, an engine).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wd {
+
+enum class WeightFormat { kBF16, kMXFP8 };
+const char* to_string(WeightFormat f);
+WeightFormat parse_weight_format(const std::string& s);  // "bf16" | "mxfp8"; throws otherwise
+
+enum class MemorySpace { kHost, kDevice };
+
+struct MoeShape {
+  int hidden = 0;        // H
+  int intermediate = 0;  // I
+  int experts = 0;       // E
+  int top_k = 0;         // K
+  bool norm_topk_prob = true;
+  int num_layers = 1;    // of the model the preset comes from (for drift studies)
+
+  // Throws wd::InvalidArgument naming the bad dimension unless the shape is
+  // one every implementation takes: H, I > 0 and multiples of 32 (one MXFP8
+  // block; also what the kernels' 16-byte loads need), 1 <= K <= min(E, 16),
+  // E <= 1024.
+  void validate() const;
+
+  size_t gate_up_rows() const { return size_t(2) * intermediate; }
+  // Elements of one expert's weights (gate_up + down).
+  size_t expert_elems() const { return size_t(3) * intermediate * hidden; }
+};
+
+// Named shapes (docs/DESIGN.md): qwen3-30b-a3b, qwen3-235b-a22b,
+// qwen3-coder-480b-a35b and tiny. Unknown names throw, listing the known ones.
+MoeShape preset_shape(const std::string& name);
+std::vector<std::string> preset_names();
+
+// Bytes one expert occupies in a format (weights + scales; router excluded).
+size_t expert_bytes(const MoeShape& s, WeightFormat f);
+
+struct MoeWeightsView {
+  MoeShape shape;
+  WeightFormat format = WeightFormat::kBF16;
+  MemorySpace space = MemorySpace::kHost;
+  const uint16_t* router = nullptr;       // (E, H) BF16
+  const void* gate_up = nullptr;          // (E, 2I, H) BF16 (uint16_t) or E4M3 (uint8_t)
+  const uint8_t* gate_up_scales = nullptr;  // (E, 2I, H/32) E8M0, MXFP8 only
+  const void* down = nullptr;             // (E, H, I)
+  const uint8_t* down_scales = nullptr;   // (E, H, I/32), MXFP8 only
+
+  // Throws unless every pointer the format needs is set and the shape is valid.
+  void validate() const;
+};
+
+// Routing of B tokens: ids (B, K) int32 in [0, E), weights (B, K) FP32.
+struct RoutingView {
+  int batch = 0;
+  int top_k = 0;
+  const int32_t* ids = nullptr;
+  const float* weights = nullptr;
+};
+
+}  // namespace wd

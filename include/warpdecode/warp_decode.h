@@ -1,0 +1,94 @@
+// Warp decode on the GPU: the MoE layer in two kernels (moe_gate_up and
+// moe_down, see docs/DESIGN.md), plus the router. Needs a CUDA build.
+//
+// Engine-ready: every call is stream-ordered, allocates nothing, never
+// synchronises the host, and can be captured in a CUDA graph. All memory a
+// forward call needs (the FP32 intermediate h, the routing of B tokens) is
+// sized in the constructor for a maximum batch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "warpdecode/layout.h"
+#include "warpdecode/weights.h"
+
+namespace wd {
+
+enum class OutputType { kBF16, kFP32 };
+
+struct MoeOutput {
+  void* y = nullptr;               // (B, H) device, BF16 or FP32
+  OutputType type = OutputType::kBF16;
+  const void* residual = nullptr;  // optional (B, H), same type: y = residual + moe(x)
+};
+
+// Device copy of one layer's weights, in the canonical layout of layout.h.
+class DeviceMoeWeights {
+ public:
+  // Uploads host weights (BF16 or MXFP8).
+  static DeviceMoeWeights upload(const MoeWeights& host);
+  // Generates synthetic weights on the device (bit-identical to
+  // MoeWeights::synthetic(...) and, for MXFP8, to_mxfp8(rule)).
+  static DeviceMoeWeights synthetic(const MoeShape& shape, const SyntheticSpec& spec,
+                                    WeightFormat format, MxScaleRule rule, cudaStream_t stream);
+  DeviceMoeWeights(DeviceMoeWeights&&) noexcept;
+  DeviceMoeWeights& operator=(DeviceMoeWeights&&) noexcept;
+  ~DeviceMoeWeights();
+
+  MoeWeightsView view() const;
+  size_t bytes() const;  // device bytes held (router included)
+
+ private:
+  DeviceMoeWeights();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Per-call tuning of the two kernels. The defaults (WarpDecodeConfig::for_batch)
+// come from measurements recorded in docs/PERF_LOG.md.
+struct WarpDecodeConfig {
+  int gate_up_tokens_per_pass = 1;  // 1 or 4
+  int gate_up_neurons_per_warp = 1;
+  int down_tokens_per_tile = 1;     // 1, 8 or 32
+  static WarpDecodeConfig for_batch(int batch);
+};
+
+class WarpDecodeMoe {
+ public:
+  // Sizes the workspace for up to max_batch tokens. Throws on invalid shapes.
+  WarpDecodeMoe(const MoeShape& shape, int max_batch);
+  ~WarpDecodeMoe();
+  WarpDecodeMoe(const WarpDecodeMoe&) = delete;
+  WarpDecodeMoe& operator=(const WarpDecodeMoe&) = delete;
+
+  // Router: x (B, H) BF16 -> ids (B, K) int32, weights (B, K) FP32 (device).
+  void route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
+             cudaStream_t stream) const;
+
+  // The two expert kernels with a given routing (device pointers).
+  void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+               const MoeOutput& out, cudaStream_t stream) const;
+  void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+               const MoeOutput& out, const WarpDecodeConfig& config, cudaStream_t stream) const;
+
+  // Router + experts; the routing is kept in the workspace (routing_ids()/...).
+  void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
+               cudaStream_t stream) const;
+
+  const int32_t* routing_ids() const;    // (max_batch, K), valid after forward()
+  const float* routing_weights() const;  // (max_batch, K)
+  float* intermediate() const;           // h (max_batch, K, I) FP32
+  const MoeShape& shape() const { return shape_; }
+  int max_batch() const { return max_batch_; }
+
+ private:
+  MoeShape shape_;
+  int max_batch_;
+  struct Workspace;
+  std::unique_ptr<Workspace> ws_;
+};
+
+}  // namespace wd

@@ -1,0 +1,66 @@
+// Host-owned MoE layer weights, and synthetic weights at real shapes.
+//
+// Synthetic values are a pure function of (seed, tensor, index): the CPU and
+// the GPU generators (src/kernels/synthetic.cu) produce bit-identical
+// tensors, so a benchmark can generate gigabytes on the device while a test
+// regenerates the same values on the host.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "warpdecode/formats.h"
+#include "warpdecode/layout.h"
+
+namespace wd {
+
+struct SyntheticSpec {
+  uint64_t seed = 1;
+  float stddev = 0.02f;          // weights ~ N(0, stddev)
+  float outlier_fraction = 0.0f; // this fraction of weights is multiplied by outlier_scale
+  float outlier_scale = 8.0f;
+};
+
+// Tensor ids of the synthetic generator: one stream of values per tensor.
+enum class SyntheticTensor : uint32_t { kRouter = 1, kGateUp = 2, kDown = 3, kInput = 4 };
+
+class MoeWeights {
+ public:
+  // BF16 weights drawn from spec; the router is always BF16.
+  static MoeWeights synthetic(const MoeShape& shape, const SyntheticSpec& spec);
+
+  // MXFP8 copy of BF16 weights (router stays BF16). Throws on non-finite values.
+  MoeWeights to_mxfp8(MxScaleRule rule = MxScaleRule::kNoSaturate) const;
+
+  MoeWeightsView view() const;
+  const MoeShape& shape() const { return shape_; }
+  WeightFormat format() const { return format_; }
+
+  std::vector<uint16_t> router;         // (E, H)
+  std::vector<uint16_t> gate_up_bf16;   // (E, 2I, H), BF16 format only
+  std::vector<uint16_t> down_bf16;      // (E, H, I)
+  std::vector<uint8_t> gate_up_q;       // (E, 2I, H), MXFP8 only
+  std::vector<uint8_t> gate_up_scales;  // (E, 2I, H/32)
+  std::vector<uint8_t> down_q;          // (E, H, I)
+  std::vector<uint8_t> down_scales;     // (E, H, I/32)
+
+ private:
+  MoeShape shape_;
+  WeightFormat format_ = WeightFormat::kBF16;
+};
+
+// Quantize rows x cols (cols % 32 == 0) to MXFP8: q (rows, cols), scales (rows, cols/32).
+void quantize_mxfp8(const uint16_t* bf16, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
+                    MxScaleRule rule);
+void quantize_mxfp8(const float* x, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
+                    MxScaleRule rule);
+
+// Deterministic standard-normal sample for (seed, tensor, index).
+float synthetic_normal(uint64_t seed, uint32_t tensor, uint64_t index);
+
+// B token activations (B, H) BF16 ~ N(0, 1); with outliers, a few channels
+// (the same ones for every token, as in real LLM activations) are scaled up.
+enum class InputKind { kGaussian, kOutliers };
+std::vector<uint16_t> synthetic_input(int batch, int hidden, uint64_t seed, InputKind kind);
+
+}  // namespace wd

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine: build (or take binaries built elsewhere
+# for sm_90a from .gpu-bin/), run every GPU test, the compute-sanitizer passes
+# and the benchmarks, and print a short table last.
+#
+#   scripts/gpu_check.sh [quick|full|bench] [extra bench-moe args...]
+#     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32)
+#     full:  GPU tests + sanitizers + bench-moe on all presets and batches
+#     bench: bench-moe only (full presets)
+#
+# Results and logs go to $OUT (default ./gpu-out). Dependencies: the system's
+# (GoogleTest, nlohmann-json, CLI11), or .deps/ brought along (fetch_deps.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-quick}
+shift || true
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+SUMMARY=()
+note() { SUMMARY+=("$1"); }
+
+if [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] && .gpu-bin/warpdecode --version >/dev/null 2>&1; then
+  BIN=.gpu-bin
+  note "binaries      prebuilt (.gpu-bin): $(.gpu-bin/warpdecode --version)"
+else
+  prefix=()
+  [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+  t0=$(date +%s)
+  cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$OUT/configure.log" 2>&1 &&
+    cmake --build build-device -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/configure.log"; echo "BUILD FAILED"; exit 1; }
+  BIN=build-device
+  mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests"
+  note "binaries      built here in $(( $(date +%s) - t0 )) s"
+fi
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$OUT/nvidia-smi.txt"
+"$BIN/warpdecode" info | tee "$OUT/info.txt"
+
+if [ "$MODE" != bench ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_gpu_tests" --gtest_output=json:"$OUT/gpu-tests.json" >"$OUT/gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" "$OUT/gpu-tests.log" | head -40
+  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$OUT/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  for tool in memcheck racecheck; do
+    if command -v compute-sanitizer >/dev/null; then
+      compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
+        --gtest_filter=WarpDecode.SanitizerCase >"$OUT/sanitizer-$tool.log" 2>&1
+      rc=$?
+      note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
+    else
+      note "sanitizer     $tool: compute-sanitizer not found"
+    fi
+  done
+fi
+
+case "$MODE" in
+  quick) BENCH=(--preset qwen3-30b-a3b --batch 1,8,32) ;;
+  *) BENCH=(--preset qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b --batch 1,2,4,8,16,32,64) ;;
+esac
+t0=$(date +%s)
+"$BIN/warpdecode" bench-moe "${BENCH[@]}" "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$OUT/bench-moe.log"
+note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
+
+echo
+echo "==================== summary ===================="
+printf '%s\n' "${SUMMARY[@]}"
+grep -E "^# measured" "$OUT/bench-moe.log" || true
+grep -E "^(preset|qwen|tiny)" "$OUT/bench-moe.log" | awk '{printf "%-22s %-6s %4s %-14s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'

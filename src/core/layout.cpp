@@ -1,0 +1,81 @@
+#include "warpdecode/layout.h"
+
+#include <algorithm>
+
+#include "warpdecode/error.h"
+#include "warpdecode/formats.h"
+
+namespace wd {
+
+const char* to_string(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBF16: return "bf16";
+    case WeightFormat::kMXFP8: return "mxfp8";
+  }
+  return "?";
+}
+
+WeightFormat parse_weight_format(const std::string& s) {
+  if (s == "bf16") return WeightFormat::kBF16;
+  if (s == "mxfp8") return WeightFormat::kMXFP8;
+  throw InvalidArgument("unknown weight format '" + s + "' (allowed: bf16, mxfp8)");
+}
+
+void MoeShape::validate() const {
+  WD_CHECK(hidden > 0 && hidden % kMxBlock == 0,
+           "hidden size H = ", hidden, " must be a positive multiple of 32 (one MXFP8 block)");
+  WD_CHECK(intermediate > 0 && intermediate % kMxBlock == 0, "moe intermediate size I = ",
+           intermediate, " must be a positive multiple of 32 (one MXFP8 block)");
+  WD_CHECK(experts > 0 && experts <= 1024, "number of experts E = ", experts,
+           " must be in [1, 1024]");
+  WD_CHECK(top_k >= 1 && top_k <= std::min(experts, 16), "top-k K = ", top_k,
+           " must be in [1, min(E, 16)] with E = ", experts);
+  WD_CHECK(num_layers >= 1, "num_layers = ", num_layers, " must be >= 1");
+}
+
+namespace {
+struct Preset {
+  const char* name;
+  MoeShape shape;
+};
+// Shapes of the public Qwen3-MoE checkpoints (config.json of each), and a
+// tiny one for fast tests. Fields: H, I, E, K, norm_topk_prob, layers.
+const Preset kPresets[] = {
+    {"qwen3-30b-a3b", {2048, 768, 128, 8, true, 48}},
+    {"qwen3-235b-a22b", {4096, 1536, 128, 8, true, 94}},
+    {"qwen3-coder-480b-a35b", {6144, 2560, 160, 8, true, 62}},
+    {"tiny", {256, 128, 16, 4, true, 4}},
+};
+}  // namespace
+
+MoeShape preset_shape(const std::string& name) {
+  for (const auto& p : kPresets)
+    if (name == p.name) return p.shape;
+  std::string known;
+  for (const auto& p : kPresets) known += std::string(known.empty() ? "" : ", ") + p.name;
+  throw InvalidArgument("unknown preset '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : kPresets) names.emplace_back(p.name);
+  return names;
+}
+
+size_t expert_bytes(const MoeShape& s, WeightFormat f) {
+  const size_t elems = s.expert_elems();
+  return f == WeightFormat::kBF16 ? 2 * elems : elems + elems / kMxBlock;
+}
+
+void MoeWeightsView::validate() const {
+  shape.validate();
+  WD_CHECK(router != nullptr, "MoE weights: router tensor is missing");
+  WD_CHECK(gate_up != nullptr, "MoE weights: gate_up tensor is missing");
+  WD_CHECK(down != nullptr, "MoE weights: down tensor is missing");
+  if (format == WeightFormat::kMXFP8) {
+    WD_CHECK(gate_up_scales != nullptr, "MoE weights: MXFP8 gate_up scales are missing");
+    WD_CHECK(down_scales != nullptr, "MoE weights: MXFP8 down scales are missing");
+  }
+}
+
+}  // namespace wd

@@ -1,0 +1,25 @@
+// The card's memory ceilings, measured the same way as our kernels read:
+// a streaming read (16-byte loads, every byte once, a checksum so nothing is
+// optimised away) and a device-to-device copy.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace wd::kernels {
+
+struct BandwidthResult {
+  double read_tbps = 0;   // bytes read / median time
+  double copy_tbps = 0;   // (bytes read + bytes written) / median time
+  size_t bytes = 0;       // buffer size used
+};
+
+// Measures over a buffer of `bytes` (allocated and freed here; this is a
+// set-up step, not a forward call), `reps` timed runs after warm-up.
+BandwidthResult measure_bandwidth(size_t bytes, int reps, cudaStream_t stream);
+
+// Streaming read of n 16-byte words; writes one checksum word to *sink.
+void stream_read(const uint4* data, size_t n, unsigned* sink, cudaStream_t stream);
+
+}  // namespace wd::kernels

@@ -1,0 +1,142 @@
+// Device helpers shared by the MoE kernels: 16-byte loads, warp reductions,
+// and the per-format weight decoders.
+//
+// A "chunk" is what one lane loads with one 16-byte load: 8 BF16 or 16 E4M3
+// weights. Rows are split into chunks; lane l takes chunks l, l+32, l+64, ...
+// so every load instruction of a warp reads 512 contiguous bytes. An MXFP8
+// chunk of 16 elements lies inside one 32-element scale block (both aligned),
+// so each chunk has exactly one scale.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "warpdecode/formats.h"
+#include "warpdecode/layout.h"
+
+namespace wd::kernels {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// Weights are streamed once: bypass L1 and keep L2 for data that is reused.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+
+// Activations and intermediates are read by many warps: cached loads.
+__device__ __forceinline__ uint4 ld_cached(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+
+__device__ __forceinline__ uint8_t ld_byte(const uint8_t* p) { return __ldg(p); }
+
+// Butterfly sum: every lane ends with the same total, summed in the same
+// order on every lane and every run (deterministic, bitwise).
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+// Two BF16 packed in a word -> floats (exact).
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+
+// Two E4M3 (low 16 bits of w >> shift) -> floats, exact: E4M3 -> F16 -> F32.
+__device__ __forceinline__ float2 e4m3x2_to_float2(uint32_t two) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu),
+                                                   __NV_E4M3);
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+}
+
+template <WeightFormat F>
+struct WeightCodec;
+
+// BF16: 8 weights per chunk, no scales.
+template <>
+struct WeightCodec<WeightFormat::kBF16> {
+  static constexpr int kChunkElems = 8;
+  static constexpr int kElemBytes = 2;
+  __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
+    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[2 * i] = bf16_lo(v[i]);
+      w[2 * i + 1] = bf16_hi(v[i]);
+    }
+  }
+};
+
+// MXFP8: 16 E4M3 weights per chunk, one E8M0 scale per 2 chunks.
+template <>
+struct WeightCodec<WeightFormat::kMXFP8> {
+  static constexpr int kChunkElems = 16;
+  static constexpr int kElemBytes = 1;
+  __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
+    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 a = e4m3x2_to_float2(v[i]);
+      const float2 b = e4m3x2_to_float2(v[i] >> 16);
+      w[4 * i] = a.x;
+      w[4 * i + 1] = a.y;
+      w[4 * i + 2] = b.x;
+      w[4 * i + 3] = b.y;
+    }
+  }
+};
+
+// Scale of chunk c of a row whose scales start at `row_scales`.
+__device__ __forceinline__ float chunk_scale(const uint8_t* row_scales, int chunk) {
+  return e8m0_to_float(ld_byte(row_scales + (chunk >> 1)));
+}
+
+// x chunk (BF16) matching a weight chunk of kElems elements at element offset
+// `elem`: kElems/8 16-byte loads.
+template <int kElems>
+__device__ __forceinline__ void load_bf16_activations(const uint16_t* x, int elem, float (&out)[kElems]) {
+#pragma unroll
+  for (int j = 0; j < kElems / 8; ++j) {
+    const uint4 r = ld_cached(x + elem + 8 * j);
+    const uint32_t v[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[8 * j + 2 * i] = bf16_lo(v[i]);
+      out[8 * j + 2 * i + 1] = bf16_hi(v[i]);
+    }
+  }
+}
+
+// FP32 chunk of kElems elements (4 per 16-byte load).
+template <int kElems>
+__device__ __forceinline__ void load_f32(const float* p, int elem, float (&out)[kElems]) {
+#pragma unroll
+  for (int j = 0; j < kElems / 4; ++j) {
+    const float4 r = __ldg(reinterpret_cast<const float4*>(p + elem) + j);
+    out[4 * j] = r.x;
+    out[4 * j + 1] = r.y;
+    out[4 * j + 2] = r.z;
+    out[4 * j + 3] = r.w;
+  }
+}
+
+// Σ w[i]·a[i] over one chunk, in element order, as a chain of FMAs.
+template <int kElems>
+__device__ __forceinline__ float chunk_dot(const float (&w)[kElems], const float (&a)[kElems]) {
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) s = __fmaf_rn(w[i], a[i], s);
+  return s;
+}
+
+// Accurate expf: one call per output, so speed does not matter here.
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+}  // namespace wd::kernels

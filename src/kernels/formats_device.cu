@@ -1,0 +1,67 @@
+#include "kernels/formats_device.cuh"
+
+#include "core/cuda_check.h"
+
+namespace wd::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+__global__ void e4m3_decode_kernel(const uint8_t* in, float* out, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = e4m3_to_float(in[i]);
+}
+
+__global__ void e4m3_encode_kernel(const float* in, uint8_t* out, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = float_to_e4m3(in[i]);
+}
+
+__global__ void bf16_encode_kernel(const float* in, uint16_t* out, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = float_to_bf16(in[i]);
+}
+
+__global__ void mxfp8_quantize_kernel(const uint16_t* in, size_t blocks, uint8_t* q,
+                                      uint8_t* scales, MxScaleRule rule) {
+  const size_t b = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= blocks) return;
+  float v[kMxBlock];
+#pragma unroll
+  for (int i = 0; i < kMxBlock; ++i) v[i] = bf16_to_float(in[b * kMxBlock + i]);
+  scales[b] = mx_quantize_block(v, kMxBlock, q + b * kMxBlock, rule);
+}
+
+}  // namespace
+
+void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  e4m3_decode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void e4m3_encode(const float* in, uint8_t* out, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  e4m3_encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void bf16_encode(const float* in, uint16_t* out, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  bf16_encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void mxfp8_quantize(const uint16_t* in, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
+                    MxScaleRule rule, cudaStream_t stream) {
+  WD_CHECK(cols % kMxBlock == 0, "mxfp8_quantize: row length ", cols,
+           " is not a multiple of 32");
+  const size_t blocks = rows * cols / kMxBlock;
+  if (blocks == 0) return;
+  mxfp8_quantize_kernel<<<blocks_for(blocks), kThreads, 0, stream>>>(in, blocks, q, scales, rule);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wd::kernels

@@ -1,0 +1,26 @@
+// Device-side number-format conversions over whole buffers. Used to check
+// that the device build of warpdecode/formats.h agrees bit for bit with the
+// host build, and to quantize weights on the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "warpdecode/formats.h"
+
+namespace wd::kernels {
+
+// out[i] = decode_e4m3(in[i]) for n codes.
+void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream);
+// out[i] = encode_e4m3(in[i]).
+void e4m3_encode(const float* in, uint8_t* out, size_t n, cudaStream_t stream);
+// out[i] = float_to_bf16(in[i]).
+void bf16_encode(const float* in, uint16_t* out, size_t n, cudaStream_t stream);
+// MXFP8 quantization of BF16 rows (rows, cols), cols % 32 == 0:
+// q (rows, cols) E4M3, scales (rows, cols/32) E8M0. One thread per block of 32.
+void mxfp8_quantize(const uint16_t* in, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
+                    MxScaleRule rule, cudaStream_t stream);
+
+}  // namespace wd::kernels

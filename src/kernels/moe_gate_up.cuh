@@ -1,0 +1,53 @@
+// moe_gate_up: the first warp-decode kernel.
+//
+//   h[b][k][i] = silu(W_gate[e]·x[b]) · (W_up[e]·x[b]),   e = ids[b][k]
+//
+// Mapping: grid (ceil(I / (kWarps·neurons_per_warp)), distinct-expert slots).
+// blockIdx.y = u picks the u-th distinct expert e of the batch (ascending id;
+// blocks past the distinct count exit at once); the block lists the
+// (token, slot) entries routed to e. Each warp owns neurons i of expert e and
+// computes them for all of e's tokens, kTokens at a time: the gate and up
+// rows (2·H weights) are loaded once per kTokens tokens, decoded to FP32 in
+// registers, dotted with each token's BF16 activations and reduced across
+// the warp with shfl_xor butterflies. No shared memory holds data, no atomics
+// touch outputs, nothing is padded: h is written once per (token, slot, i).
+//
+// Layouts: weights (E, 2I, H) BF16 or E4M3 (gate rows, then up rows);
+// scales (E, 2I, H/32) E8M0; x (B, H) BF16; ids (B, K) int32; h (B, K, I) FP32.
+// Invariants: H % 32 == 0 (16-byte chunks never straddle a row or a scale
+// block); all pointers 16-byte aligned.
+// Bytes: distinct experts × 2I·H·elem (+ scales), plus B·H·2 of x (L1/L2-hot).
+//
+// Batch invariance: a token's h depends only on its own row data, the fixed
+// chunk-to-lane mapping and the fixed butterfly order, never on kTokens,
+// on the other tokens of the expert or on the block schedule.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "warpdecode/layout.h"
+
+namespace wd::kernels {
+
+struct GateUpParams {
+  const void* weights;     // (E, 2I, H) BF16 or E4M3
+  const uint8_t* scales;   // (E, 2I, H/32) E8M0; MXFP8 only
+  const uint16_t* x;       // (B, H) BF16
+  const int32_t* ids;      // (B, K)
+  float* h;                // (B, K, I)
+  int batch;               // B
+  int hidden;              // H
+  int intermediate;        // I
+  int experts;             // E
+  int top_k;               // K
+  int tokens_per_pass;     // 1 or 4: tokens sharing one load of the rows
+  int neurons_per_warp;    // >= 1
+};
+
+// Validates and launches on `stream`. Throws wd::InvalidArgument on shapes the
+// kernel cannot take and wd::CudaError on launch failure.
+void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream);
+
+}  // namespace wd::kernels

@@ -1,0 +1,219 @@
+#include "warpdecode/warp_decode.h"
+
+#include "core/cuda_check.h"
+#include "core/device_buffer.h"
+#include "kernels/formats_device.cuh"
+#include "kernels/moe_down.cuh"
+#include "kernels/moe_gate_up.cuh"
+#include "kernels/router.cuh"
+#include "kernels/synthetic.cuh"
+
+namespace wd {
+
+// ---- DeviceMoeWeights ----------------------------------------------------------
+struct DeviceMoeWeights::Impl {
+  MoeShape shape;
+  WeightFormat format = WeightFormat::kBF16;
+  DeviceBuffer<uint16_t> router;
+  DeviceBuffer<uint8_t> gate_up;  // raw bytes: BF16 or E4M3
+  DeviceBuffer<uint8_t> down;
+  DeviceBuffer<uint8_t> gate_up_scales, down_scales;
+};
+
+DeviceMoeWeights::DeviceMoeWeights() : impl_(std::make_unique<Impl>()) {}
+DeviceMoeWeights::DeviceMoeWeights(DeviceMoeWeights&&) noexcept = default;
+DeviceMoeWeights& DeviceMoeWeights::operator=(DeviceMoeWeights&&) noexcept = default;
+DeviceMoeWeights::~DeviceMoeWeights() = default;
+
+namespace {
+template <typename T>
+DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
+  DeviceBuffer<uint8_t> d(v.size() * sizeof(T));
+  if (!v.empty()) WD_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+}  // namespace
+
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) {
+  DeviceMoeWeights d;
+  Impl& m = *d.impl_;
+  m.shape = host.shape();
+  m.format = host.format();
+  m.router = DeviceBuffer<uint16_t>(host.router);
+  if (m.format == WeightFormat::kBF16) {
+    m.gate_up = upload_bytes(host.gate_up_bf16);
+    m.down = upload_bytes(host.down_bf16);
+  } else {
+    m.gate_up = upload_bytes(host.gate_up_q);
+    m.down = upload_bytes(host.down_q);
+    m.gate_up_scales = upload_bytes(host.gate_up_scales);
+    m.down_scales = upload_bytes(host.down_scales);
+  }
+  return d;
+}
+
+DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const SyntheticSpec& spec,
+                                             WeightFormat format, MxScaleRule rule,
+                                             cudaStream_t stream) {
+  shape.validate();
+  DeviceMoeWeights d;
+  Impl& m = *d.impl_;
+  m.shape = shape;
+  m.format = format;
+  const size_t E = shape.experts, H = shape.hidden, I = shape.intermediate;
+  const size_t gu = E * 2 * I * H, dn = E * H * I;
+  m.router = DeviceBuffer<uint16_t>(E * H);
+  kernels::synthetic_bf16(m.router.data(), E * H, spec, SyntheticTensor::kRouter, stream);
+  if (format == WeightFormat::kBF16) {
+    m.gate_up = DeviceBuffer<uint8_t>(gu * 2);
+    m.down = DeviceBuffer<uint8_t>(dn * 2);
+    kernels::synthetic_bf16(reinterpret_cast<uint16_t*>(m.gate_up.data()), gu, spec,
+                            SyntheticTensor::kGateUp, stream);
+    kernels::synthetic_bf16(reinterpret_cast<uint16_t*>(m.down.data()), dn, spec,
+                            SyntheticTensor::kDown, stream);
+  } else {
+    // Generate BF16 one tensor at a time into a temporary, then quantize.
+    DeviceBuffer<uint16_t> tmp(gu > dn ? gu : dn);
+    m.gate_up = DeviceBuffer<uint8_t>(gu);
+    m.gate_up_scales = DeviceBuffer<uint8_t>(gu / kMxBlock);
+    kernels::synthetic_bf16(tmp.data(), gu, spec, SyntheticTensor::kGateUp, stream);
+    kernels::mxfp8_quantize(tmp.data(), E * 2 * I, H, m.gate_up.data(), m.gate_up_scales.data(),
+                            rule, stream);
+    m.down = DeviceBuffer<uint8_t>(dn);
+    m.down_scales = DeviceBuffer<uint8_t>(dn / kMxBlock);
+    kernels::synthetic_bf16(tmp.data(), dn, spec, SyntheticTensor::kDown, stream);
+    kernels::mxfp8_quantize(tmp.data(), E * H, I, m.down.data(), m.down_scales.data(), rule,
+                            stream);
+    WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // tmp is freed on return
+  }
+  return d;
+}
+
+MoeWeightsView DeviceMoeWeights::view() const {
+  const Impl& m = *impl_;
+  MoeWeightsView v;
+  v.shape = m.shape;
+  v.format = m.format;
+  v.space = MemorySpace::kDevice;
+  v.router = m.router.data();
+  v.gate_up = m.gate_up.data();
+  v.down = m.down.data();
+  if (m.format == WeightFormat::kMXFP8) {
+    v.gate_up_scales = m.gate_up_scales.data();
+    v.down_scales = m.down_scales.data();
+  }
+  return v;
+}
+
+size_t DeviceMoeWeights::bytes() const {
+  const Impl& m = *impl_;
+  return m.router.bytes() + m.gate_up.bytes() + m.down.bytes() + m.gate_up_scales.bytes() +
+         m.down_scales.bytes();
+}
+
+// ---- WarpDecodeMoe ---------------------------------------------------------------
+WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
+  WarpDecodeConfig c;
+  c.gate_up_tokens_per_pass = batch == 1 ? 1 : 4;
+  c.gate_up_neurons_per_warp = 1;
+  c.down_tokens_per_tile = batch == 1 ? 1 : (batch <= 8 ? 8 : 32);
+  return c;
+}
+
+struct WarpDecodeMoe::Workspace {
+  DeviceBuffer<float> h;          // (max_batch, K, I)
+  DeviceBuffer<int32_t> ids;      // (max_batch, K)
+  DeviceBuffer<float> weights;    // (max_batch, K)
+};
+
+WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch)
+    : shape_(shape), max_batch_(max_batch), ws_(std::make_unique<Workspace>()) {
+  shape.validate();
+  WD_CHECK(max_batch >= 1 && max_batch <= 4096, "warp decode: max_batch = ", max_batch,
+           " must be in [1, 4096]");
+  const size_t BK = size_t(max_batch) * shape.top_k;
+  ws_->h = DeviceBuffer<float>(BK * shape.intermediate);
+  ws_->ids = DeviceBuffer<int32_t>(BK);
+  ws_->weights = DeviceBuffer<float>(BK);
+}
+
+WarpDecodeMoe::~WarpDecodeMoe() = default;
+
+const int32_t* WarpDecodeMoe::routing_ids() const { return ws_->ids.data(); }
+const float* WarpDecodeMoe::routing_weights() const { return ws_->weights.data(); }
+float* WarpDecodeMoe::intermediate() const { return ws_->h.data(); }
+
+namespace {
+void check_call(const MoeShape& mine, const MoeWeightsView& w, int batch, int max_batch) {
+  w.validate();
+  WD_CHECK(w.space == MemorySpace::kDevice, "warp decode: weights must be in device memory");
+  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
+               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
+           "warp decode: weights' shape differs from the shape this layer was built for");
+  WD_CHECK(batch >= 1 && batch <= max_batch, "warp decode: batch = ", batch,
+           " must be in [1, max_batch = ", max_batch, "]");
+}
+}  // namespace
+
+void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
+                          float* weights, cudaStream_t stream) const {
+  check_call(shape_, w, batch, max_batch_);
+  kernels::RouterParams p{w.router, x,     ids,          weights,
+                          batch,    shape_.hidden, shape_.experts, shape_.top_k,
+                          shape_.norm_topk_prob ? 1 : 0};
+  kernels::router(p, stream);
+}
+
+void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                            const MoeOutput& out, cudaStream_t stream) const {
+  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch), stream);
+}
+
+void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                            const MoeOutput& out, const WarpDecodeConfig& config,
+                            cudaStream_t stream) const {
+  check_call(shape_, w, r.batch, max_batch_);
+  WD_CHECK(r.top_k == shape_.top_k, "warp decode: routing has K = ", r.top_k, ", layer has K = ",
+           shape_.top_k);
+  WD_CHECK(r.ids && r.weights && x && out.y, "warp decode: a required pointer is null");
+  kernels::GateUpParams g{};
+  g.weights = w.gate_up;
+  g.scales = w.gate_up_scales;
+  g.x = x;
+  g.ids = r.ids;
+  g.h = ws_->h.data();
+  g.batch = r.batch;
+  g.hidden = shape_.hidden;
+  g.intermediate = shape_.intermediate;
+  g.experts = shape_.experts;
+  g.top_k = shape_.top_k;
+  g.tokens_per_pass = config.gate_up_tokens_per_pass;
+  g.neurons_per_warp = config.gate_up_neurons_per_warp;
+  kernels::moe_gate_up(g, w.format, stream);
+
+  kernels::DownParams d{};
+  d.weights = w.down;
+  d.scales = w.down_scales;
+  d.h = ws_->h.data();
+  d.ids = r.ids;
+  d.route_w = r.weights;
+  d.y = out.y;
+  d.residual = out.residual;
+  d.out_fp32 = out.type == OutputType::kFP32 ? 1 : 0;
+  d.batch = r.batch;
+  d.hidden = shape_.hidden;
+  d.intermediate = shape_.intermediate;
+  d.experts = shape_.experts;
+  d.top_k = shape_.top_k;
+  d.tokens_per_tile = config.down_tokens_per_tile;
+  kernels::moe_down(d, w.format, stream);
+}
+
+void WarpDecodeMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
+                            const MoeOutput& out, cudaStream_t stream) const {
+  route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);
+  experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out,
+          stream);
+}
+
+}  // namespace wd

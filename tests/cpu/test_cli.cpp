@@ -1,0 +1,73 @@
+// The warpdecode binary as a user runs it: exit status and the one-line error.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(WD_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+void expect_error(const std::string& args, const std::string& message) {
+  const Result r = run(args);
+  EXPECT_NE(r.status, 0) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+}
+
+TEST(Cli, HelpListsOnlyWorkingSubcommands) {
+  const Result r = run("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("info"), std::string::npos);
+  EXPECT_NE(r.output.find("check"), std::string::npos);
+#ifndef WD_HAVE_CUDA
+  EXPECT_EQ(r.output.find("bench-moe"), std::string::npos);
+#endif
+}
+
+TEST(Cli, InfoRuns) {
+  const Result r = run("info");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("build   warpdecode"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CheckPassesOnTinyPreset) {
+  const Result r = run("check --preset tiny --batch 3");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("checks passed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cpu fp32"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CheckTakesACustomShape) {
+  const Result r = run("check --preset tiny --hidden 96 --intermediate 64 --experts 5 --top-k 2 --batch 2");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("H=96 I=64 E=5 K=2"), std::string::npos) << r.output;
+}
+
+TEST(Cli, BadInputGetsOneClearError) {
+  expect_error("check --preset qwen9", "unknown preset 'qwen9'");
+  expect_error("check --preset tiny --batch 0", "batch = 0");
+  expect_error("check --preset tiny --top-k 0", "top-k K = 0");
+  expect_error("check --preset tiny --top-k 17", "top-k K = 17");
+  expect_error("check --preset tiny --hidden 100", "multiple of 32");
+  expect_error("check --preset tiny --format fp4", "unknown format 'fp4'");
+  expect_error("frobnicate", "subcommand");
+}
+
+}  // namespace

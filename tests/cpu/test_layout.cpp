@@ -1,0 +1,106 @@
+// Shapes, presets, validation messages and synthetic weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "warpdecode/error.h"
+#include "warpdecode/layout.h"
+#include "warpdecode/weights.h"
+
+namespace wd {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Presets, RealShapes) {
+  const MoeShape a = preset_shape("qwen3-30b-a3b");
+  EXPECT_EQ(a.hidden, 2048);
+  EXPECT_EQ(a.intermediate, 768);
+  EXPECT_EQ(a.experts, 128);
+  EXPECT_EQ(a.top_k, 8);
+  const MoeShape b = preset_shape("qwen3-235b-a22b");
+  EXPECT_EQ(b.hidden, 4096);
+  EXPECT_EQ(b.intermediate, 1536);
+  const MoeShape c = preset_shape("qwen3-coder-480b-a35b");
+  EXPECT_EQ(c.hidden, 6144);
+  EXPECT_EQ(c.intermediate, 2560);
+  EXPECT_EQ(c.experts, 160);
+  for (const auto& n : preset_names()) EXPECT_NO_THROW(preset_shape(n).validate()) << n;
+}
+
+TEST(Presets, UnknownNameListsKnownOnes) {
+  const std::string msg = error_of([] { preset_shape("qwen9"); });
+  EXPECT_NE(msg.find("unknown preset 'qwen9'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("qwen3-30b-a3b"), std::string::npos) << msg;
+}
+
+TEST(Shape, ValidationNamesTheBadDimension) {
+  MoeShape s = preset_shape("tiny");
+  s.hidden = 100;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("H = 100 must be a positive multiple of 32"), std::string::npos);
+  s = preset_shape("tiny");
+  s.intermediate = 48;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("I = 48"), std::string::npos);
+  s = preset_shape("tiny");
+  s.top_k = 0;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("top-k K = 0"), std::string::npos);
+  s.top_k = s.experts + 1;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("top-k"), std::string::npos);
+  s = preset_shape("tiny");
+  s.experts = 0;
+  EXPECT_FALSE(error_of([&] { s.validate(); }).empty());
+}
+
+TEST(Shape, ExpertBytes) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  EXPECT_EQ(expert_bytes(s, WeightFormat::kBF16), size_t(2) * 3 * 768 * 2048);
+  EXPECT_EQ(expert_bytes(s, WeightFormat::kMXFP8), size_t(3) * 768 * 2048 * 33 / 32);
+}
+
+TEST(Format, Parse) {
+  EXPECT_EQ(parse_weight_format("bf16"), WeightFormat::kBF16);
+  EXPECT_EQ(parse_weight_format("mxfp8"), WeightFormat::kMXFP8);
+  EXPECT_THROW(parse_weight_format("fp4"), InvalidArgument);
+}
+
+TEST(Synthetic, DeterministicAndDistributedAsAsked) {
+  const MoeShape s = preset_shape("tiny");
+  SyntheticSpec spec;
+  spec.seed = 5;
+  const auto a = MoeWeights::synthetic(s, spec), b = MoeWeights::synthetic(s, spec);
+  EXPECT_EQ(a.gate_up_bf16, b.gate_up_bf16);
+  EXPECT_EQ(a.down_bf16, b.down_bf16);
+  spec.seed = 6;
+  const auto c = MoeWeights::synthetic(s, spec);
+  EXPECT_NE(a.gate_up_bf16, c.gate_up_bf16);
+  double sum = 0, sq = 0;
+  for (uint16_t v : a.gate_up_bf16) {
+    const double f = bf16_to_float(v);
+    sum += f;
+    sq += f * f;
+  }
+  const double n = double(a.gate_up_bf16.size());
+  EXPECT_NEAR(sum / n, 0.0, 1e-3);
+  EXPECT_NEAR(std::sqrt(sq / n), 0.02, 0.0005);
+}
+
+TEST(Synthetic, ViewsPointAtTheirTensors) {
+  const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
+  const auto q = w.to_mxfp8();
+  EXPECT_NO_THROW(q.view().validate());
+  EXPECT_EQ(q.view().format, WeightFormat::kMXFP8);
+  EXPECT_EQ(q.gate_up_scales.size(), q.gate_up_q.size() / 32);
+  MoeWeightsView v = q.view();
+  v.down_scales = nullptr;
+  EXPECT_THROW(v.validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace wd

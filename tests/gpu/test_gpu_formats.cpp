@@ -1,0 +1,91 @@
+// The device build of the number formats agrees bit for bit with the host.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/device_buffer.h"
+#include "kernels/formats_device.cuh"
+#include "kernels/synthetic.cuh"
+#include "tests/gpu/gpu_test_util.h"
+#include "warpdecode/weights.h"
+
+namespace wd {
+namespace {
+
+TEST(GpuDevice, Query) {
+  WD_REQUIRE_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_GT(prop.multiProcessorCount, 0);
+  EXPECT_GT(prop.totalGlobalMem, size_t(1) << 30);
+  std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+}
+
+TEST(GpuFormats, E4M3DecodeAllCodes) {
+  WD_REQUIRE_GPU();
+  std::vector<uint8_t> codes(256);
+  for (int i = 0; i < 256; ++i) codes[i] = uint8_t(i);
+  DeviceBuffer<uint8_t> in(codes);
+  DeviceBuffer<float> out(256);
+  out.fill_bytes(0x55);
+  kernels::e4m3_decode(in.data(), out.data(), 256, nullptr);
+  const auto got = out.download();
+  for (int i = 0; i < 256; ++i) {
+    const float want = e4m3_to_float(uint8_t(i));
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << i;
+    else EXPECT_EQ(float_bits(got[i]), float_bits(want)) << i;
+  }
+}
+
+TEST(GpuFormats, EncodeMatchesHostOnRandomAndSpecialValues) {
+  WD_REQUIRE_GPU();
+  std::mt19937 g(std::random_device{}());
+  std::vector<float> v;
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = g();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    v.push_back(f);                                     // any bit pattern
+    v.push_back(std::ldexp(float(g() % 100000) / 1e5f, int(g() % 40) - 20));  // E4M3 range
+  }
+  for (float f : {0.0f, -0.0f, 448.0f, 464.0f, 1e-9f, INFINITY, -INFINITY, NAN}) v.push_back(f);
+  DeviceBuffer<float> in(v);
+  DeviceBuffer<uint8_t> q(v.size());
+  DeviceBuffer<uint16_t> b(v.size());
+  kernels::e4m3_encode(in.data(), q.data(), v.size(), nullptr);
+  kernels::bf16_encode(in.data(), b.data(), v.size(), nullptr);
+  const auto qh = q.download();
+  const auto bh = b.download();
+  size_t bad_q = 0, bad_b = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    bad_q += qh[i] != float_to_e4m3(v[i]);
+    const uint16_t hb = float_to_bf16(v[i]);
+    bad_b += !(bh[i] == hb || (std::isnan(v[i]) && std::isnan(bf16_to_float(bh[i]))));
+  }
+  EXPECT_EQ(bad_q, 0u);
+  EXPECT_EQ(bad_b, 0u);
+}
+
+TEST(GpuFormats, Mxfp8QuantizeAndSyntheticWeightsMatchHost) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  SyntheticSpec spec;
+  spec.seed = std::random_device{}();
+  spec.outlier_fraction = 0.01f;
+  const auto host = MoeWeights::synthetic(s, spec);
+  const size_t n = host.gate_up_bf16.size();
+  DeviceBuffer<uint16_t> dev(n);
+  kernels::synthetic_bf16(dev.data(), n, spec, SyntheticTensor::kGateUp, nullptr);
+  EXPECT_EQ(dev.download(), host.gate_up_bf16);
+  const auto hq = host.to_mxfp8();
+  DeviceBuffer<uint8_t> q(n), sc(n / 32);
+  kernels::mxfp8_quantize(dev.data(), size_t(s.experts) * 2 * s.intermediate, s.hidden, q.data(),
+                          sc.data(), MxScaleRule::kNoSaturate, nullptr);
+  EXPECT_EQ(q.download(), hq.gate_up_q);
+  EXPECT_EQ(sc.download(), hq.gate_up_scales);
+}
+
+}  // namespace
+}  // namespace wd

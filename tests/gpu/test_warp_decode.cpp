@@ -1,0 +1,388 @@
+// Warp decode (router, moe_gate_up, moe_down) against the FP64 CPU reference
+// on fresh random weights and inputs, outputs NaN-poisoned before each run.
+//
+// Tolerances (relative L2 vs FP64 on the same dequantized weights):
+//   FP32 output, FP32 intermediate: 2e-5 (FP32 accumulation)
+//   BF16 output: 4e-3 (one BF16 rounding of y)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/device_buffer.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "warpdecode/error.h"
+#include "warpdecode/reference.h"
+#include "warpdecode/warp_decode.h"
+#include "warpdecode/weights.h"
+
+namespace wd {
+namespace {
+
+uint64_t fresh_seed() {
+  static std::mt19937_64 g(std::random_device{}());
+  return g();
+}
+
+MoeShape make_shape(int H, int I, int E, int K) {
+  MoeShape s;
+  s.hidden = H;
+  s.intermediate = I;
+  s.experts = E;
+  s.top_k = K;
+  return s;
+}
+
+// One layer's weights on host and device, in one format.
+struct Layer {
+  MoeWeights host;
+  DeviceMoeWeights dev;
+  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed) {
+    SyntheticSpec spec;
+    spec.seed = seed;
+    spec.outlier_fraction = 0.001f;
+    MoeWeights bf = MoeWeights::synthetic(s, spec);
+    MoeWeights w = f == WeightFormat::kBF16 ? std::move(bf) : bf.to_mxfp8();
+    DeviceMoeWeights d = DeviceMoeWeights::upload(w);
+    return Layer{std::move(w), std::move(d)};
+  }
+};
+
+// Random explicit routing: K distinct experts per token, positive weights.
+struct HostRouting {
+  std::vector<int32_t> ids;
+  std::vector<double> w;
+};
+HostRouting random_routing(int B, int E, int K, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  HostRouting r;
+  std::vector<int32_t> perm(E);
+  for (int b = 0; b < B; ++b) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), g);
+    double sum = 0;
+    std::vector<double> ws(K);
+    for (int k = 0; k < K; ++k) sum += ws[k] = 0.1 + std::uniform_real_distribution<double>(0, 1)(g);
+    for (int k = 0; k < K; ++k) {
+      r.ids.push_back(perm[k]);
+      r.w.push_back(ws[k] / sum);
+    }
+  }
+  return r;
+}
+
+// Runs the two expert kernels and returns y as doubles.
+std::vector<double> run_experts(const WarpDecodeMoe& moe, const Layer& layer,
+                                const std::vector<uint16_t>& x, const HostRouting& r, int B,
+                                OutputType type, const WarpDecodeConfig* config = nullptr,
+                                const std::vector<float>* residual = nullptr) {
+  const MoeShape& s = layer.host.shape();
+  const size_t BH = size_t(B) * s.hidden;
+  DeviceBuffer<uint16_t> dx(x);
+  DeviceBuffer<int32_t> ids(r.ids);
+  DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
+  const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
+  std::vector<double> y(BH);
+  if (type == OutputType::kFP32) {
+    DeviceBuffer<float> dy(BH), res;
+    dy.fill_bytes(0xFF);  // NaN poison
+    if (residual) res = DeviceBuffer<float>(*residual);
+    const MoeOutput out{dy.data(), type, residual ? res.data() : nullptr};
+    if (config) moe.experts(layer.dev.view(), dx.data(), rv, out, *config, nullptr);
+    else moe.experts(layer.dev.view(), dx.data(), rv, out, nullptr);
+    const auto h = dy.download();
+    std::copy(h.begin(), h.end(), y.begin());
+  } else {
+    DeviceBuffer<uint16_t> dy(BH), res;
+    dy.fill_bytes(0xFF);
+    if (residual) {
+      std::vector<uint16_t> rb(residual->size());
+      for (size_t i = 0; i < rb.size(); ++i) rb[i] = float_to_bf16((*residual)[i]);
+      res = DeviceBuffer<uint16_t>(rb);
+    }
+    const MoeOutput out{dy.data(), type, residual ? res.data() : nullptr};
+    if (config) moe.experts(layer.dev.view(), dx.data(), rv, out, *config, nullptr);
+    else moe.experts(layer.dev.view(), dx.data(), rv, out, nullptr);
+    const auto h = dy.download();
+    for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
+  }
+  WD_CUDA_CHECK(cudaDeviceSynchronize());
+  return y;
+}
+
+std::vector<double> reference_y(const Layer& layer, const std::vector<uint16_t>& x,
+                                const HostRouting& r, int B) {
+  return reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                reference::Precision::kFP64);
+}
+
+void expect_close(const std::vector<double>& ref, const std::vector<double>& y, double tol,
+                  const std::string& what) {
+  const auto st = reference::compare(ref.data(), y.data(), ref.size());
+  EXPECT_EQ(st.non_finite, 0u) << what << ": unwritten or non-finite outputs";
+  EXPECT_LE(st.rel_l2, tol) << what << " max_rel " << st.max_rel;
+}
+
+const char* name(WeightFormat f) { return to_string(f); }
+
+// ---- every batch size on awkward shapes -------------------------------------------
+TEST(WarpDecode, EveryBatchFrom1To70AndLargerOnAwkwardShapes) {
+  WD_REQUIRE_GPU();
+  // H = 160: 20 BF16 / 10 MXFP8 chunks per row (fewer than 32 lanes);
+  // I = 96: 12 / 6 chunks; E = 20, K = 6: many tokens share experts.
+  const MoeShape shapes[] = {make_shape(160, 96, 20, 6), preset_shape("tiny")};
+  for (const MoeShape& s : shapes)
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      const Layer layer = Layer::make(s, f, fresh_seed());
+      WarpDecodeMoe moe(s, 256);
+      std::vector<int> batches;
+      for (int b = 1; b <= 70; ++b) batches.push_back(b);
+      for (int b : {96, 127, 128, 200, 256}) batches.push_back(b);
+      for (int B : batches) {
+        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const auto ref = reference_y(layer, x, r, B);
+        const std::string what = std::string(name(f)) + " H=" + std::to_string(s.hidden) + " B=" + std::to_string(B);
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32), 2e-5, what + " fp32");
+        if (B % 7 == 1) expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16), 4e-3, what + " bf16");
+      }
+    }
+}
+
+// ---- real shapes ---------------------------------------------------------------------
+TEST(WarpDecode, RealShapes) {
+  WD_REQUIRE_GPU();
+  struct Case {
+    MoeShape s;
+    std::vector<int> batches;
+  };
+  MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
+  coder.experts = 16;  // its H and I, fewer experts: the same kernel paths, 1/10 the memory
+  const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 32, 64}},
+                        {preset_shape("qwen3-235b-a22b"), {1, 16}},
+                        {coder, {1, 5}}};
+  for (const auto& c : cases)
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      const Layer layer = Layer::make(c.s, f, fresh_seed());
+      WarpDecodeMoe moe(c.s, 64);
+      for (int B : c.batches) {
+        const auto x = synthetic_input(B, c.s.hidden, fresh_seed(), InputKind::kOutliers);
+        const auto r = random_routing(B, c.s.experts, c.s.top_k, fresh_seed());
+        const auto ref = reference_y(layer, x, r, B);
+        const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B);
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32), 2e-5, what + " fp32");
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16), 4e-3, what + " bf16");
+      }
+    }
+}
+
+// ---- router ----------------------------------------------------------------------------
+TEST(WarpDecode, RouterMatchesReference) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6)}) {
+    const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+    WarpDecodeMoe moe(s, 64);
+    for (int B : {1, 7, 64}) {
+      std::vector<uint16_t> x;
+      reference::Routing r;
+      for (int attempt = 0;; ++attempt) {  // no near-ties may decide the top-k
+        ASSERT_LT(attempt, 50);
+        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        r = reference::router(layer.host.view(), x.data(), B);
+        if (reference::min_topk_gap(r, s.experts) > 1e-4) break;
+      }
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
+      DeviceBuffer<float> w(size_t(B) * s.top_k);
+      ids.fill_bytes(0xFF);
+      w.fill_bytes(0xFF);
+      moe.route(layer.dev.view(), dx.data(), B, ids.data(), w.data(), nullptr);
+      EXPECT_EQ(ids.download(), r.ids) << "B=" << B << " E=" << s.experts;
+      const auto wh = w.download();
+      for (size_t i = 0; i < wh.size(); ++i) EXPECT_NEAR(wh[i], r.weights[i], 1e-5 * r.weights[i]) << i;
+    }
+  }
+}
+
+TEST(WarpDecode, ForwardIsRouterPlusExperts) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+  WarpDecodeMoe moe(s, 16);
+  const int B = 11;
+  std::vector<uint16_t> x;
+  reference::Routing r;
+  do {
+    x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    r = reference::router(layer.host.view(), x.data(), B);
+  } while (reference::min_topk_gap(r, s.experts) <= 1e-4);
+  const auto ref = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                          reference::Precision::kFP64);
+  DeviceBuffer<uint16_t> dx(x);
+  DeviceBuffer<float> dy(size_t(B) * s.hidden);
+  dy.fill_bytes(0xFF);
+  moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
+  const auto h = dy.download();
+  expect_close(ref, std::vector<double>(h.begin(), h.end()), 2e-5, "forward");
+}
+
+// ---- odd routings ----------------------------------------------------------------------
+TEST(WarpDecode, OddRoutings) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 64);
+    const int K = s.top_k;
+    struct Odd {
+      const char* what;
+      int B;
+      std::function<int(int b, int k)> expert;
+    } odds[] = {
+        {"all tokens on the same 8 experts", 64, [](int, int k) { return 120 + k / 1; }},
+        {"all experts distinct", 16, [K](int b, int k) { return b * K + k; }},
+        {"repeated experts across tokens", 37, [](int b, int k) { return (b % 3) * 5 + k * 11; }},
+        {"one expert twice in a token", 9, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
+    };
+    for (const auto& o : odds) {
+      HostRouting r;
+      std::mt19937 g{unsigned(fresh_seed())};
+      for (int b = 0; b < o.B; ++b)
+        for (int k = 0; k < K; ++k) {
+          r.ids.push_back(o.expert(b, k) % s.experts);
+          r.w.push_back(std::uniform_real_distribution<double>(0.01, 1.0)(g));
+        }
+      // Slot 1 of "one expert twice" repeats slot 0's expert.
+      if (std::string(o.what) == "one expert twice in a token")
+        for (int b = 0; b < o.B; ++b) r.ids[b * K + 1] = r.ids[b * K];
+      const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto ref = reference_y(layer, x, r, o.B);
+      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
+                   std::string(name(f)) + " " + o.what);
+    }
+  }
+}
+
+// ---- residual -------------------------------------------------------------------------
+TEST(WarpDecode, FusedResidualAdd) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(160, 96, 20, 6);
+  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+  WarpDecodeMoe moe(s, 32);
+  const int B = 13;
+  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  std::vector<float> res(size_t(B) * s.hidden);
+  std::mt19937 g{unsigned(fresh_seed())};
+  for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
+  auto ref = reference_y(layer, x, r, B);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+  expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, nullptr, &res), 2e-5, "fp32 + residual");
+  expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, nullptr, &res), 4e-3, "bf16 + residual");
+}
+
+// ---- batch invariance and determinism -----------------------------------------------
+TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 64);
+    // The token under test: its activations and routing.
+    const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
+    const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32);
+    // The same token at several positions in batches of other tokens, under
+    // every kernel configuration.
+    const int Bs[] = {2, 9, 37, 64};
+    const WarpDecodeConfig configs[] = {{1, 1, 1}, {4, 1, 8}, {4, 2, 32}, {1, 3, 32}};
+    for (int B : Bs)
+      for (const auto& cfg : configs) {
+        auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const int pos = int(fresh_seed() % B);
+        std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
+        std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
+        std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
+        const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg);
+        size_t diff = 0;
+        for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
+        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config {"
+                            << cfg.gate_up_tokens_per_pass << "," << cfg.gate_up_neurons_per_warp
+                            << "," << cfg.down_tokens_per_tile << "}";
+      }
+    // Run to run.
+    const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto r = random_routing(64, s.experts, s.top_k, fresh_seed());
+    const auto a = run_experts(moe, layer, x, r, 64, OutputType::kFP32);
+    const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32);
+    EXPECT_EQ(a, b);
+  }
+}
+
+// ---- engine-ready: graphs, errors ------------------------------------------------------
+TEST(WarpDecode, CapturesInACudaGraph) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+  WarpDecodeMoe moe(s, 8);
+  const int B = 5;
+  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  DeviceBuffer<uint16_t> dx(x);
+  DeviceBuffer<float> y1(size_t(B) * s.hidden), y2(size_t(B) * s.hidden);
+  cudaStream_t st;
+  WD_CUDA_CHECK(cudaStreamCreate(&st));
+  moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, st);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, st);
+  WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  y2.fill_bytes(0xFF);
+  WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
+  WD_CUDA_CHECK(cudaStreamSynchronize(st));
+  EXPECT_EQ(y1.download(), y2.download());
+  WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  WD_CUDA_CHECK(cudaGraphDestroy(graph));
+  WD_CUDA_CHECK(cudaStreamDestroy(st));
+}
+
+TEST(WarpDecode, ClearErrorsForWhatItCannotTake) {
+  WD_REQUIRE_GPU();
+  MoeShape bad = preset_shape("tiny");
+  bad.hidden = 100;
+  EXPECT_THROW(WarpDecodeMoe(bad, 4), InvalidArgument);
+  const MoeShape s = preset_shape("tiny");
+  EXPECT_THROW(WarpDecodeMoe(s, 0), InvalidArgument);
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, 1);
+  WarpDecodeMoe moe(s, 4);
+  DeviceBuffer<uint16_t> x(size_t(8) * s.hidden);
+  DeviceBuffer<float> y(size_t(8) * s.hidden);
+  const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+  EXPECT_THROW(moe.forward(layer.dev.view(), x.data(), 5, out, nullptr), InvalidArgument);  // > max_batch
+  EXPECT_THROW(moe.forward(layer.host.view(), x.data(), 2, out, nullptr), InvalidArgument);  // host weights
+}
+
+// Small and quick: the case run under compute-sanitizer (memcheck, racecheck).
+TEST(WarpDecode, SanitizerCase) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(160, 96, 20, 6);
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 40);
+    for (int B : {1, 9, 40}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<uint16_t> y(size_t(B) * s.hidden);
+      moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y.data(), OutputType::kBF16, nullptr}, nullptr);
+      WD_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wd

@@ -1,0 +1,165 @@
+// warpdecode bench-moe: µs per MoE layer, unique bytes, achieved TB/s and %
+// of the read bandwidth this run measured on this card. See bench/moe_bench.h
+// for the method.
+#include <cuda_runtime.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "kernels/bandwidth.cuh"
+#include "moe_bench.h"
+#include "tools/warpdecode/commands.h"
+#include "warpdecode/error.h"
+
+namespace wd::cli {
+namespace {
+
+struct Opts {
+  std::vector<std::string> presets{"qwen3-30b-a3b"};
+  std::vector<std::string> formats{"bf16", "mxfp8"};
+  std::vector<int> batches{1, 2, 4, 8, 16, 32, 64};
+  std::string json;
+  int calls = 16, replays = 30;
+  double bw_gib = 4.0;
+  bool sweep = false, no_router = false;
+  uint64_t seed = 1;
+};
+
+std::string config_label(const WarpDecodeConfig& c) {
+  return "gu" + std::to_string(c.gate_up_tokens_per_pass) + "x" + std::to_string(c.gate_up_neurons_per_warp) +
+         "/dn" + std::to_string(c.down_tokens_per_tile);
+}
+
+std::vector<WarpDecodeConfig> sweep_configs(int batch) {
+  std::vector<WarpDecodeConfig> v{WarpDecodeConfig::for_batch(batch)};
+  for (int gt : {1, 4})
+    for (int npw : {1, 2})
+      for (int dt : {1, 8, 32}) {
+        const WarpDecodeConfig c{gt, npw, dt};
+        if (config_label(c) != config_label(v.front())) v.push_back(c);
+      }
+  return v;
+}
+
+void run(const Opts& o) {
+  const auto gpu = query_gpu();
+  WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
+  for (int b : o.batches) WD_CHECK(b >= 1 && b <= 4096, "batch = ", b, " must be in [1, 4096]");
+  WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
+  std::vector<WeightFormat> formats;
+  for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
+  std::vector<MoeShape> shapes;
+  for (const auto& p : o.presets) shapes.push_back(preset_shape(p));
+
+  cudaStream_t stream;
+  WD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto bw = kernels::measure_bandwidth(size_t(o.bw_gib * double(1 << 30)), 20, stream);
+  std::printf("# %s | %d SMs | %.0f GiB | L2 %.0f MiB | CUDA %s, driver %s | SM clock %d MHz, mem %d MHz (now)\n",
+              gpu->name.c_str(), gpu->sms, double(gpu->memory_bytes) / (1 << 30),
+              double(gpu->l2_bytes) / (1 << 20), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
+              gpu->sm_clock_mhz, gpu->mem_clock_mhz);
+  std::printf("# measured now: streaming read %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
+              bw.read_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
+  std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
+              o.calls, o.replays);
+
+  nlohmann::json doc;
+  doc["header"] = {{"card", gpu->name},
+                   {"sms", gpu->sms},
+                   {"memory_gib", double(gpu->memory_bytes) / (1 << 30)},
+                   {"l2_mib", double(gpu->l2_bytes) / (1 << 20)},
+                   {"read_tbps", bw.read_tbps},
+                   {"copy_tbps", bw.copy_tbps},
+                   {"bandwidth_buffer_gib", o.bw_gib},
+                   {"cuda_runtime", gpu->cuda_runtime},
+                   {"driver", gpu->driver},
+                   {"sm_clock_mhz", gpu->sm_clock_mhz},
+                   {"mem_clock_mhz", gpu->mem_clock_mhz},
+                   {"max_sm_clock_mhz", gpu->max_sm_clock_mhz},
+                   {"commit", build_commit()},
+                   {"build", build_description()},
+                   {"command", command_line()},
+                   {"time_utc", std::time(nullptr)},
+                   {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
+  doc["records"] = nlohmann::json::array();
+
+  std::printf("%-22s %-6s %4s %-14s %9s %9s %9s %10s %8s %10s %7s %6s\n", "preset", "format", "B",
+              "config", "us_med", "us_min", "us_max", "us+router", "experts", "unique_MB",
+              "TB/s", "%read");
+  size_t free_b = 0, total_b = 0;
+  for (size_t si = 0; si < shapes.size(); ++si)
+    for (WeightFormat f : formats) {
+      WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      bench::MoeBench mb(shapes[si], f, gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream);
+      std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
+                  to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
+                  double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
+      for (int B : o.batches) {
+        const auto configs = o.sweep ? sweep_configs(B) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B)};
+        for (const auto& cfg : configs) {
+          bench::Options opt;
+          opt.calls = o.calls;
+          opt.replays = o.replays;
+          opt.seed = o.seed;
+          opt.with_router = !o.no_router;
+          const auto m = mb.run(B, cfg, opt);
+          const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
+          const double pct = 100.0 * tbps / bw.read_tbps;
+          std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
+                      o.presets[si].c_str(), to_string(f), B, config_label(cfg).c_str(),
+                      m.experts.us_median, m.experts.us_min, m.experts.us_max,
+                      o.no_router ? 0.0 : m.with_router.us_median, m.distinct_experts,
+                      m.unique_bytes / 1e6, tbps, pct);
+          std::fflush(stdout);
+          nlohmann::json rec = {{"preset", o.presets[si]},
+                                {"format", to_string(f)},
+                                {"batch", B},
+                                {"path", "warp"},
+                                {"config", config_label(cfg)},
+                                {"default_config", config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B))},
+                                {"us_median", m.experts.us_median},
+                                {"us_min", m.experts.us_min},
+                                {"us_max", m.experts.us_max},
+                                {"distinct_experts", m.distinct_experts},
+                                {"unique_bytes", m.unique_bytes},
+                                {"tbps", tbps},
+                                {"pct_read_bw", pct}};
+          if (!o.no_router) rec["us_with_router"] = m.with_router.us_median;
+          doc["records"].push_back(rec);
+        }
+      }
+    }
+  WD_CUDA_CHECK(cudaStreamDestroy(stream));
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    WD_CHECK(out.good(), "cannot write '", o.json, "'");
+    out << doc.dump(2) << "\n";
+    std::printf("# wrote %s\n", o.json.c_str());
+  }
+}
+
+}  // namespace
+
+void add_bench_moe(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench-moe", "Time the MoE layer on this GPU against its measured read bandwidth");
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--preset", o->presets, "Shape presets (repeat or comma-separate)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8")->delimiter(',')->capture_default_str();
+  cmd->add_option("--batch,-b", o->batches, "Batch sizes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--json", o->json, "Also write the figures as JSON to this file");
+  cmd->add_option("--calls", o->calls, "Layer calls per timed graph")->capture_default_str();
+  cmd->add_option("--replays", o->replays, "Timed graph replays (median reported)")->capture_default_str();
+  cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
+  cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
+  cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace wd::cli

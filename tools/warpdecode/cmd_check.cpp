@@ -1,0 +1,178 @@
+// warpdecode check: the self-test a user runs on their own machine. Every
+// implementation of the MoE layer in this build is run on fresh random
+// inputs and compared with the FP64 CPU reference on the same (dequantized)
+// weights; one line per implementation, pass/fail against its tolerance.
+//
+// Tolerances (relative L2 error vs FP64) and why:
+//   CPU FP32 path                1e-5   FP32 accumulation over H and I terms
+//   GPU warp decode, FP32 output 2e-5   FP32 registers, FP32 intermediate h
+//   GPU warp decode, BF16 output 4e-3   one BF16 rounding of y (2^-9 relative)
+//   GPU router                   ids exact, weights 1e-5 (inputs redrawn
+//                                until no near-tie decides the top-k)
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/shape_options.h"
+#include "warpdecode/error.h"
+#include "warpdecode/reference.h"
+#include "warpdecode/weights.h"
+#ifdef WD_HAVE_CUDA
+#include "core/device_buffer.h"
+#include "warpdecode/warp_decode.h"
+#endif
+
+namespace wd::cli {
+namespace {
+
+struct Row {
+  std::string format, path;
+  double rel_l2 = NAN, max_rel = NAN, tolerance = NAN;
+  bool pass = false;
+  std::string note;
+};
+
+void print_row(const Row& r) {
+  char err[64] = "-", mx[64] = "-", tol[64] = "-";
+  if (!std::isnan(r.rel_l2)) std::snprintf(err, sizeof err, "%.3e", r.rel_l2);
+  if (!std::isnan(r.max_rel)) std::snprintf(mx, sizeof mx, "%.3e", r.max_rel);
+  if (!std::isnan(r.tolerance)) std::snprintf(tol, sizeof tol, "%.0e", r.tolerance);
+  std::printf("%-6s %-32s %-10s %-10s %-8s %-5s %s\n", r.format.c_str(), r.path.c_str(), err, mx,
+              tol, r.pass ? "pass" : "FAIL", r.note.c_str());
+  std::fflush(stdout);
+}
+
+Row judge(const std::string& fmt, const std::string& path, const std::vector<double>& ref,
+          const std::vector<double>& out, double tol) {
+  const auto st = reference::compare(ref.data(), out.data(), ref.size());
+  Row r{fmt, path, st.rel_l2, st.max_rel, tol, st.non_finite == 0 && st.rel_l2 <= tol, ""};
+  if (st.non_finite) r.note = std::to_string(st.non_finite) + " non-finite outputs";
+  return r;
+}
+
+#ifdef WD_HAVE_CUDA
+std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, int batch,
+                           const reference::Routing& routing, const std::vector<double>& ref) {
+  std::vector<Row> rows;
+  const std::string fmt = to_string(w.format());
+  const MoeShape& s = w.shape();
+  const size_t BK = size_t(batch) * s.top_k, BH = size_t(batch) * s.hidden;
+  auto dw = DeviceMoeWeights::upload(w);
+  DeviceBuffer<uint16_t> dx(x);
+  WarpDecodeMoe moe(s, batch);
+
+  // Router kernel against the FP64 router.
+  DeviceBuffer<int32_t> ids(BK);
+  DeviceBuffer<float> rw(BK);
+  ids.fill_bytes(0xFF);
+  rw.fill_bytes(0xFF);
+  moe.route(dw.view(), dx.data(), batch, ids.data(), rw.data(), nullptr);
+  const auto got_ids = ids.download();
+  const auto got_w = rw.download();
+  size_t id_mismatch = 0;
+  double w_err = 0;
+  for (size_t i = 0; i < BK; ++i) {
+    id_mismatch += got_ids[i] != routing.ids[i];
+    w_err = std::max(w_err, std::abs(double(got_w[i]) - routing.weights[i]) / std::abs(routing.weights[i]));
+  }
+  Row rr{fmt, "gpu router", NAN, w_err, 1e-5, id_mismatch == 0 && w_err <= 1e-5, ""};
+  rr.note = id_mismatch ? std::to_string(id_mismatch) + " expert ids differ" : "ids exact";
+  rows.push_back(rr);
+
+  // Expert kernels with the reference routing, FP32 and BF16 outputs.
+  DeviceBuffer<int32_t> rid(routing.ids);
+  DeviceBuffer<float> rwt(std::vector<float>(routing.weights.begin(), routing.weights.end()));
+  const RoutingView rv{batch, s.top_k, rid.data(), rwt.data()};
+  for (OutputType t : {OutputType::kFP32, OutputType::kBF16}) {
+    std::vector<double> y(BH);
+    if (t == OutputType::kFP32) {
+      DeviceBuffer<float> dy(BH);
+      dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
+      moe.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
+      const auto h = dy.download();
+      for (size_t i = 0; i < BH; ++i) y[i] = h[i];
+      rows.push_back(judge(fmt, "gpu warp decode (fp32 out)", ref, y, 2e-5));
+    } else {
+      DeviceBuffer<uint16_t> dy(BH);
+      dy.fill_bytes(0xFF);
+      moe.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
+      const auto h = dy.download();
+      for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
+      rows.push_back(judge(fmt, "gpu warp decode (bf16 out)", ref, y, 4e-3));
+    }
+  }
+  WD_CUDA_CHECK(cudaDeviceSynchronize());
+  return rows;
+}
+#endif
+
+}  // namespace
+
+void add_check(CLI::App& app) {
+  auto* cmd = app.add_subcommand("check", "Self-test: every MoE implementation in this build against the FP64 reference");
+  struct Opts {
+    ShapeOptions shape;
+    int batch = 4;
+    std::string format = "all";
+    uint64_t seed = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  o->shape.add_to(cmd);
+  cmd->add_option("--batch,-b", o->batch, "Tokens in the batch")->capture_default_str();
+  cmd->add_option("--format", o->format, "Weight format: bf16, mxfp8 or all")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Random seed of weights and inputs")->capture_default_str();
+  cmd->callback([o] {
+    const MoeShape s = o->shape.resolve();
+    WD_CHECK(o->batch >= 1 && o->batch <= 4096, "batch = ", o->batch, " must be in [1, 4096]");
+    WD_CHECK(o->format == "all" || o->format == "bf16" || o->format == "mxfp8", "unknown format '",
+             o->format, "' (allowed: bf16, mxfp8, all)");
+    const auto gpu = query_gpu();
+    std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", o->shape.label().c_str(),
+                s.hidden, s.intermediate, s.experts, s.top_k, o->batch,
+                (unsigned long long)o->seed,
+                gpu ? ("GPU: " + gpu->name).c_str() : "no CUDA GPU: CPU paths only");
+    SyntheticSpec spec;
+    spec.seed = o->seed;
+    const MoeWeights bf16 = MoeWeights::synthetic(s, spec);
+
+    // Inputs redrawn until no near-tie decides the routing (FP32 vs FP64 router).
+    std::vector<uint16_t> x;
+    reference::Routing routing;
+    for (uint64_t attempt = 0;; ++attempt) {
+      WD_CHECK(attempt < 50, "could not draw inputs without near-ties in the routing");
+      x = synthetic_input(o->batch, s.hidden, o->seed * 1000 + attempt, InputKind::kGaussian);
+      routing = reference::router(bf16.view(), x.data(), o->batch);
+      if (reference::min_topk_gap(routing, s.experts) > 1e-4) break;
+    }
+
+    std::printf("%-6s %-32s %-10s %-10s %-8s %-5s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
+    int failed = 0, total = 0;
+    for (const char* f : {"bf16", "mxfp8"}) {
+      if (o->format != "all" && o->format != f) continue;
+      const MoeWeights w = std::string(f) == "bf16" ? MoeWeights() : bf16.to_mxfp8();
+      const MoeWeights& wr = std::string(f) == "bf16" ? bf16 : w;
+      const auto ref = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
+                                              routing.weights.data(), o->batch,
+                                              reference::Precision::kFP64);
+      const auto fp32 = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
+                                               routing.weights.data(), o->batch,
+                                               reference::Precision::kFP32);
+      std::vector<Row> rows{judge(f, "cpu fp32", ref, fp32, 1e-5)};
+#ifdef WD_HAVE_CUDA
+      if (gpu)
+        for (auto& r : check_gpu(wr, x, o->batch, routing, ref)) rows.push_back(r);
+#endif
+      for (const auto& r : rows) {
+        print_row(r);
+        failed += !r.pass;
+        ++total;
+      }
+    }
+    if (failed) throw Error(detail::concat("check failed: ", failed, " of ", total, " implementations outside tolerance"));
+    std::printf("all %d checks passed\n", total);
+  });
+}
+
+}  // namespace wd::cli

@@ -1,0 +1,40 @@
+// The warpdecode CLI's subcommands. Each add_* registers one subcommand on
+// the app; its callback runs the command and throws wd::Error on failure.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+namespace wd::cli {
+
+void add_info(CLI::App& app);
+void add_check(CLI::App& app);
+void add_bench_moe(CLI::App& app);  // CUDA builds only
+
+// Every subcommand this build has (only those that work).
+void add_all(CLI::App& app);
+
+// The command line as typed (recorded in every JSON we write).
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
+// Build identity, recorded in every JSON we write.
+std::string build_commit();
+std::string build_description();  // version, commit, CUDA archs or "CPU only"
+
+struct GpuInfo {
+  std::string name;
+  int sms = 0;
+  size_t memory_bytes = 0;
+  size_t l2_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+  std::string cuda_runtime, driver;
+  int max_sm_clock_mhz = 0;                 // cudaDevAttrClockRate
+  int sm_clock_mhz = -1, mem_clock_mhz = -1; // current clocks through NVML; -1 if unreadable
+};
+// The current CUDA device, or nullopt when this build or machine has none.
+std::optional<GpuInfo> query_gpu();
+
+}  // namespace wd::cli
