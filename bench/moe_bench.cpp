@@ -107,9 +107,29 @@ struct Events {
 
 }  // namespace
 
-Measurement MoeBench::run(int B, const WarpDecodeConfig& config, const Options& opt) {
+std::string WarpPath::config() const {
+  return "gu" + std::to_string(config_.gate_up_tokens_per_pass) + "x" +
+         std::to_string(config_.gate_up_neurons_per_warp) + "/dn" +
+         std::to_string(config_.down_tokens_per_tile);
+}
+
+void WarpPath::prepare(const MoeShape& shape, int batch) {
+  moe_ = std::make_unique<WarpDecodeMoe>(shape, batch);
+}
+
+void WarpPath::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
+                     float* weights, cudaStream_t stream) {
+  moe_->route(w, x, batch, ids, weights, stream);
+}
+
+void WarpPath::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+                       uint16_t* y, cudaStream_t stream) {
+  moe_->experts(w, x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_, stream);
+}
+
+Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
   const int H = shape_.hidden, K = shape_.top_k, E = shape_.experts, N = opt.calls;
-  WarpDecodeMoe moe(shape_, B);
+  path.prepare(shape_, B);
   const size_t BK = size_t(B) * K, BH = size_t(B) * H;
   DeviceBuffer<int32_t> ids(BK * N);
   DeviceBuffer<float> rw(BK * N);
@@ -133,8 +153,8 @@ Measurement MoeBench::run(int B, const WarpDecodeConfig& config, const Options& 
   {
     Graph graph(stream_, [&] {
       for (int i = 0; i < N; ++i)
-        moe.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
-                    MoeOutput{y.data(), OutputType::kBF16, nullptr}, config, stream_);
+        path.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
+                     y.data(), stream_);
     });
     std::vector<double> us;
     double distinct_sum = 0;
@@ -158,9 +178,9 @@ Measurement MoeBench::run(int B, const WarpDecodeConfig& config, const Options& 
   if (opt.with_router) {
     Graph graph(stream_, [&] {
       for (int i = 0; i < N; ++i) {
-        moe.route(view(i), x.data() + BH * i, B, ids.data() + BK * i, rw.data() + BK * i, stream_);
-        moe.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
-                    MoeOutput{y.data(), OutputType::kBF16, nullptr}, config, stream_);
+        path.route(view(i), x.data() + BH * i, B, ids.data() + BK * i, rw.data() + BK * i, stream_);
+        path.experts(view(i), x.data() + BH * i, RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i},
+                     y.data(), stream_);
       }
     });
     std::vector<double> us;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,38 @@ struct Measurement {
   double unique_bytes = 0;      // mean over timed calls
 };
 
+// One implementation of the MoE layer as the harness times it. prepare() runs
+// before graph capture (allocation allowed there); route() and experts() are
+// captured and must be stream-ordered and allocation-free.
+class LayerPath {
+ public:
+  virtual ~LayerPath() = default;
+  virtual std::string name() const = 0;    // "warp", "classical", ...
+  virtual std::string config() const = 0;  // the variant, for the tables
+  virtual void prepare(const MoeShape& shape, int batch) = 0;
+  virtual void route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
+                     float* weights, cudaStream_t stream) = 0;
+  virtual void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+                       uint16_t* y, cudaStream_t stream) = 0;
+};
+
+// Warp decode (WarpDecodeMoe) with a given kernel configuration.
+class WarpPath : public LayerPath {
+ public:
+  explicit WarpPath(const WarpDecodeConfig& c) : config_(c) {}
+  std::string name() const override { return "warp"; }
+  std::string config() const override;
+  void prepare(const MoeShape& shape, int batch) override;
+  void route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
+             cudaStream_t stream) override;
+  void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, uint16_t* y,
+               cudaStream_t stream) override;
+
+ private:
+  WarpDecodeConfig config_;
+  std::unique_ptr<WarpDecodeMoe> moe_;
+};
+
 struct Options {
   int calls = 16;      // layer calls per graph
   int replays = 30;    // timed graph replays
@@ -55,7 +88,12 @@ class MoeBench {
            uint64_t seed, cudaStream_t stream);
   ~MoeBench();
 
-  Measurement run(int batch, const WarpDecodeConfig& config, const Options& opt);
+  // Times `path` at this batch on these weights (see the method above).
+  Measurement run(int batch, LayerPath& path, const Options& opt);
+
+  // The weights of copy i (cycled by the harness), for paths that derive
+  // their own format from them at prepare time.
+  const DeviceMoeWeights& weights(int i) const { return weights_[size_t(i) % weights_.size()]; }
 
   int copies() const { return int(weights_.size()); }
   size_t layer_bytes() const { return layer_bytes_; }

@@ -31,10 +31,7 @@ struct Opts {
   uint64_t seed = 1;
 };
 
-std::string config_label(const WarpDecodeConfig& c) {
-  return "gu" + std::to_string(c.gate_up_tokens_per_pass) + "x" + std::to_string(c.gate_up_neurons_per_warp) +
-         "/dn" + std::to_string(c.down_tokens_per_tile);
-}
+std::string config_label(const WarpDecodeConfig& c) { return bench::WarpPath(c).config(); }
 
 std::vector<WarpDecodeConfig> sweep_configs(int batch) {
   std::vector<WarpDecodeConfig> v{WarpDecodeConfig::for_batch(batch)};
@@ -108,7 +105,8 @@ void run(const Opts& o) {
           opt.replays = o.replays;
           opt.seed = o.seed;
           opt.with_router = !o.no_router;
-          const auto m = mb.run(B, cfg, opt);
+          bench::WarpPath path(cfg);
+          const auto m = mb.run(B, path, opt);
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
           const double pct = 100.0 * tbps / bw.read_tbps;
           std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
@@ -120,7 +118,7 @@ void run(const Opts& o) {
           nlohmann::json rec = {{"preset", o.presets[si]},
                                 {"format", to_string(f)},
                                 {"batch", B},
-                                {"path", "warp"},
+                                {"path", path.name()},
                                 {"config", config_label(cfg)},
                                 {"default_config", config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B))},
                                 {"us_median", m.experts.us_median},
