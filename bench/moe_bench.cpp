@@ -107,10 +107,20 @@ struct Events {
 
 }  // namespace
 
-std::string WarpPath::config() const {
-  return "gu" + std::to_string(config_.gate_up_tokens_per_pass) + "x" +
-         std::to_string(config_.gate_up_neurons_per_warp) + "/dn" +
-         std::to_string(config_.down_tokens_per_tile);
+std::string WarpPath::config() const { return config_.label(); }
+
+void WarpPath::run_stage(int stage, const MoeWeightsView& w, const uint16_t* x,
+                         const RoutingView& routing, uint16_t* y, cudaStream_t stream) {
+  moe_->experts(w, x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_, stream,
+                stage == 0 ? WarpDecodeMoe::Kernels::kGateUp : WarpDecodeMoe::Kernels::kDown);
+}
+
+double WarpPath::stage_bytes(int stage, const MoeShape& s, WeightFormat f, double distinct,
+                             int batch) const {
+  const double elem = f == WeightFormat::kBF16 ? 2.0 : 1.0 + 1.0 / kMxBlock;
+  const double rows = stage == 0 ? 2.0 * s.intermediate : double(s.hidden);
+  const double cols = stage == 0 ? double(s.hidden) : double(s.intermediate);
+  return distinct * rows * cols * elem + (stage == 0 ? 2.0 * batch * s.hidden : 0.0);
 }
 
 void WarpPath::prepare(const MoeShape& shape, int batch) {
@@ -172,6 +182,27 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
     m.experts = summarize(us);
     m.distinct_experts = distinct_sum / (double(opt.replays) * N);
     m.unique_bytes = unique_bytes(shape_, format_, m.distinct_experts, B);
+
+    // Each stage alone, on the same fresh-routing method.
+    const auto names = path.stages();
+    for (int st = 0; opt.stages && st < int(names.size()); ++st) {
+      Graph stage_graph(stream_, [&] {
+        for (int i = 0; i < N; ++i)
+          path.run_stage(st, view(i), x.data() + BH * i,
+                         RoutingView{B, K, ids.data() + BK * i, rw.data() + BK * i}, y.data(), stream_);
+      });
+      std::vector<double> sus;
+      for (int r = -opt.warmup; r < opt.replays; ++r) {
+        draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+        WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
+        WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
+        WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const double t = ev.time_us(stream_, [&] { stage_graph.launch(stream_); }) / N;
+        if (r >= 0) sus.push_back(t);
+      }
+      m.stages.push_back(StageTiming{names[st], summarize(sus),
+                                     path.stage_bytes(st, shape_, format_, m.distinct_experts, B)});
+    }
   }
 
   // With the router: routing computed on the device from fresh activations.

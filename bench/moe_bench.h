@@ -31,8 +31,15 @@ struct Timing {
   double us_median = 0, us_min = 0, us_max = 0;
 };
 
+struct StageTiming {
+  std::string name;
+  Timing time;
+  double bytes = 0;  // mean bytes the stage must read per call
+};
+
 struct Measurement {
   int batch = 0;
+  std::vector<StageTiming> stages;  // with Options::stages
   Timing experts;            // the two expert kernels, router excluded
   Timing with_router;        // router + the two kernels
   double distinct_experts = 0;  // mean over timed calls
@@ -52,6 +59,14 @@ class LayerPath {
                      float* weights, cudaStream_t stream) = 0;
   virtual void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                        uint16_t* y, cudaStream_t stream) = 0;
+  // Optional per-stage breakdown: the stages of experts(), each runnable on
+  // its own (on whatever its inputs hold from the last full call), and the
+  // bytes each must read.
+  virtual std::vector<std::string> stages() const { return {}; }
+  virtual void run_stage(int stage, const MoeWeightsView& w, const uint16_t* x,
+                         const RoutingView& routing, uint16_t* y, cudaStream_t stream) {}
+  virtual double stage_bytes(int stage, const MoeShape& s, WeightFormat f, double distinct_experts,
+                             int batch) const { return 0; }
 };
 
 // Warp decode (WarpDecodeMoe) with a given kernel configuration.
@@ -65,6 +80,11 @@ class WarpPath : public LayerPath {
              cudaStream_t stream) override;
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, uint16_t* y,
                cudaStream_t stream) override;
+  std::vector<std::string> stages() const override { return {"moe_gate_up", "moe_down"}; }
+  void run_stage(int stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+                 uint16_t* y, cudaStream_t stream) override;
+  double stage_bytes(int stage, const MoeShape& s, WeightFormat f, double distinct_experts,
+                     int batch) const override;
 
  private:
   WarpDecodeConfig config_;
@@ -77,6 +97,7 @@ struct Options {
   int warmup = 3;
   uint64_t seed = 1;
   bool with_router = true;
+  bool stages = false;  // also time each stage of the path on its own
 };
 
 // Holds the weight copies of one (shape, format) on the device.

@@ -7,6 +7,8 @@
 #     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32)
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: bench-moe only (full presets)
+#   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
+#   are on the GPU machine) and packs their outputs as $OUT/*-fixture.tar.gz.
 #
 # Results and logs go to $OUT (default ./gpu-out). Dependencies: the system's
 # (GoogleTest, nlohmann-json, CLI11), or .deps/ brought along (fetch_deps.sh).
@@ -15,7 +17,8 @@ cd "$(dirname "$0")/.."
 MODE=${1:-quick}
 shift || true
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+LOG="$OUT/logs"   # packed into $OUT/logs.tar.gz at the end (few files come back)
+mkdir -p "$OUT" "$LOG"
 SUMMARY=()
 note() { SUMMARY+=("$1"); }
 
@@ -26,28 +29,41 @@ else
   prefix=()
   [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
   t0=$(date +%s)
-  cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$OUT/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/configure.log"; echo "BUILD FAILED"; exit 1; }
+  cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
+    cmake --build build-device -j "$(nproc)" >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
-  mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests"
+  mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
+    ln -sf bench/decode_rate "$BIN/decode_rate"
   note "binaries      built here in $(( $(date +%s) - t0 )) s"
 fi
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$OUT/nvidia-smi.txt"
-"$BIN/warpdecode" info | tee "$OUT/info.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
+"$BIN/warpdecode" info | tee "$LOG/info.txt"
+[ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
+
+if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
+  for fx in model tokenizer; do
+    script=scripts/make_${fx}_fixture.py
+    [ -f "$script" ] || continue
+    rm -rf "/tmp/fixture-$fx" && PYTHONUNBUFFERED=1 python3 "$script" "/tmp/fixture-$fx" >"$LOG/fixture-$fx.log" 2>&1
+    rc=$?
+    tar -C /tmp -czf "$OUT/$fx-fixture.tar.gz" "fixture-$fx" 2>/dev/null
+    note "fixture       $fx rc=$rc ($(du -sh /tmp/fixture-$fx 2>/dev/null | cut -f1))"
+  done
+fi
 
 if [ "$MODE" != bench ]; then
   t0=$(date +%s)
-  "$BIN/warpdecode_gpu_tests" --gtest_output=json:"$OUT/gpu-tests.json" >"$OUT/gpu-tests.log" 2>&1
+  "$BIN/warpdecode_gpu_tests" --gtest_output=json:"$LOG/gpu-tests.json" >"$LOG/gpu-tests.log" 2>&1
   rc=$?
-  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" "$OUT/gpu-tests.log" | head -40
-  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$OUT/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" "$LOG/gpu-tests.log" | head -40
+  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter=WarpDecode.SanitizerCase >"$OUT/sanitizer-$tool.log" 2>&1
+        --gtest_filter=WarpDecode.SanitizerCase >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
-      note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
+      note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else
       note "sanitizer     $tool: compute-sanitizer not found"
     fi
@@ -59,11 +75,15 @@ case "$MODE" in
   *) BENCH=(--preset qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b --batch 1,2,4,8,16,32,64) ;;
 esac
 t0=$(date +%s)
-"$BIN/warpdecode" bench-moe "${BENCH[@]}" "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$OUT/bench-moe.log"
+"$BIN/warpdecode" bench-moe "${BENCH[@]}" "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
 note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
 
 echo
 echo "==================== summary ===================="
-printf '%s\n' "${SUMMARY[@]}"
-grep -E "^# measured" "$OUT/bench-moe.log" || true
-grep -E "^(preset|qwen|tiny)" "$OUT/bench-moe.log" | awk '{printf "%-22s %-6s %4s %-14s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
+{
+  printf '%s\n' "${SUMMARY[@]}"
+  grep -E "^# measured" "$LOG/bench-moe.log" || true
+  grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
+    {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
+} | tee "$OUT/summary.txt"
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOG"

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "warpdecode/layout.h"
 #include "warpdecode/weights.h"
@@ -47,13 +48,19 @@ class DeviceMoeWeights {
   std::unique_ptr<Impl> impl_;
 };
 
-// Per-call tuning of the two kernels. The defaults (WarpDecodeConfig::for_batch)
-// come from measurements recorded in docs/PERF_LOG.md.
+// Per-call tuning of the two kernels. Every configuration computes the same
+// bits (batch invariance holds across them); they differ only in speed.
+// The defaults (WarpDecodeConfig::for_batch) come from measurements recorded
+// in docs/PERF_LOG.md.
 struct WarpDecodeConfig {
-  int gate_up_tokens_per_pass = 1;  // 1 or 4
-  int gate_up_neurons_per_warp = 1;
-  int down_tokens_per_tile = 1;     // 1, 8 or 32
+  int gate_up_tokens_per_pass = 1;   // 1 or 4: tokens sharing one load of an expert's rows
+  int gate_up_neurons_together = 2;  // 1 or 2: neurons whose rows a warp loads at once
+  int gate_up_neurons_per_warp = 1;  // neuron groups a warp computes in turn
+  int down_tokens_per_tile = 1;      // 1, 8 or 32 tokens sharing a block's walk over experts
+  bool mx8_int_decode = true;        // MXFP8: integer decoder (true) or hardware convert
+  bool programmatic_launch = true;   // moe_down overlaps the tail of moe_gate_up (PDL)
   static WarpDecodeConfig for_batch(int batch);
+  std::string label() const;         // e.g. "gu4x2x1/dn1/int/pdl"
 };
 
 class WarpDecodeMoe {
@@ -71,8 +78,12 @@ class WarpDecodeMoe {
   // The two expert kernels with a given routing (device pointers).
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                const MoeOutput& out, cudaStream_t stream) const;
+  // Which of the two kernels experts() launches: both, or one alone (the
+  // benchmark's per-kernel breakdown; moe_down alone reads h as it is).
+  enum class Kernels { kBoth, kGateUp, kDown };
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
-               const MoeOutput& out, const WarpDecodeConfig& config, cudaStream_t stream) const;
+               const MoeOutput& out, const WarpDecodeConfig& config, cudaStream_t stream,
+               Kernels which = Kernels::kBoth) const;
 
   // Router + experts; the routing is kept in the workspace (routing_ids()/...).
   void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,

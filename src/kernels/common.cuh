@@ -23,6 +23,13 @@ namespace wd::kernels {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
+// Programmatic dependent launch (sm_90+): a kernel launched with the
+// programmatic-serialization attribute may start before its predecessor in
+// the stream ends; it must call pdl_wait() before reading anything the
+// predecessor writes. pdl_trigger() lets the dependent grid be scheduled.
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;"); }
+
 // Weights are streamed once: bypass L1 and keep L2 for data that is reused.
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 r;
@@ -56,14 +63,12 @@ __device__ __forceinline__ float2 e4m3x2_to_float2(uint32_t two) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-template <WeightFormat F>
-struct WeightCodec;
-
+// A codec turns one 16-byte chunk of a weight row into FP32 values.
 // BF16: 8 weights per chunk, no scales.
-template <>
-struct WeightCodec<WeightFormat::kBF16> {
+struct Bf16Codec {
   static constexpr int kChunkElems = 8;
   static constexpr int kElemBytes = 2;
+  static constexpr bool kScaled = false;
   __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
@@ -74,21 +79,43 @@ struct WeightCodec<WeightFormat::kBF16> {
   }
 };
 
+// How MXFP8 weights become FP32 in registers (measured: bench/decode_rate.cu,
+// docs/PERF_LOG.md). Both are exact.
+enum class Mx8Decode {
+  kCvt,  // hardware E4M3x2 -> F16x2 convert, then F16 -> F32 convert
+  kInt,  // integer bit placement (value × 2^-120), then an exact × 2^120
+};
+
+// Four E4M3 codes in w -> floats by bit placement. The bits alone are the
+// value × 2^-120 (small codes land on FP32 subnormals), so scale back up
+// exactly before any arithmetic sees them.
+__device__ __forceinline__ void e4m3x4_to_float_int(uint32_t w, float* f) {
+  f[3] = __uint_as_float((w & 0x80000000u) | ((w >> 4) & 0x07F00000u)) * 0x1p120f;
+  f[2] = __uint_as_float(((w << 8) & 0x80000000u) | ((w << 4) & 0x07F00000u)) * 0x1p120f;
+  f[1] = __uint_as_float(((w << 16) & 0x80000000u) | ((w << 12) & 0x07F00000u)) * 0x1p120f;
+  f[0] = __uint_as_float(((w << 24) & 0x80000000u) | ((w << 20) & 0x07F00000u)) * 0x1p120f;
+}
+
 // MXFP8: 16 E4M3 weights per chunk, one E8M0 scale per 2 chunks.
-template <>
-struct WeightCodec<WeightFormat::kMXFP8> {
+template <Mx8Decode D>
+struct Mx8Codec {
   static constexpr int kChunkElems = 16;
   static constexpr int kElemBytes = 1;
+  static constexpr bool kScaled = true;
   __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float2 a = e4m3x2_to_float2(v[i]);
-      const float2 b = e4m3x2_to_float2(v[i] >> 16);
-      w[4 * i] = a.x;
-      w[4 * i + 1] = a.y;
-      w[4 * i + 2] = b.x;
-      w[4 * i + 3] = b.y;
+      if constexpr (D == Mx8Decode::kInt) {
+        e4m3x4_to_float_int(v[i], w + 4 * i);
+      } else {
+        const float2 a = e4m3x2_to_float2(v[i]);
+        const float2 b = e4m3x2_to_float2(v[i] >> 16);
+        w[4 * i] = a.x;
+        w[4 * i + 1] = a.y;
+        w[4 * i + 2] = b.x;
+        w[4 * i + 3] = b.y;
+      }
     }
   }
 };

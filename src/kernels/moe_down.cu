@@ -17,10 +17,9 @@ constexpr int kMaxTileEntries = 32 * 16;  // tokens_per_tile · K
 // id and, for one token, its slots in ascending order.
 __device__ __forceinline__ int entry_key(int expert, int local) { return (expert << 16) | local; }
 
-template <WeightFormat F, int kTokens>
+template <typename Codec, int kTokens>
 __global__ void __launch_bounds__(kThreads)
 moe_down_kernel(const __grid_constant__ DownParams p) {
-  using Codec = WeightCodec<F>;
   constexpr int kC = Codec::kChunkElems;
   __shared__ int s_keys[kMaxTileEntries];
   __shared__ int s_sorted[kMaxTileEntries];
@@ -73,7 +72,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
         const int c = (sg * kSeg + s) * kWarpSize + lane;
         if (c < chunks) {
           raw[r][s] = ld_stream(w + row * row_bytes + size_t(c) * 16);
-          if constexpr (F == WeightFormat::kMXFP8) sc[r][s] = chunk_scale(p.scales + row * (I / kMxBlock), c);
+          if constexpr (Codec::kScaled) sc[r][s] = chunk_scale(p.scales + row * (I / kMxBlock), c);
         }
       }
     }
@@ -83,6 +82,8 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   float cur_s[kRows][kSeg], nxt_s[kRows][kSeg];
   int j = 0, sg = 0;
   if (n > 0) load_step(s_sorted[0] >> 16, 0, cur, cur_s);
+  // Everything above reads only routing and weights; h is moe_gate_up's output.
+  if (p.programmatic_launch) pdl_wait();
   while (j < n) {
     const int jend = s_group_end[j];
     // Prefetch the next step (next segment of this expert, or the next expert).
@@ -112,7 +113,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
         for (int r = 0; r < kRows; ++r) {
           float wv[kC];
           Codec::decode(cur[r][s], wv);
-          if constexpr (F == WeightFormat::kMXFP8) {
+          if constexpr (Codec::kScaled) {
             part[r] = __fmaf_rn(chunk_dot(wv, a), cur_s[r][s], part[r]);
           } else {
 #pragma unroll
@@ -160,20 +161,26 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   }
 }
 
-template <WeightFormat F, int kTokens>
+template <typename Codec, int kTokens>
 void launch_tile(const DownParams& p, cudaStream_t stream) {
-  const dim3 grid((p.batch + kTokens - 1) / kTokens, p.hidden / (kWarps * kRows) +
-                                                        (p.hidden % (kWarps * kRows) != 0));
-  moe_down_kernel<F, kTokens><<<grid, kThreads, 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((p.batch + kTokens - 1) / kTokens, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = p.programmatic_launch ? 1 : 0;
+  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<Codec, kTokens>, p));
 }
 
-template <WeightFormat F>
+template <typename Codec>
 void launch(const DownParams& p, cudaStream_t stream) {
   switch (p.tokens_per_tile) {
-    case 1: launch_tile<F, 1>(p, stream); break;
-    case 8: launch_tile<F, 8>(p, stream); break;
-    default: launch_tile<F, 32>(p, stream); break;
+    case 1: launch_tile<Codec, 1>(p, stream); break;
+    case 8: launch_tile<Codec, 8>(p, stream); break;
+    default: launch_tile<Codec, 32>(p, stream); break;
   }
 }
 
@@ -194,8 +201,12 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down: weights and h must be 16-byte aligned");
   switch (format) {
-    case WeightFormat::kBF16: launch<WeightFormat::kBF16>(p, stream); break;
-    case WeightFormat::kMXFP8: launch<WeightFormat::kMXFP8>(p, stream); break;
+    case WeightFormat::kBF16: launch<Bf16Codec>(p, stream); break;
+    case WeightFormat::kMXFP8:
+      if (p.mx8_int_decode) launch<Mx8Codec<Mx8Decode::kInt>>(p, stream);
+      else launch<Mx8Codec<Mx8Decode::kCvt>>(p, stream);
+      break;
+    default: throw InvalidArgument(detail::concat("moe_down: weight format ", to_string(format), " is not supported by warp decode"));
   }
 }
 

@@ -17,6 +17,10 @@
 // Invariants: I % 32 == 0, H % (kRows) == 0, 16-byte aligned pointers.
 // Bytes: distinct experts × H·I·elem (+ scales) + B·K·I·4 of h (L2-hot) + y.
 //
+// With programmatic_launch, the block sorts its routing entries and issues
+// its first weight loads while moe_gate_up is still running, then waits for
+// it (griddepcontrol.wait) before the first read of h.
+//
 // Batch invariance: a token's accumulation order is fixed by its own routing
 // (its slots sorted by expert id, then slot), the chunk-to-lane mapping and
 // the butterfly; the tile it shares with other tokens changes nothing.
@@ -45,6 +49,8 @@ struct DownParams {
   int experts;             // E
   int top_k;               // K
   int tokens_per_tile;     // 1, 8 or 32
+  int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
+  int programmatic_launch; // 1: may start while moe_gate_up finishes (PDL); reads h only after it ends
 };
 
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream);

@@ -2,14 +2,16 @@
 //
 //   h[b][k][i] = silu(W_gate[e]·x[b]) · (W_up[e]·x[b]),   e = ids[b][k]
 //
-// Mapping: grid (ceil(I / (kWarps·neurons_per_warp)), distinct-expert slots).
-// blockIdx.y = u picks the u-th distinct expert e of the batch (ascending id;
-// blocks past the distinct count exit at once); the block lists the
-// (token, slot) entries routed to e. Each warp owns neurons i of expert e and
-// computes them for all of e's tokens, kTokens at a time: the gate and up
-// rows (2·H weights) are loaded once per kTokens tokens, decoded to FP32 in
-// registers, dotted with each token's BF16 activations and reduced across
-// the warp with shfl_xor butterflies. No shared memory holds data, no atomics
+// Mapping: grid (ceil(I / (kWarps·kNeurons·neurons_per_warp)), distinct-
+// expert slots). blockIdx.y = u picks the u-th distinct expert e of the batch
+// (ascending id; blocks past the distinct count exit at once); the block
+// lists the (token, slot) entries routed to e. Each warp owns kNeurons
+// neurons i of expert e at a time (neurons_per_warp times in turn) and
+// computes them for all of e's tokens, kTokens at a time: the 2·kNeurons
+// gate and up rows are loaded once per kTokens tokens, decoded to FP32 in
+// registers, dotted with each token's BF16 activations (each activation chunk
+// loaded once for all rows) and reduced across the warp with shfl_xor
+// butterflies. No shared memory holds data, no atomics
 // touch outputs, nothing is padded: h is written once per (token, slot, i).
 //
 // Layouts: weights (E, 2I, H) BF16 or E4M3 (gate rows, then up rows);
@@ -43,7 +45,9 @@ struct GateUpParams {
   int experts;             // E
   int top_k;               // K
   int tokens_per_pass;     // 1 or 4: tokens sharing one load of the rows
-  int neurons_per_warp;    // >= 1
+  int neurons_together;    // 1 or 2: neurons whose rows one warp loads at once
+  int neurons_per_warp;    // >= 1: neuron groups each warp computes in turn
+  int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
 };
 
 // Validates and launches on `stream`. Throws wd::InvalidArgument on shapes the

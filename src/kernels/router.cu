@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
     float acc = 0.0f;
     for (int c = lane; c < chunks; c += kWarpSize) {
       float wv[8], a[8];
-      WeightCodec<WeightFormat::kBF16>::decode(ld_cached(row + 8 * c), wv);
+      Bf16Codec::decode(ld_cached(row + 8 * c), wv);
       load_bf16_activations(x, 8 * c, a);
 #pragma unroll
       for (int q = 0; q < 8; ++q) acc = __fmaf_rn(wv[q], a[q], acc);

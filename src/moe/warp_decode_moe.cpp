@@ -115,9 +115,18 @@ size_t DeviceMoeWeights::bytes() const {
 WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
   WarpDecodeConfig c;
   c.gate_up_tokens_per_pass = batch == 1 ? 1 : 4;
+  c.gate_up_neurons_together = 2;
   c.gate_up_neurons_per_warp = 1;
-  c.down_tokens_per_tile = batch == 1 ? 1 : (batch <= 8 ? 8 : 32);
+  c.down_tokens_per_tile = 1;
+  c.mx8_int_decode = true;
+  c.programmatic_launch = true;
   return c;
+}
+
+std::string WarpDecodeConfig::label() const {
+  return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_together) +
+         "x" + std::to_string(gate_up_neurons_per_warp) + "/dn" + std::to_string(down_tokens_per_tile) +
+         (mx8_int_decode ? "/int" : "/cvt") + (programmatic_launch ? "/pdl" : "");
 }
 
 struct WarpDecodeMoe::Workspace {
@@ -171,7 +180,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, const WarpDecodeConfig& config,
-                            cudaStream_t stream) const {
+                            cudaStream_t stream, Kernels which) const {
   check_call(shape_, w, r.batch, max_batch_);
   WD_CHECK(r.top_k == shape_.top_k, "warp decode: routing has K = ", r.top_k, ", layer has K = ",
            shape_.top_k);
@@ -188,8 +197,10 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.experts = shape_.experts;
   g.top_k = shape_.top_k;
   g.tokens_per_pass = config.gate_up_tokens_per_pass;
+  g.neurons_together = config.gate_up_neurons_together;
   g.neurons_per_warp = config.gate_up_neurons_per_warp;
-  kernels::moe_gate_up(g, w.format, stream);
+  g.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
+  if (which != Kernels::kDown) kernels::moe_gate_up(g, w.format, stream);
 
   kernels::DownParams d{};
   d.weights = w.down;
@@ -206,6 +217,10 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.experts = shape_.experts;
   d.top_k = shape_.top_k;
   d.tokens_per_tile = config.down_tokens_per_tile;
+  d.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
+  d.programmatic_launch = config.programmatic_launch ? 1 : 0;
+  if (which == Kernels::kGateUp) return;
+  if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);
 }
 

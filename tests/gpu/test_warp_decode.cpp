@@ -298,7 +298,17 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     // The same token at several positions in batches of other tokens, under
     // every kernel configuration.
     const int Bs[] = {2, 9, 37, 64};
-    const WarpDecodeConfig configs[] = {{1, 1, 1}, {4, 1, 8}, {4, 2, 32}, {1, 3, 32}};
+    std::vector<WarpDecodeConfig> configs;
+    for (int v = 0; v < 6; ++v) {
+      WarpDecodeConfig c;
+      c.gate_up_tokens_per_pass = v % 2 ? 4 : 1;
+      c.gate_up_neurons_together = v % 3 == 0 ? 1 : 2;
+      c.gate_up_neurons_per_warp = 1 + v % 3;
+      c.down_tokens_per_tile = v < 2 ? 1 : (v < 4 ? 8 : 32);
+      c.mx8_int_decode = v % 2 == 0;
+      c.programmatic_launch = v != 3;
+      configs.push_back(c);
+    }
     for (int B : Bs)
       for (const auto& cfg : configs) {
         auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
@@ -310,9 +320,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
         const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg);
         size_t diff = 0;
         for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
-        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config {"
-                            << cfg.gate_up_tokens_per_pass << "," << cfg.gate_up_neurons_per_warp
-                            << "," << cfg.down_tokens_per_tile << "}";
+        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
       }
     // Run to run.
     const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);

@@ -27,20 +27,27 @@ struct Opts {
   std::string json;
   int calls = 16, replays = 30;
   double bw_gib = 4.0;
-  bool sweep = false, no_router = false;
+  bool sweep = false, no_router = false, stages = false;
   uint64_t seed = 1;
 };
 
-std::string config_label(const WarpDecodeConfig& c) { return bench::WarpPath(c).config(); }
+std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
+// The default configuration, then each knob changed alone (one at a time).
 std::vector<WarpDecodeConfig> sweep_configs(int batch) {
-  std::vector<WarpDecodeConfig> v{WarpDecodeConfig::for_batch(batch)};
-  for (int gt : {1, 4})
-    for (int npw : {1, 2})
-      for (int dt : {1, 8, 32}) {
-        const WarpDecodeConfig c{gt, npw, dt};
-        if (config_label(c) != config_label(v.front())) v.push_back(c);
-      }
+  const WarpDecodeConfig d = WarpDecodeConfig::for_batch(batch);
+  std::vector<WarpDecodeConfig> v{d};
+  auto add = [&](WarpDecodeConfig c) {
+    for (const auto& o : v)
+      if (o.label() == c.label()) return;
+    v.push_back(c);
+  };
+  for (int t : {1, 4}) { auto c = d; c.gate_up_tokens_per_pass = t; add(c); }
+  for (int n : {1, 2}) { auto c = d; c.gate_up_neurons_together = n; add(c); }
+  for (int n : {2, 4}) { auto c = d; c.gate_up_neurons_per_warp = n; add(c); }
+  for (int t : {1, 8, 32}) { auto c = d; c.down_tokens_per_tile = t; add(c); }
+  { auto c = d; c.mx8_int_decode = !d.mx8_int_decode; add(c); }
+  { auto c = d; c.programmatic_launch = !d.programmatic_launch; add(c); }
   return v;
 }
 
@@ -105,6 +112,7 @@ void run(const Opts& o) {
           opt.replays = o.replays;
           opt.seed = o.seed;
           opt.with_router = !o.no_router;
+          opt.stages = o.stages;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
@@ -129,6 +137,14 @@ void run(const Opts& o) {
                                 {"tbps", tbps},
                                 {"pct_read_bw", pct}};
           if (!o.no_router) rec["us_with_router"] = m.with_router.us_median;
+          for (const auto& st : m.stages) {
+            const double st_tbps = st.bytes / (st.time.us_median * 1e-6) / 1e12;
+            std::printf("%-22s %-6s %4d   stage %-18s %9.1f %9.1f %9.1f %10s %8s %10.1f %7.3f %6.1f\n", "", "", B,
+                        st.name.c_str(), st.time.us_median, st.time.us_min, st.time.us_max, "", "",
+                        st.bytes / 1e6, st_tbps, 100.0 * st_tbps / bw.read_tbps);
+            rec["stages"].push_back({{"name", st.name}, {"us_median", st.time.us_median},
+                                     {"bytes", st.bytes}, {"tbps", st_tbps}});
+          }
           doc["records"].push_back(rec);
         }
       }
@@ -157,6 +173,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
+  cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->callback([o] { run(*o); });
 }
 
