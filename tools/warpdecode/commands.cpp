@@ -9,6 +9,7 @@ namespace wd::cli {
 void add_all(CLI::App& app) {
   add_info(app);
   add_check(app);
+  add_inspect(app);
 #ifdef WD_HAVE_CUDA
   add_bench_moe(app);
 #endif

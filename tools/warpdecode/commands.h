@@ -12,6 +12,7 @@ namespace wd::cli {
 void add_info(CLI::App& app);
 void add_check(CLI::App& app);
 void add_bench_moe(CLI::App& app);  // CUDA builds only
+void add_inspect(CLI::App& app);
 
 // Every subcommand this build has (only those that work).
 void add_all(CLI::App& app);
