@@ -11,6 +11,12 @@
 //   For MXFP8 each weight tensor has a parallel E8M0 scale tensor, one byte per
 //   32 consecutive elements of a row:
 //   gate_up_scales (E, 2I, H/32)   down_scales (E, H, I/32)
+//   For FP8 block-128 (the official Qwen3 FP8 checkpoints' format) elements are
+//   E4M3 and each 128x128 block of a projection has one FP32 `weight_scale_inv`
+//   (w = e4m3 · scale); gate and up are blocked separately, gate's block rows
+//   first, so a block never spans the gate/up boundary:
+//   gate_up_block_scales (E, 2·ceil(I/128), ceil(H/128))
+//   down_block_scales    (E, ceil(H/128), ceil(I/128))
 //
 // Views never own memory and never copy it: they describe host or device
 // buffers owned by someone else (MoeWeights below, a checkpoint, an engine).
@@ -23,9 +29,12 @@
 
 namespace wd {
 
-enum class WeightFormat { kBF16, kMXFP8 };
+enum class WeightFormat { kBF16, kMXFP8, kFP8Block128 };
 const char* to_string(WeightFormat f);
-WeightFormat parse_weight_format(const std::string& s);  // "bf16" | "mxfp8"; throws otherwise
+// "bf16" | "mxfp8" | "fp8-block128"; throws otherwise
+WeightFormat parse_weight_format(const std::string& s);
+
+constexpr int kFp8BlockSize = 128;  // rows and columns of one FP8 block-128 scale block
 
 enum class MemorySpace { kHost, kDevice };
 
@@ -65,6 +74,8 @@ struct MoeWeightsView {
   const uint8_t* gate_up_scales = nullptr;  // (E, 2I, H/32) E8M0, MXFP8 only
   const void* down = nullptr;             // (E, H, I)
   const uint8_t* down_scales = nullptr;   // (E, H, I/32), MXFP8 only
+  const float* gate_up_block_scales = nullptr;  // (E, 2·ceil(I/128), ceil(H/128)), FP8 block-128 only
+  const float* down_block_scales = nullptr;     // (E, ceil(H/128), ceil(I/128)), FP8 block-128 only
 
   // Throws unless every pointer the format needs is set and the shape is valid.
   void validate() const;

@@ -32,6 +32,10 @@ class MoeWeights {
   // MXFP8 copy of BF16 weights (router stays BF16). Throws on non-finite values.
   MoeWeights to_mxfp8(MxScaleRule rule = MxScaleRule::kNoSaturate) const;
 
+  // FP8 block-128 copy of BF16 weights (router stays BF16): gate, up and down
+  // each quantized by quantize_fp8_block128. Throws on non-finite values.
+  MoeWeights to_fp8_block128() const;
+
   MoeWeightsView view() const;
   const MoeShape& shape() const { return shape_; }
   WeightFormat format() const { return format_; }
@@ -39,10 +43,12 @@ class MoeWeights {
   std::vector<uint16_t> router;         // (E, H)
   std::vector<uint16_t> gate_up_bf16;   // (E, 2I, H), BF16 format only
   std::vector<uint16_t> down_bf16;      // (E, H, I)
-  std::vector<uint8_t> gate_up_q;       // (E, 2I, H), MXFP8 only
-  std::vector<uint8_t> gate_up_scales;  // (E, 2I, H/32)
+  std::vector<uint8_t> gate_up_q;       // (E, 2I, H), MXFP8 and FP8 block-128
+  std::vector<uint8_t> gate_up_scales;  // (E, 2I, H/32), MXFP8 only
   std::vector<uint8_t> down_q;          // (E, H, I)
-  std::vector<uint8_t> down_scales;     // (E, H, I/32)
+  std::vector<uint8_t> down_scales;     // (E, H, I/32), MXFP8 only
+  std::vector<float> gate_up_block_scales;  // (E, 2·ceil(I/128), ceil(H/128)), FP8 block-128 only
+  std::vector<float> down_block_scales;     // (E, ceil(H/128), ceil(I/128))
 
  private:
   MoeShape shape_;
@@ -54,6 +60,18 @@ void quantize_mxfp8(const uint16_t* bf16, size_t rows, size_t cols, uint8_t* q, 
                     MxScaleRule rule);
 void quantize_mxfp8(const float* x, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
                     MxScaleRule rule);
+
+// FP8 block-128 quantization of a rows x cols matrix (any sizes; edge blocks
+// are partial): scales (ceil(rows/128), ceil(cols/128)) FP32, one per block,
+// s = max(amax, 1e-10) / 448; q (rows, cols) E4M3 = e4m3(w / s), so that
+// w ≈ e4m3_to_float(q) · s. Host and device (src/kernels/classical_quant.cu)
+// round identically. Throws on non-finite values.
+void quantize_fp8_block128(const uint16_t* bf16, size_t rows, size_t cols, uint8_t* q, float* scales);
+
+// The scale of element (row, col) of expert e's gate_up (rows 2I) or down
+// (rows H) in the FP8 block-128 layout of layout.h: gate_up rows [I, 2I) use
+// the up projection's own block rows.
+size_t fp8_block128_scale_index(const MoeShape& s, bool gate_up, size_t expert, size_t row, size_t col);
 
 // Deterministic standard-normal sample for (seed, tensor, index).
 float synthetic_normal(uint64_t seed, uint32_t tensor, uint64_t index);

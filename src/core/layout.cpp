@@ -11,6 +11,7 @@ const char* to_string(WeightFormat f) {
   switch (f) {
     case WeightFormat::kBF16: return "bf16";
     case WeightFormat::kMXFP8: return "mxfp8";
+    case WeightFormat::kFP8Block128: return "fp8-block128";
   }
   return "?";
 }
@@ -18,7 +19,8 @@ const char* to_string(WeightFormat f) {
 WeightFormat parse_weight_format(const std::string& s) {
   if (s == "bf16") return WeightFormat::kBF16;
   if (s == "mxfp8") return WeightFormat::kMXFP8;
-  throw InvalidArgument("unknown weight format '" + s + "' (allowed: bf16, mxfp8)");
+  if (s == "fp8-block128") return WeightFormat::kFP8Block128;
+  throw InvalidArgument("unknown weight format '" + s + "' (allowed: bf16, mxfp8, fp8-block128)");
 }
 
 void MoeShape::validate() const {
@@ -64,6 +66,11 @@ std::vector<std::string> preset_names() {
 
 size_t expert_bytes(const MoeShape& s, WeightFormat f) {
   const size_t elems = s.expert_elems();
+  if (f == WeightFormat::kFP8Block128) {
+    const size_t hb = (size_t(s.hidden) + kFp8BlockSize - 1) / kFp8BlockSize;
+    const size_t ib = (size_t(s.intermediate) + kFp8BlockSize - 1) / kFp8BlockSize;
+    return elems + sizeof(float) * 3 * hb * ib;  // gate, up, down: ceil(I/128)·ceil(H/128) scales each
+  }
   return f == WeightFormat::kBF16 ? 2 * elems : elems + elems / kMxBlock;
 }
 
@@ -75,6 +82,10 @@ void MoeWeightsView::validate() const {
   if (format == WeightFormat::kMXFP8) {
     WD_CHECK(gate_up_scales != nullptr, "MoE weights: MXFP8 gate_up scales are missing");
     WD_CHECK(down_scales != nullptr, "MoE weights: MXFP8 down scales are missing");
+  }
+  if (format == WeightFormat::kFP8Block128) {
+    WD_CHECK(gate_up_block_scales != nullptr, "MoE weights: FP8 block-128 gate_up scales are missing");
+    WD_CHECK(down_block_scales != nullptr, "MoE weights: FP8 block-128 down scales are missing");
   }
 }
 

@@ -1,5 +1,6 @@
 #include "warpdecode/weights.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallel.h"
@@ -85,6 +86,59 @@ MoeWeights MoeWeights::to_mxfp8(MxScaleRule rule) const {
   return q;
 }
 
+void quantize_fp8_block128(const uint16_t* bf16, size_t rows, size_t cols, uint8_t* q, float* scales) {
+  const size_t B = kFp8BlockSize, rb = (rows + B - 1) / B, cb = (cols + B - 1) / B;
+  parallel_for(rb * cb, 0, [&](size_t blk) {
+    const size_t r0 = (blk / cb) * B, c0 = (blk % cb) * B;
+    const size_t r1 = std::min(rows, r0 + B), c1 = std::min(cols, c0 + B);
+    float amax = 0.0f;
+    for (size_t r = r0; r < r1; ++r)
+      for (size_t c = c0; c < c1; ++c) {
+        const float v = bf16_to_float(bf16[r * cols + c]);
+        if (!std::isfinite(v))
+          throw InvalidArgument(detail::concat("FP8 block-128 quantization: non-finite value at row ", r,
+                                               ", column ", c));
+        amax = std::max(amax, std::fabs(v));
+      }
+    const float scale = std::max(amax, 1e-10f) / kE4M3Max;
+    scales[blk] = scale;
+    for (size_t r = r0; r < r1; ++r)
+      for (size_t c = c0; c < c1; ++c) q[r * cols + c] = float_to_e4m3(bf16_to_float(bf16[r * cols + c]) / scale);
+  });
+}
+
+size_t fp8_block128_scale_index(const MoeShape& s, bool gate_up, size_t expert, size_t row, size_t col) {
+  const size_t B = kFp8BlockSize, H = size_t(s.hidden), I = size_t(s.intermediate);
+  const size_t hb = (H + B - 1) / B, ib = (I + B - 1) / B;
+  if (gate_up) {
+    const size_t brow = row < I ? row / B : ib + (row - I) / B;
+    return (expert * 2 * ib + brow) * hb + col / B;
+  }
+  return (expert * hb + row / B) * ib + col / B;
+}
+
+MoeWeights MoeWeights::to_fp8_block128() const {
+  WD_CHECK(format_ == WeightFormat::kBF16, "to_fp8_block128: weights must be BF16, they are ",
+           to_string(format_));
+  MoeWeights q;
+  q.shape_ = shape_;
+  q.format_ = WeightFormat::kFP8Block128;
+  q.router = router;
+  const size_t E = shape_.experts, H = shape_.hidden, I = shape_.intermediate, B = kFp8BlockSize;
+  const size_t hb = (H + B - 1) / B, ib = (I + B - 1) / B;
+  q.gate_up_q.resize(E * 2 * I * H);
+  q.down_q.resize(E * H * I);
+  q.gate_up_block_scales.resize(E * 2 * ib * hb);
+  q.down_block_scales.resize(E * hb * ib);
+  for (size_t e = 0; e < E; ++e) {
+    for (size_t proj = 0; proj < 2; ++proj)  // gate, then up: blocked separately
+      quantize_fp8_block128(&gate_up_bf16[(e * 2 + proj) * I * H], I, H, &q.gate_up_q[(e * 2 + proj) * I * H],
+                            &q.gate_up_block_scales[(e * 2 + proj) * ib * hb]);
+    quantize_fp8_block128(&down_bf16[e * H * I], H, I, &q.down_q[e * H * I], &q.down_block_scales[e * hb * ib]);
+  }
+  return q;
+}
+
 MoeWeightsView MoeWeights::view() const {
   MoeWeightsView v;
   v.shape = shape_;
@@ -94,11 +148,16 @@ MoeWeightsView MoeWeights::view() const {
   if (format_ == WeightFormat::kBF16) {
     v.gate_up = gate_up_bf16.data();
     v.down = down_bf16.data();
-  } else {
+  } else if (format_ == WeightFormat::kMXFP8) {
     v.gate_up = gate_up_q.data();
     v.gate_up_scales = gate_up_scales.data();
     v.down = down_q.data();
     v.down_scales = down_scales.data();
+  } else {
+    v.gate_up = gate_up_q.data();
+    v.gate_up_block_scales = gate_up_block_scales.data();
+    v.down = down_q.data();
+    v.down_block_scales = down_block_scales.data();
   }
   return v;
 }

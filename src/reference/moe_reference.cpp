@@ -7,19 +7,39 @@
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
 #include "warpdecode/reference.h"
+#include "warpdecode/weights.h"
 
 namespace wd::reference {
 namespace {
 
+// One expert weight tensor as stored: gate_up (E, 2I, H) or down (E, H, I).
+struct WeightTensor {
+  const MoeWeightsView* w;
+  bool gate_up;
+};
+
 // Decodes row `row` (length cols) of a weight tensor stored (rows_total, cols)
 // in `format` into acc-typed values. MXFP8 dequantization is exact in FP64
-// and in FP32 (a 4-bit significand times a power of two).
+// and in FP32 (a 4-bit significand times a power of two); FP8 block-128
+// (E4M3 times an FP32 scale) is exact in FP64.
 template <typename AccT>
-void load_row(WeightFormat format, const void* data, const uint8_t* scales, size_t row,
-              size_t cols, AccT* out) {
+void load_row(WeightTensor t, size_t row, size_t cols, AccT* out) {
+  const WeightFormat format = t.w->format;
+  const void* data = t.gate_up ? t.w->gate_up : t.w->down;
+  const uint8_t* scales = t.gate_up ? t.w->gate_up_scales : t.w->down_scales;
   if (format == WeightFormat::kBF16) {
     const uint16_t* p = static_cast<const uint16_t*>(data) + row * cols;
     for (size_t i = 0; i < cols; ++i) out[i] = AccT(bf16_to_float(p[i]));
+  } else if (format == WeightFormat::kFP8Block128) {
+    const MoeShape& s = t.w->shape;
+    const size_t rows_per_expert = t.gate_up ? s.gate_up_rows() : size_t(s.hidden);
+    const size_t e = row / rows_per_expert, r = row % rows_per_expert;
+    const float* bs = t.gate_up ? t.w->gate_up_block_scales : t.w->down_block_scales;
+    const uint8_t* p = static_cast<const uint8_t*>(data) + row * cols;
+    for (size_t c0 = 0; c0 < cols; c0 += kFp8BlockSize) {
+      const AccT scale = AccT(bs[fp8_block128_scale_index(s, t.gate_up, e, r, c0)]);
+      for (size_t i = c0; i < std::min(cols, c0 + kFp8BlockSize); ++i) out[i] = AccT(e4m3_to_float(p[i])) * scale;
+    }
   } else {
     const uint8_t* p = static_cast<const uint8_t*>(data) + row * cols;
     const uint8_t* s = scales + row * (cols / kMxBlock);
@@ -66,8 +86,8 @@ std::vector<double> experts_impl(const MoeWeightsView& w, const uint16_t* x, con
     const size_t e = size_t(ids[bk]);
     std::vector<AccT> g(H), u(H);
     for (size_t i = 0; i < I; ++i) {
-      load_row(w.format, w.gate_up, w.gate_up_scales, e * 2 * I + i, H, g.data());
-      load_row(w.format, w.gate_up, w.gate_up_scales, e * 2 * I + I + i, H, u.data());
+      load_row(WeightTensor{&w, true}, e * 2 * I + i, H, g.data());
+      load_row(WeightTensor{&w, true}, e * 2 * I + I + i, H, u.data());
       act[bk * I + i] = silu(dot(g.data(), &xs[b * H], H)) * dot(u.data(), &xs[b * H], H);
     }
   });
@@ -85,7 +105,7 @@ std::vector<double> experts_impl(const MoeWeightsView& w, const uint16_t* x, con
       const size_t e = size_t(ids[b * K + k]);
       const AccT wk = AccT(weights[b * K + k]);
       for (size_t d = d0; d < d1; ++d) {
-        load_row(w.format, w.down, w.down_scales, e * H + d, I, row.data());
+        load_row(WeightTensor{&w, false}, e * H + d, I, row.data());
         acc[d - d0] += wk * dot(row.data(), &act[(b * K + k) * I], I);
       }
     }
