@@ -54,13 +54,11 @@ class DeviceMoeWeights {
 // in docs/PERF_LOG.md.
 struct WarpDecodeConfig {
   int gate_up_tokens_per_pass = 1;   // 1 or 4: tokens sharing one load of an expert's rows
-  int gate_up_neurons_together = 2;  // 1 or 2: neurons whose rows a warp loads at once
-  int gate_up_neurons_per_warp = 1;  // neuron groups a warp computes in turn
-  int down_tokens_per_tile = 1;      // 1, 8 or 32 tokens sharing a block's walk over experts
-  bool mx8_int_decode = true;        // MXFP8: integer decoder (true) or hardware convert
-  bool programmatic_launch = true;   // moe_down overlaps the tail of moe_gate_up (PDL)
+  int gate_up_neurons_per_warp = 1;  // neuron pairs a warp computes in turn
+  bool mx8_int_decode = false;       // MXFP8: integer decoder, or the hardware convert
+  bool programmatic_launch = false;  // moe_down overlaps the tail of moe_gate_up (PDL)
   static WarpDecodeConfig for_batch(int batch);
-  std::string label() const;         // e.g. "gu4x2x1/dn1/int/pdl"
+  std::string label() const;         // e.g. "gu4x1/cvt"
 };
 
 class WarpDecodeMoe {

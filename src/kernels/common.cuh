@@ -77,6 +77,8 @@ struct Bf16Codec {
       w[2 * i + 1] = bf16_hi(v[i]);
     }
   }
+  // Elements [8·half, 8·half + 8) of the chunk (half is 0: a chunk is 8).
+  __device__ __forceinline__ static void decode8(const uint4& raw, int half, float (&w)[8]) { decode(raw, w); }
 };
 
 // How MXFP8 weights become FP32 in registers (measured: bench/decode_rate.cu,
@@ -106,6 +108,23 @@ struct Mx8Codec {
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
+      if constexpr (D == Mx8Decode::kInt) {
+        e4m3x4_to_float_int(v[i], w + 4 * i);
+      } else {
+        const float2 a = e4m3x2_to_float2(v[i]);
+        const float2 b = e4m3x2_to_float2(v[i] >> 16);
+        w[4 * i] = a.x;
+        w[4 * i + 1] = a.y;
+        w[4 * i + 2] = b.x;
+        w[4 * i + 3] = b.y;
+      }
+    }
+  }
+  // Elements [8·half, 8·half + 8) of the chunk (half is 0 or 1).
+  __device__ __forceinline__ static void decode8(const uint4& raw, int half, float (&w)[8]) {
+    const uint32_t v[2] = {half ? raw.z : raw.x, half ? raw.w : raw.y};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
       if constexpr (D == Mx8Decode::kInt) {
         e4m3x4_to_float_int(v[i], w + 4 * i);
       } else {

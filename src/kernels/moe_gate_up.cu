@@ -9,53 +9,67 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kUnroll = 2;  // 16-byte chunks per lane per row loaded before use
+constexpr int kRows = 4;    // gate and up rows of two neurons
+constexpr size_t kMaxSmem = 200 * 1024;
 
-template <typename Codec, int kTokens, int kNeurons>
-__global__ void __launch_bounds__(kThreads)
+size_t smem_bytes(int entries, int tokens, int hidden) {
+  // s_list (entries) then the FP32 activations of `tokens` tokens, 16-byte aligned.
+  return ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16 + size_t(tokens) * hidden * sizeof(float);
+}
+
+// At most 128 registers: two blocks (16 warps) per SM keep enough loads in flight.
+template <typename Codec, int kTokens>
+__global__ void __launch_bounds__(kThreads, 2)
 moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   constexpr int kC = Codec::kChunkElems;
-  constexpr int kRows = 2 * kNeurons;  // gate n, up n for each neuron n
-  // moe_down may be scheduled as soon as every block of this grid has started;
-  // it waits (griddepcontrol.wait) for our completion before reading h.
-  pdl_trigger();
-  extern __shared__ int32_t s_list[];  // (B·K) entries: token·K + slot
-  __shared__ uint32_t s_present[kMaxExperts / 32];
+  constexpr int kHalves = kC / 8;
+  // 16-byte chunks per lane per row loaded before use: two when one token's
+  // registers leave room, else one (more tokens share each load instead).
+  constexpr int kUnroll = kTokens == 1 ? 2 : 1;
+  extern __shared__ __align__(16) unsigned char s_dyn[];
   __shared__ int s_warp_counts[kWarps];
-  __shared__ int s_expert;
 
   const int entries = p.batch * p.top_k;
-  const int e = find_distinct_expert(p.ids, entries, p.experts, blockIdx.y, s_present, &s_expert);
-  if (e < 0) return;
+  const int H = p.hidden, I = p.intermediate;
+  int32_t* s_list = reinterpret_cast<int32_t*>(s_dyn);
+  float* s_x = reinterpret_cast<float*>(s_dyn + ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16);
+
+  // The block's expert: that of entry blockIdx.y, unless an earlier entry has it.
+  const int e = __ldg(p.ids + blockIdx.y);
+  bool seen = false;
+  for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
+  if (__syncthreads_or(seen)) return;
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int H = p.hidden, I = p.intermediate;
   const int chunks = H / kC;
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(H) * Codec::kElemBytes;
 
-  for (int nw = 0; nw < p.neurons_per_warp; ++nw) {
-    const int i0 = ((blockIdx.x * p.neurons_per_warp + nw) * kWarps + warp) * kNeurons;
-    if (i0 >= I) break;
-    const uint8_t* rp[kRows];
-    const uint8_t* sp[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int i = min(i0 + r / 2, I - 1);  // I % kNeurons == 0 is validated; min() is belt and braces
-      const size_t row = size_t(e) * 2 * I + (r % 2 ? I : 0) + i;
-      rp[r] = w + row * row_bytes;
-      sp[r] = Codec::kScaled ? p.scales + row * (H / kMxBlock) : nullptr;
+  for (int t0 = 0; t0 < n; t0 += kTokens) {
+    const int nt = min(kTokens, n - t0);
+    // Stage this pass's activations as FP32 (exact): one read of x per block.
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nt * (H / 8); idx += blockDim.x) {
+      const int t = idx / (H / 8), c = idx % (H / 8);
+      float a[8];
+      load_bf16_activations(p.x + size_t(s_list[t0 + t] / p.top_k) * H, 8 * c, a);
+      float4* dst = reinterpret_cast<float4*>(s_x + size_t(t) * H + 8 * c);
+      dst[0] = make_float4(a[0], a[1], a[2], a[3]);
+      dst[1] = make_float4(a[4], a[5], a[6], a[7]);
     }
+    __syncthreads();
 
-    for (int t0 = 0; t0 < n; t0 += kTokens) {
-      const int nt = min(kTokens, n - t0);
-      const uint16_t* xs[kTokens];
-      int entry[kTokens];
+    for (int nw = 0; nw < p.neurons_per_warp; ++nw) {
+      const int i0 = ((blockIdx.x * p.neurons_per_warp + nw) * kWarps + warp) * 2;
+      if (i0 >= I) break;
+      const uint8_t* rp[kRows];
+      const uint8_t* sp[kRows];
 #pragma unroll
-      for (int t = 0; t < kTokens; ++t) {
-        entry[t] = s_list[t0 + min(t, nt - 1)];
-        xs[t] = p.x + size_t(entry[t] / p.top_k) * H;
+      for (int r = 0; r < kRows; ++r) {
+        const size_t row = size_t(e) * 2 * I + (r % 2 ? I : 0) + i0 + r / 2;
+        rp[r] = w + row * row_bytes;
+        sp[r] = Codec::kScaled ? p.scales + row * (H / kMxBlock) : nullptr;
       }
       float acc[kTokens][kRows];
 #pragma unroll
@@ -80,21 +94,32 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
         for (int u = 0; u < kUnroll; ++u) {
           const int c = c0 + u * kWarpSize + lane;
           if (c >= chunks) break;
-          float wv[kRows][kC];
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) Codec::decode(raw[u][r], wv[r]);
+          for (int hf = 0; hf < kHalves; ++hf) {
+            float a[kTokens][8];
 #pragma unroll
-          for (int t = 0; t < kTokens; ++t) {
-            if (t >= nt) break;
-            float a[kC];
-            load_bf16_activations(xs[t], c * kC, a);
+            for (int t = 0; t < kTokens; ++t) {
+              if (t >= nt) break;
+              const float4* src = reinterpret_cast<const float4*>(s_x + size_t(t) * H + c * kC + 8 * hf);
+              const float4 lo = src[0], hi = src[1];
+              a[t][0] = lo.x; a[t][1] = lo.y; a[t][2] = lo.z; a[t][3] = lo.w;
+              a[t][4] = hi.x; a[t][5] = hi.y; a[t][6] = hi.z; a[t][7] = hi.w;
+            }
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
-              if constexpr (Codec::kScaled) {
-                acc[t][r] = __fmaf_rn(chunk_dot(wv[r], a), sc[u][r], acc[t][r]);
-              } else {
+              float wv[8];
+              Codec::decode8(raw[u][r], hf, wv);
+              // MXFP8: E4M3 · 2^k is exact in FP32 for every code and scale
+              // (a multiple of 2^-136 below 2^128), so the weight is dequantized
+              // exactly before it meets the activations.
+              if constexpr (Codec::kScaled)
 #pragma unroll
-                for (int j = 0; j < kC; ++j) acc[t][r] = __fmaf_rn(wv[r][j], a[j], acc[t][r]);
+                for (int j = 0; j < 8; ++j) wv[j] *= sc[u][r];
+#pragma unroll
+              for (int t = 0; t < kTokens; ++t) {
+                if (t >= nt) break;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[t][r] = __fmaf_rn(wv[j], a[t][j], acc[t][r]);
               }
             }
           }
@@ -104,42 +129,38 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
       for (int t = 0; t < kTokens; ++t) {
         if (t >= nt) break;
 #pragma unroll
-        for (int nn = 0; nn < kNeurons; ++nn) {
+        for (int nn = 0; nn < 2; ++nn) {
           const float g = warp_sum(acc[t][2 * nn]);
           const float u = warp_sum(acc[t][2 * nn + 1]);
-          if (lane == 0) p.h[size_t(entry[t]) * I + i0 + nn] = silu(g) * u;
+          if (lane == 0) p.h[size_t(s_list[t0 + t]) * I + i0 + nn] = silu(g) * u;
         }
       }
     }
   }
 }
 
-template <typename Codec, int kTokens, int kNeurons>
+template <typename Codec, int kTokens>
 void launch_variant(const GateUpParams& p, cudaStream_t stream) {
-  const int entries = p.batch * p.top_k;
-  const int slots = entries < p.experts ? entries : p.experts;
-  const int per_block = kWarps * kNeurons * p.neurons_per_warp;
-  const dim3 grid((p.intermediate + per_block - 1) / per_block, slots);
-  const size_t smem = size_t(entries) * sizeof(int32_t);
-  auto* k = &moe_gate_up_kernel<Codec, kTokens, kNeurons>;
-  if (smem > 48 * 1024)
-    WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const int per_block = kWarps * 2 * p.neurons_per_warp;
+  const dim3 grid((p.intermediate + per_block - 1) / per_block, p.batch * p.top_k);
+  const size_t smem = smem_bytes(p.batch * p.top_k, kTokens, p.hidden);
+  auto* k = &moe_gate_up_kernel<Codec, kTokens>;
+  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   k<<<grid, kThreads, smem, stream>>>(p);
   WD_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Codec>
 void launch(const GateUpParams& p, cudaStream_t stream) {
-  if (p.tokens_per_pass == 1) {
-    if (p.neurons_together == 2) launch_variant<Codec, 1, 2>(p, stream);
-    else launch_variant<Codec, 1, 1>(p, stream);
-  } else {
-    if (p.neurons_together == 2) launch_variant<Codec, 4, 2>(p, stream);
-    else launch_variant<Codec, 4, 1>(p, stream);
-  }
+  if (p.tokens_per_pass == 1) launch_variant<Codec, 1>(p, stream);
+  else launch_variant<Codec, 4>(p, stream);
 }
 
 }  // namespace
+
+size_t moe_gate_up_smem(const GateUpParams& p) {
+  return smem_bytes(p.batch * p.top_k, p.tokens_per_pass, p.hidden);
+}
 
 void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.batch >= 1, "moe_gate_up: batch = ", p.batch, " must be >= 1");
@@ -152,11 +173,10 @@ void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16, "moe_gate_up: K = ", p.top_k, " must be in [1, 16]");
   WD_CHECK(p.tokens_per_pass == 1 || p.tokens_per_pass == 4, "moe_gate_up: tokens_per_pass = ",
            p.tokens_per_pass, " (allowed: 1, 4)");
-  WD_CHECK(p.neurons_together == 1 || p.neurons_together == 2, "moe_gate_up: neurons_together = ",
-           p.neurons_together, " (allowed: 1, 2)");
   WD_CHECK(p.neurons_per_warp >= 1, "moe_gate_up: neurons_per_warp must be >= 1");
-  WD_CHECK(size_t(p.batch) * p.top_k * sizeof(int32_t) <= 200 * 1024, "moe_gate_up: batch ",
-           p.batch, " × top-k ", p.top_k, " routing entries exceed the block's shared memory");
+  WD_CHECK(moe_gate_up_smem(p) <= kMaxSmem, "moe_gate_up: batch ", p.batch, " × top-k ", p.top_k,
+           " routing entries and H = ", p.hidden, " need ", moe_gate_up_smem(p),
+           " bytes of shared memory, more than the ", kMaxSmem, " a block may use");
   WD_CHECK(p.weights && p.x && p.ids && p.h, "moe_gate_up: a required pointer is null");
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_gate_up: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
@@ -167,7 +187,9 @@ void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream
       if (p.mx8_int_decode) launch<Mx8Codec<Mx8Decode::kInt>>(p, stream);
       else launch<Mx8Codec<Mx8Decode::kCvt>>(p, stream);
       break;
-    default: throw InvalidArgument(detail::concat("moe_gate_up: weight format ", to_string(format), " is not supported by warp decode"));
+    default:
+      throw InvalidArgument(detail::concat("moe_gate_up: weight format ", to_string(format),
+                                           " is not supported by warp decode"));
   }
 }
 

@@ -2,27 +2,28 @@
 //
 //   h[b][k][i] = silu(W_gate[e]·x[b]) · (W_up[e]·x[b]),   e = ids[b][k]
 //
-// Mapping: grid (ceil(I / (kWarps·kNeurons·neurons_per_warp)), distinct-
-// expert slots). blockIdx.y = u picks the u-th distinct expert e of the batch
-// (ascending id; blocks past the distinct count exit at once); the block
-// lists the (token, slot) entries routed to e. Each warp owns kNeurons
-// neurons i of expert e at a time (neurons_per_warp times in turn) and
-// computes them for all of e's tokens, kTokens at a time: the 2·kNeurons
-// gate and up rows are loaded once per kTokens tokens, decoded to FP32 in
-// registers, dotted with each token's BF16 activations (each activation chunk
-// loaded once for all rows) and reduced across the warp with shfl_xor
-// butterflies. No shared memory holds data, no atomics
-// touch outputs, nothing is padded: h is written once per (token, slot, i).
+// Mapping: grid (ceil(I / (kWarps·2·neurons_per_warp)), B·K). Block y owns the
+// expert of routing entry y if that entry is the expert's first occurrence in
+// the table (else it exits at once), and lists the (token, slot) entries
+// routed to it. Each warp owns two neurons i, i+1 of the expert at a time
+// (neurons_per_warp pairs in turn) and computes them for all of the
+// expert's tokens, kTokens at a time: its four rows (gate and up of both
+// neurons) are streamed once per kTokens tokens with 16-byte loads, decoded
+// to FP32 in registers, dotted with the tokens' activations (staged once per
+// block in shared memory as FP32, an exact copy of the BF16 input), and
+// reduced across the warp with shfl_xor butterflies. Shared memory holds only
+// inputs; no atomics touch outputs, nothing is padded: h is written once per
+// (token, slot, i).
 //
 // Layouts: weights (E, 2I, H) BF16 or E4M3 (gate rows, then up rows);
 // scales (E, 2I, H/32) E8M0; x (B, H) BF16; ids (B, K) int32; h (B, K, I) FP32.
 // Invariants: H % 32 == 0 (16-byte chunks never straddle a row or a scale
-// block); all pointers 16-byte aligned.
-// Bytes: distinct experts × 2I·H·elem (+ scales), plus B·H·2 of x (L1/L2-hot).
+// block), I even; pointers 16-byte aligned.
+// Bytes: distinct experts × 2I·H·elem (+ scales), plus B·H·2 of x.
 //
 // Batch invariance: a token's h depends only on its own row data, the fixed
-// chunk-to-lane mapping and the fixed butterfly order, never on kTokens,
-// on the other tokens of the expert or on the block schedule.
+// chunk-to-lane mapping and the fixed butterfly order, never on kTokens, on
+// the other tokens of the expert or on the block schedule.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,10 +46,12 @@ struct GateUpParams {
   int experts;             // E
   int top_k;               // K
   int tokens_per_pass;     // 1 or 4: tokens sharing one load of the rows
-  int neurons_together;    // 1 or 2: neurons whose rows one warp loads at once
-  int neurons_per_warp;    // >= 1: neuron groups each warp computes in turn
+  int neurons_per_warp;    // >= 1: neuron pairs each warp computes in turn
   int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
 };
+
+// Dynamic shared memory moe_gate_up needs for these parameters (bytes).
+size_t moe_gate_up_smem(const GateUpParams& p);
 
 // Validates and launches on `stream`. Throws wd::InvalidArgument on shapes the
 // kernel cannot take and wd::CudaError on launch failure.

@@ -115,17 +115,14 @@ size_t DeviceMoeWeights::bytes() const {
 WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
   WarpDecodeConfig c;
   c.gate_up_tokens_per_pass = batch == 1 ? 1 : 4;
-  c.gate_up_neurons_together = 2;
   c.gate_up_neurons_per_warp = 1;
-  c.down_tokens_per_tile = 1;
-  c.mx8_int_decode = true;
-  c.programmatic_launch = true;
+  c.mx8_int_decode = false;
+  c.programmatic_launch = false;
   return c;
 }
 
 std::string WarpDecodeConfig::label() const {
-  return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_together) +
-         "x" + std::to_string(gate_up_neurons_per_warp) + "/dn" + std::to_string(down_tokens_per_tile) +
+  return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (mx8_int_decode ? "/int" : "/cvt") + (programmatic_launch ? "/pdl" : "");
 }
 
@@ -197,7 +194,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.experts = shape_.experts;
   g.top_k = shape_.top_k;
   g.tokens_per_pass = config.gate_up_tokens_per_pass;
-  g.neurons_together = config.gate_up_neurons_together;
   g.neurons_per_warp = config.gate_up_neurons_per_warp;
   g.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
   if (which != Kernels::kDown) kernels::moe_gate_up(g, w.format, stream);
@@ -216,7 +212,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.intermediate = shape_.intermediate;
   d.experts = shape_.experts;
   d.top_k = shape_.top_k;
-  d.tokens_per_tile = config.down_tokens_per_tile;
   d.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
   d.programmatic_launch = config.programmatic_launch ? 1 : 0;
   if (which == Kernels::kGateUp) return;

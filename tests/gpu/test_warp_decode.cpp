@@ -302,9 +302,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     for (int v = 0; v < 6; ++v) {
       WarpDecodeConfig c;
       c.gate_up_tokens_per_pass = v % 2 ? 4 : 1;
-      c.gate_up_neurons_together = v % 3 == 0 ? 1 : 2;
       c.gate_up_neurons_per_warp = 1 + v % 3;
-      c.down_tokens_per_tile = v < 2 ? 1 : (v < 4 ? 8 : 32);
       c.mx8_int_decode = v % 2 == 0;
       c.programmatic_launch = v != 3;
       configs.push_back(c);

@@ -43,9 +43,7 @@ std::vector<WarpDecodeConfig> sweep_configs(int batch) {
     v.push_back(c);
   };
   for (int t : {1, 4}) { auto c = d; c.gate_up_tokens_per_pass = t; add(c); }
-  for (int n : {1, 2}) { auto c = d; c.gate_up_neurons_together = n; add(c); }
   for (int n : {2, 4}) { auto c = d; c.gate_up_neurons_per_warp = n; add(c); }
-  for (int t : {1, 8, 32}) { auto c = d; c.down_tokens_per_tile = t; add(c); }
   { auto c = d; c.mx8_int_decode = !d.mx8_int_decode; add(c); }
   { auto c = d; c.programmatic_launch = !d.programmatic_launch; add(c); }
   return v;

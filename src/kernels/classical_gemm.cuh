@@ -1,0 +1,70 @@
+// classical_gemm: the grouped expert GEMM of the classical path (stages 5
+// and 7), and the router GEMM (stage 1) as its one-expert case.
+//
+//   out[r][n] = Σ_k W[e(r)][n][k] · A[r][k]          (FP32 accumulation)
+//   W8A8:     = Σ_kb sw(e, n, kb) · sa(r, kb) · Σ_{k in kb} q_W · q_A
+//
+// A holds the token rows sorted by expert and padded so that every block of
+// tile_tokens consecutive rows belongs to one expert (stage 3/4 output):
+// block b is rows [b·T, b·T+T) of expert block_expert[b].
+//
+// Mapping: grid (max_blocks, ceil(N / BW)); a block computes the BW weight
+// rows [n0, n0+BW) for the T token rows of one expert block ("swap AB": the
+// weights are the MMA's M side, so decode's 1-16 tokens per expert fill the
+// N=8 side of m16n8 instead of wasting 15/16 of an M=16 tile). Blocks past the
+// device-side count exit at once, so the grid is fixed and graph-capturable.
+// Each stage of the cp.async pipeline brings 128 bytes of K per row (64 BF16
+// or 128 E4M3: one scale block of FP8 block-128) of W and A into shared
+// memory, 128-byte rows XOR-swizzled by 16-byte chunk (the wgmma SW128 K-major
+// layout, so the mma.sync and wgmma kernels share loads and layout).
+//   mma.sync kernel: warps tile (BW × T); m16n8k16 BF16 or m16n8k32 E4M3.
+//   wgmma kernel (sm_90a): 2 warpgroups × 64 weight rows, m64nTk16/k32.
+// FP8: MMA partial sums over one 128-K block (FP8 block-128) or one 32-K
+// block (MXFP8, per-row E8M0 scales) are promoted into the FP32 accumulator
+// with their scales (DeepGEMM-style), never accumulated across scale blocks.
+//
+// Layouts: W (E, N, K) row-major BF16 or E4M3; w_block_scales (E, N/128,
+// K/128); w_mx_scales (E, N, K/32); A (rows, K); a_scales (rows, K/128);
+// out (rows, N) BF16 or FP32.
+// Invariants: K % 8 == 0 (BF16), K % 128 == 0 and N % 128 == 0 (FP8, one
+// scale block per 128 rows of N); 16-byte aligned pointers.
+// Bytes: distinct experts × N·K·elem (+ scales) + rows·K·elem of A + rows·N
+// of out.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "warpdecode/layout.h"
+
+namespace wd::kernels {
+
+struct GroupedGemmParams {
+  const void* w;                // (E, N, K) BF16 or E4M3
+  const float* w_block_scales;  // (E, N/128, K/128) FP32; FP8 block-128 only
+  const uint8_t* w_mx_scales;   // (E, N, K/32) E8M0; MXFP8 only
+  const void* a;                // (rows, K) BF16 (BF16 weights) or E4M3 (W8A8)
+  const float* a_scales;        // (rows, K/128) FP32; W8A8 only
+  const int32_t* block_expert;  // (max_blocks) expert of each block; nullptr: expert 0
+  const int32_t* num_blocks;    // device scalar, blocks in use; nullptr: all max_blocks
+  void* out;                    // (rows, N) BF16, or FP32 when out_fp32
+  int out_fp32;
+  int rows;                     // rows of A and out (loads and stores stop there)
+  int n;                        // N
+  int k;                        // K
+  int max_blocks;               // blocks launched along x
+};
+
+enum class GemmKernel { kMmaSync, kWgmma };
+
+// tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a only).
+// Throws wd::InvalidArgument for a combination the kernels do not take.
+void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, GemmKernel kernel,
+                  cudaStream_t stream);
+
+// True when the current device runs the wgmma kernel (compute capability 9.0
+// and this build has sm_90a code).
+bool wgmma_available();
+
+}  // namespace wd::kernels
