@@ -10,6 +10,9 @@ void add_all(CLI::App& app) {
   add_info(app);
   add_check(app);
   add_inspect(app);
+#ifdef WD_HAVE_TOKENIZER
+  add_tokenize(app);
+#endif
 #ifdef WD_HAVE_CUDA
   add_bench_moe(app);
 #endif

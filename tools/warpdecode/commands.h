@@ -13,6 +13,7 @@ void add_info(CLI::App& app);
 void add_check(CLI::App& app);
 void add_bench_moe(CLI::App& app);  // CUDA builds only
 void add_inspect(CLI::App& app);
+void add_tokenize(CLI::App& app);  // builds with the tokenizer (PCRE2 + utf8proc) only
 
 // Every subcommand this build has (only those that work).
 void add_all(CLI::App& app);

@@ -1,0 +1,105 @@
+// `warpdecode tokenize` as a user runs it, on the hand-built tokenizer
+// written to a scratch file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "small_tokenizer.h"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(WD_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class CliTokenize : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/wd_tok_cli_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    path_ = dir_ + "/tokenizer.json";
+    std::ofstream(path_) << wd::tok::test::small_tokenizer_json();
+  }
+  void TearDown() override {
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string tok() const { return "tokenize --tokenizer " + path_ + " "; }
+  std::string dir_, path_;
+};
+
+TEST_F(CliTokenize, HelpListsIt) {
+  const Result r = run("--help");
+  EXPECT_NE(r.output.find("tokenize"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTokenize, EncodesEachTextOnItsOwnLine) {
+  const Result r = run(tok() + "'hello the' aaaaa");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "257 259 111 258\n264 264 97\n");
+}
+
+TEST_F(CliTokenize, ReadsStdinWithoutText) {
+  const Result r = run("tokenize --tokenizer " + path_ + " < /dev/null; printf ' the' | " + WD_CLI_PATH + " " + tok());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "\n258\n");
+}
+
+TEST_F(CliTokenize, Decodes) {
+  const Result r = run(tok() + "--decode 266 257 259 111 258 267");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "<|im_start|>hello the<|im_end|>\n");
+  EXPECT_EQ(run(tok() + "--decode --skip-special 266 257 259 111 267").output, "hello\n");
+}
+
+TEST_F(CliTokenize, ShowsTokens) {
+  const Result r = run(tok() + "--tokens ' the'");
+  EXPECT_EQ(r.output, "258\t\xC4\xA0the\n");
+}
+
+TEST_F(CliTokenize, RendersAChatPrompt) {
+  Result r = run(tok() + "--chat --text --system 'Be brief.' --no-thinking hello");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  r = run(tok() + "--chat hello");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("266 ", 0), 0u) << r.output;  // starts with <|im_start|>
+}
+
+TEST_F(CliTokenize, ErrorsAreOneLineAndNonZero) {
+  Result r = run("tokenize --tokenizer /nonexistent/tokenizer.json hi");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("warpdecode: error: cannot open tokenizer file"), std::string::npos) << r.output;
+  r = run(tok() + "\"$(printf '\\377')\"");  // a lone 0xFF byte
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("not valid UTF-8"), std::string::npos) << r.output;
+  r = run(tok() + "--decode 99999");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("not in the vocabulary"), std::string::npos) << r.output;
+  r = run(tok() + "--decode abc");
+  EXPECT_NE(r.output.find("--decode takes token ids"), std::string::npos) << r.output;
+  r = run(tok() + "--no-thinking hi");
+  EXPECT_NE(r.output.find("apply to --chat"), std::string::npos) << r.output;
+}
+
+}  // namespace
