@@ -55,6 +55,7 @@ class DeviceMoeWeights {
 struct WarpDecodeConfig {
   int gate_up_tokens_per_pass = 1;   // 1 or 4: tokens sharing one load of an expert's rows
   int gate_up_neurons_per_warp = 1;  // neuron pairs a warp computes in turn
+  int down_rows_per_warp = 1;        // 1 or 4 outputs per warp in moe_down
   bool mx8_int_decode = false;       // MXFP8: integer decoder, or the hardware convert
   bool programmatic_launch = false;  // moe_down overlaps the tail of moe_gate_up (PDL)
   static WarpDecodeConfig for_batch(int batch);

@@ -289,6 +289,7 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
 #if WD_WGMMA_AVAILABLE
   // Consumer (wgmma): warpgroup wg owns weight rows [64·wg, 64·wg+64).
   auto compute_wgmma = [&](int slot) {
+    if constexpr (kWgmma) {
     const int wg = warp >> 2;
     const uint64_t da = wgmma::sw128_desc(smem + C::kWOff + slot * C::kWBytes + wg * 64 * kRowBytes);
     const uint64_t db = wgmma::sw128_desc(smem + C::kAOff + slot * C::kABytes);
@@ -314,6 +315,7 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
           promote(tmp, slot, ks);
         }
       }
+    }
     }
   };
 #endif
@@ -364,12 +366,19 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
   __syncthreads();
   const int chunks_per_row = C::kBW * out_bytes / 16;
   const int elems_per_chunk = 16 / out_bytes;
+  const bool vec = (size_t(N) * out_bytes) % 16 == 0;  // rows 16-byte aligned
   for (int c = tid; c < kT * chunks_per_row; c += C::kThreads) {
     const int tt = c / chunks_per_row, ch = c % chunks_per_row;
     const int row = row0 + tt, col = n0 + ch * elems_per_chunk;
     if (row >= p.rows || col >= N) continue;
-    const uint4 v = *reinterpret_cast<const uint4*>(smem_ptr + tt * pitch + ch * 16);
-    *reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + (size_t(row) * N + col) * out_bytes) = v;
+    const uint8_t* src = smem_ptr + tt * pitch + ch * 16;
+    uint8_t* dst = static_cast<uint8_t*>(p.out) + (size_t(row) * N + col) * out_bytes;
+    if (vec && col + elems_per_chunk <= N) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int e = 0; e < elems_per_chunk && col + e < N; ++e)
+        for (int b = 0; b < out_bytes; ++b) dst[e * out_bytes + b] = src[e * out_bytes + b];
+    }
   }
   }
 #endif

@@ -10,63 +10,76 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kRound = 12;   // chunks per lane in flight (30B MXFP8: K·I/16/32 = 12, one round)
 constexpr int kMaxTopK = 16;
 
-template <typename Codec>
+// kRows output rows per warp share each h chunk (loaded once, used kRows
+// times): 1 for the smallest batches, where more warps mean more loads in
+// flight, 4 for larger ones, where h traffic through L2 would otherwise rival
+// the weights (measured: docs/PERF_LOG.md). kRound chunks per lane per row are
+// loaded before use: 12 covers a whole qwen3-30b-a3b MXFP8 walk in one round.
+template <typename Codec, int kRows>
 __global__ void __launch_bounds__(kThreads)
 moe_down_kernel(const __grid_constant__ DownParams p) {
   constexpr int kC = Codec::kChunkElems;
-  __shared__ int s_expert[kMaxTopK];
-  __shared__ int s_bk[kMaxTopK];     // b·K + slot of the sorted entry
-  __shared__ float s_w[kMaxTopK];
-
+  constexpr int kRound = kRows == 1 ? 12 : 4;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int b = blockIdx.x, K = p.top_k, H = p.hidden, I = p.intermediate;
-  // The token's slots sorted by (expert, slot): rank sort over K <= 16 lanes.
-  if (threadIdx.x < kWarpSize) {
-    const int lane = threadIdx.x;
+
+  // The token's slots sorted by (expert, slot), per warp (no block barrier):
+  // lane j < K ends up holding sorted entry j.
+  int my_expert, my_bk;
+  float my_w;
+  {
     const int e = lane < K ? __ldg(p.ids + b * K + lane) : INT_MAX;
-    const int key_hi = e, key_lo = lane;
     int rank = 0;
     for (int m = 0; m < K; ++m) {
-      const int om = __shfl_sync(kFullMask, key_hi, m);
-      rank += (om < key_hi) || (om == key_hi && m < key_lo);
+      const int om = __shfl_sync(kFullMask, e, m);
+      rank += (om < e) || (om == e && m < lane);
     }
-    if (lane < K) {
-      s_expert[rank] = e;
-      s_bk[rank] = b * K + lane;
-      s_w[rank] = __ldg(p.route_w + b * K + lane);
+    // Scatter by rank through shuffles: lane r takes the entry whose rank is r.
+    my_expert = INT_MAX;
+    my_bk = 0;
+    my_w = 0.0f;
+    const float wv = lane < K ? __ldg(p.route_w + b * K + lane) : 0.0f;
+    for (int m = 0; m < K; ++m) {
+      const int rm = __shfl_sync(kFullMask, rank, m);
+      const int em = __shfl_sync(kFullMask, e, m);
+      const float wm = __shfl_sync(kFullMask, wv, m);
+      if (lane == rm) {
+        my_expert = em;
+        my_bk = b * K + m;
+        my_w = wm;
+      }
     }
   }
-  __syncthreads();
 
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int d = blockIdx.y * kWarps + warp;
-  if (d >= H) {
-    if (p.programmatic_launch) pdl_wait();
-    return;
-  }
+  const int d0 = (blockIdx.y * kWarps + warp) * kRows;
   const int chunks = I / kC;          // per row
   const int total = K * chunks;       // the warp's flat list of chunks
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(I) * Codec::kElemBytes;
 
-  float acc = 0.0f;
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
   bool waited = !p.programmatic_launch;
   for (int base = 0; base < total; base += kRound * kWarpSize) {
-    uint4 raw[kRound];
-    float sc[kRound];
+    uint4 raw[kRound][kRows];
+    float sc[kRound][kRows];
     int jj[kRound], cc[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int q = base + u * kWarpSize + lane;
       jj[u] = q / chunks;
       cc[u] = q - jj[u] * chunks;
-      if (q < total) {
-        const size_t row = size_t(s_expert[jj[u]]) * H + d;
-        raw[u] = ld_stream(w + row * row_bytes + size_t(cc[u]) * 16);
-        if constexpr (Codec::kScaled) sc[u] = chunk_scale(p.scales + row * (I / kMxBlock), cc[u]);
-      }
+      const int ex = __shfl_sync(kFullMask, my_expert, jj[u] & (kWarpSize - 1));
+      if (q < total)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const size_t row = size_t(ex) * H + min(d0 + r, H - 1);
+          raw[u][r] = ld_stream(w + row * row_bytes + size_t(cc[u]) * 16);
+          if constexpr (Codec::kScaled) sc[u][r] = chunk_scale(p.scales + row * (I / kMxBlock), cc[u]);
+        }
     }
     // Everything above reads only routing and weights; h is moe_gate_up's output.
     if (!waited) {
@@ -75,33 +88,45 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      if (base + u * kWarpSize + lane >= total) break;
-      float a[kC], wv[kC];
-      load_f32(p.h + size_t(s_bk[jj[u]]) * I, cc[u] * kC, a);
-      Codec::decode(raw[u], wv);
-      const float scale = Codec::kScaled ? s_w[jj[u]] * sc[u] : s_w[jj[u]];  // exact: sc is 2^k
-      acc = __fmaf_rn(chunk_dot(wv, a), scale, acc);
+      const int src = jj[u] & (kWarpSize - 1);
+      const int bk = __shfl_sync(kFullMask, my_bk, src);
+      const float rw = __shfl_sync(kFullMask, my_w, src);
+      if (base + u * kWarpSize + lane >= total) continue;
+      float a[kC];
+      load_f32(p.h + size_t(bk) * I, cc[u] * kC, a);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float wv[kC];
+        Codec::decode(raw[u][r], wv);
+        const float scale = Codec::kScaled ? rw * sc[u][r] : rw;  // exact: sc is 2^k
+        acc[r] = __fmaf_rn(chunk_dot(wv, a), scale, acc[r]);
+      }
     }
   }
-  const float v = warp_sum(acc);
-  if (lane == 0) {
-    const size_t o = size_t(b) * H + d;
-    if (p.out_fp32) {
-      float out = v;
-      if (p.residual) out += static_cast<const float*>(p.residual)[o];
-      static_cast<float*>(p.y)[o] = out;
-    } else {
-      float out = v;
-      if (p.residual) out += bf16_to_float(static_cast<const uint16_t*>(p.residual)[o]);
-      static_cast<uint16_t*>(p.y)[o] = float_to_bf16(out);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const float v = warp_sum(acc[r]);
+    const int d = d0 + r;
+    if (lane == r && d < H) {
+      const size_t o = size_t(b) * H + d;
+      if (p.out_fp32) {
+        float out = v;
+        if (p.residual) out += static_cast<const float*>(p.residual)[o];
+        static_cast<float*>(p.y)[o] = out;
+      } else {
+        float out = v;
+        if (p.residual) out += bf16_to_float(static_cast<const uint16_t*>(p.residual)[o]);
+        static_cast<uint16_t*>(p.y)[o] = float_to_bf16(out);
+      }
     }
   }
+  if (!waited) pdl_wait();
 }
 
-template <typename Codec>
-void launch(const DownParams& p, cudaStream_t stream) {
+template <typename Codec, int kRows>
+void launch_rows(const DownParams& p, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(p.batch, (p.hidden + kWarps - 1) / kWarps);
+  cfg.gridDim = dim3(p.batch, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows));
   cfg.blockDim = dim3(kThreads);
   cfg.stream = stream;
   cudaLaunchAttribute attr{};
@@ -109,7 +134,13 @@ void launch(const DownParams& p, cudaStream_t stream) {
   attr.val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = p.programmatic_launch ? 1 : 0;
-  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<Codec>, p));
+  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<Codec, kRows>, p));
+}
+
+template <typename Codec>
+void launch(const DownParams& p, cudaStream_t stream) {
+  if (p.rows_per_warp == 1) launch_rows<Codec, 1>(p, stream);
+  else launch_rows<Codec, 4>(p, stream);
 }
 
 }  // namespace
@@ -121,6 +152,8 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.hidden > 0, "moe_down: H = ", p.hidden, " must be positive");
   WD_CHECK(p.experts >= 1 && p.experts <= 1024, "moe_down: E = ", p.experts, " out of range");
   WD_CHECK(p.top_k >= 1 && p.top_k <= kMaxTopK, "moe_down: K = ", p.top_k, " must be in [1, 16]");
+  WD_CHECK(p.rows_per_warp == 1 || p.rows_per_warp == 4, "moe_down: rows_per_warp = ",
+           p.rows_per_warp, " (allowed: 1, 4)");
   WD_CHECK(p.weights && p.h && p.ids && p.route_w && p.y, "moe_down: a required pointer is null");
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_down: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,

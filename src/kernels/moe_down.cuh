@@ -2,8 +2,9 @@
 //
 //   y[b][d] = residual[b][d] + Σ_k w[b][k] · (W_down[e_k] row d · h[b][k])
 //
-// Mapping: grid (B, ceil(H / kWarps)). Each warp owns one output y[b][d] and
-// walks all K experts token b is routed to itself: the K rows W_down[e_k][d]
+// Mapping: grid (B, ceil(H / (kWarps·rows_per_warp))). Each warp owns
+// rows_per_warp outputs y[b][d..] and walks all K experts token b is routed
+// to itself: the K rows W_down[e_k][d]
 // (I weights each) are cut into 16-byte chunks and dealt to the 32 lanes as
 // one flat list (expert-major, in ascending expert id, then slot), so a warp
 // has up to kRound chunks per lane in flight at once instead of one expert's
@@ -51,6 +52,7 @@ struct DownParams {
   int top_k;               // K
   int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
   int programmatic_launch; // 1: may start while moe_gate_up finishes (PDL)
+  int rows_per_warp;       // 1 or 4 outputs per warp (sharing each h chunk)
 };
 
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream);

@@ -23,9 +23,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   constexpr int kC = Codec::kChunkElems;
   constexpr int kHalves = kC / 8;
-  // 16-byte chunks per lane per row loaded before use: two when one token's
-  // registers leave room, else one (more tokens share each load instead).
-  constexpr int kUnroll = kTokens == 1 ? 2 : 1;
+  // 16-byte chunks per lane per row loaded before use: four when one token's
+  // registers leave room (a whole qwen3-30b-a3b MXFP8 row pair in one round),
+  // else one (more tokens share each load instead).
+  constexpr int kUnroll = kTokens == 1 ? 4 : 1;
   extern __shared__ __align__(16) unsigned char s_dyn[];
   __shared__ int s_warp_counts[kWarps];
 
@@ -39,12 +40,50 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   bool seen = false;
   for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
   if (__syncthreads_or(seen)) return;
-  const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
-
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int chunks = H / kC;
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(H) * Codec::kElemBytes;
+
+  // The four rows of neuron pair nw of this warp, and one round of their loads.
+  auto rows_of = [&](int nw, const uint8_t* (&rp)[kRows], const uint8_t* (&sp)[kRows]) {
+    const int i0 = ((blockIdx.x * p.neurons_per_warp + nw) * kWarps + warp) * 2;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const size_t row = size_t(e) * 2 * I + (r % 2 ? I : 0) + min(i0 + r / 2, I - 1);
+      rp[r] = w + row * row_bytes;
+      sp[r] = Codec::kScaled ? p.scales + row * (H / kMxBlock) : nullptr;
+    }
+    return i0;
+  };
+  auto load_round = [&](const uint8_t* const (&rp)[kRows], const uint8_t* const (&sp)[kRows], int c0,
+                        uint4 (&raw)[kUnroll][kRows], float (&sc)[kUnroll][kRows]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kWarpSize + lane;
+      if (c < chunks)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          raw[u][r] = ld_stream(rp[r] + size_t(c) * 16);
+          if constexpr (Codec::kScaled) sc[u][r] = chunk_scale(sp[r], c);
+        }
+    }
+  };
+
+  // The first round of weight loads goes out before the rest of the set-up
+  // (entry list, activation staging): its latency overlaps that work.
+  uint4 raw[kUnroll][kRows];
+  float sc[kUnroll][kRows];
+  bool prefetched = false;
+  {
+    const uint8_t* rp[kRows];
+    const uint8_t* sp[kRows];
+    if (rows_of(0, rp, sp) < I) {
+      load_round(rp, sp, 0, raw, sc);
+      prefetched = true;
+    }
+  }
+  const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
   for (int t0 = 0; t0 < n; t0 += kTokens) {
     const int nt = min(kTokens, n - t0);
@@ -61,16 +100,10 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
     __syncthreads();
 
     for (int nw = 0; nw < p.neurons_per_warp; ++nw) {
-      const int i0 = ((blockIdx.x * p.neurons_per_warp + nw) * kWarps + warp) * 2;
-      if (i0 >= I) break;
       const uint8_t* rp[kRows];
       const uint8_t* sp[kRows];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const size_t row = size_t(e) * 2 * I + (r % 2 ? I : 0) + i0 + r / 2;
-        rp[r] = w + row * row_bytes;
-        sp[r] = Codec::kScaled ? p.scales + row * (H / kMxBlock) : nullptr;
-      }
+      const int i0 = rows_of(nw, rp, sp);
+      if (i0 >= I) break;
       float acc[kTokens][kRows];
 #pragma unroll
       for (int t = 0; t < kTokens; ++t)
@@ -78,18 +111,8 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
         for (int r = 0; r < kRows; ++r) acc[t][r] = 0.0f;
 
       for (int c0 = 0; c0 < chunks; c0 += kUnroll * kWarpSize) {
-        uint4 raw[kUnroll][kRows];
-        float sc[kUnroll][kRows];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int c = c0 + u * kWarpSize + lane;
-          if (c < chunks)
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) {
-              raw[u][r] = ld_stream(rp[r] + size_t(c) * 16);
-              if constexpr (Codec::kScaled) sc[u][r] = chunk_scale(sp[r], c);
-            }
-        }
+        if (prefetched) prefetched = false;
+        else load_round(rp, sp, c0, raw, sc);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int c = c0 + u * kWarpSize + lane;

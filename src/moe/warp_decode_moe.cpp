@@ -116,6 +116,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
   WarpDecodeConfig c;
   c.gate_up_tokens_per_pass = batch == 1 ? 1 : 4;
   c.gate_up_neurons_per_warp = 1;
+  c.down_rows_per_warp = batch <= 4 ? 1 : 4;
   c.mx8_int_decode = false;
   c.programmatic_launch = false;
   return c;
@@ -123,7 +124,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
 
 std::string WarpDecodeConfig::label() const {
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
-         (mx8_int_decode ? "/int" : "/cvt") + (programmatic_launch ? "/pdl" : "");
+         "/dn" + std::to_string(down_rows_per_warp) + (mx8_int_decode ? "/int" : "/cvt") + (programmatic_launch ? "/pdl" : "");
 }
 
 struct WarpDecodeMoe::Workspace {
@@ -214,6 +215,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.top_k = shape_.top_k;
   d.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
   d.programmatic_launch = config.programmatic_launch ? 1 : 0;
+  d.rows_per_warp = config.down_rows_per_warp;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);

@@ -303,6 +303,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
       WarpDecodeConfig c;
       c.gate_up_tokens_per_pass = v % 2 ? 4 : 1;
       c.gate_up_neurons_per_warp = 1 + v % 3;
+      c.down_rows_per_warp = v < 3 ? 1 : 4;
       c.mx8_int_decode = v % 2 == 0;
       c.programmatic_launch = v != 3;
       configs.push_back(c);

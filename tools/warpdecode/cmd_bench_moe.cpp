@@ -44,6 +44,7 @@ std::vector<WarpDecodeConfig> sweep_configs(int batch) {
   };
   for (int t : {1, 4}) { auto c = d; c.gate_up_tokens_per_pass = t; add(c); }
   for (int n : {2, 4}) { auto c = d; c.gate_up_neurons_per_warp = n; add(c); }
+  for (int n : {1, 4}) { auto c = d; c.down_rows_per_warp = n; add(c); }
   { auto c = d; c.mx8_int_decode = !d.mx8_int_decode; add(c); }
   { auto c = d; c.programmatic_launch = !d.programmatic_launch; add(c); }
   return v;

@@ -1,0 +1,417 @@
+#include "kernels/classical_stages.cuh"
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+
+#include "core/cuda_check.h"
+#include "kernels/common.cuh"
+#include "warpdecode/error.h"
+#include "warpdecode/formats.h"
+
+namespace wd::kernels {
+namespace {
+
+constexpr int kMaxTopKExperts = 1024;
+constexpr int kMaxK = 16;
+constexpr int kWarpsPerBlock = 8;  // warp-per-row kernels: 256 threads a block
+
+unsigned warp_blocks(size_t warps) { return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+__device__ __forceinline__ int global_warp() {
+  return int((size_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize);
+}
+
+// 8 BF16 of a 16-byte word -> floats.
+__device__ __forceinline__ void unpack_bf16x8(const uint4& r, float (&f)[8]) {
+  const uint32_t v[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = bf16_lo(v[i]);
+    f[2 * i + 1] = bf16_hi(v[i]);
+  }
+}
+
+__device__ __forceinline__ uint4 pack_bf16x8(const float (&f)[8]) {
+  uint32_t v[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = uint32_t(float_to_bf16(f[2 * i])) | (uint32_t(float_to_bf16(f[2 * i + 1])) << 16);
+  return make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+// Per-token-group FP8 quantization of 8 values held by each of 16 lanes (one
+// group of 128 = one half-warp): returns the 8 E4M3 codes, *scale the group's
+// scale. All 32 lanes must call it (the amax is reduced within half-warps).
+__device__ __forceinline__ uint2 quantize_group_x8(const float (&f)[8], float* scale) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, o));
+  const float s = fmaxf(amax, 1e-10f) / kE4M3Max;
+  uint32_t lo = 0, hi = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    lo |= uint32_t(float_to_e4m3(f[i] / s)) << (8 * i);
+    hi |= uint32_t(float_to_e4m3(f[4 + i] / s)) << (8 * i);
+  }
+  *scale = s;
+  return make_uint2(lo, hi);
+}
+
+// ---- stage 2: softmax + top-k ------------------------------------------------------
+// One warp per token; lane l holds logits l, l+32, ...; K rounds of a warp
+// arg-max (ties -> lower expert index), like the reference.
+__global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
+  constexpr int kPerLane = kMaxTopKExperts / kWarpSize;
+  const int b = global_warp(), lane = threadIdx.x % kWarpSize;
+  if (b >= p.batch) return;
+  const int E = p.experts;
+  const float* lg = p.logits + size_t(b) * E;
+  float v[kPerLane];
+  float mx = -FLT_MAX;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int e = j * kWarpSize + lane;
+    v[j] = e < E ? lg[e] : -FLT_MAX;
+    mx = fmaxf(mx, v[j]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j)
+    if (j * kWarpSize + lane < E) sum += expf(v[j] - mx);
+  sum = warp_sum(sum);
+  float my_p = 0.0f;
+  int my_e = 0;
+  for (int k = 0; k < p.top_k; ++k) {
+    float best = -INFINITY;
+    int best_e = INT_MAX;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int e = j * kWarpSize + lane;
+      if (e < E && v[j] > best) {
+        best = v[j];
+        best_e = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ob = __shfl_xor_sync(kFullMask, best, o);
+      const int oe = __shfl_xor_sync(kFullMask, best_e, o);
+      if (ob > best || (ob == best && oe < best_e)) {
+        best = ob;
+        best_e = oe;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (j * kWarpSize + lane == best_e) v[j] = -INFINITY;
+    if (lane == k) {
+      my_e = best_e;
+      my_p = expf(best - mx) / sum;
+    }
+  }
+  const float top_sum = warp_sum(lane < p.top_k ? my_p : 0.0f);
+  if (lane < p.top_k) {
+    p.ids[size_t(b) * p.top_k + lane] = my_e;
+    p.weights[size_t(b) * p.top_k + lane] = p.norm_topk_prob ? my_p / top_sum : my_p;
+  }
+}
+
+// ---- stage 3: align (counts, padding, sorted rows) ----------------------------------
+// One block. Warp w owns a contiguous slice of the entries. Pass 1 counts
+// each expert's entries per warp (__match_any_sync groups equal ids within a
+// 32-entry step; the group's first lane adds its size); per-expert totals and
+// exclusive per-warp starts follow, then the padded offsets (a warp scan over
+// experts). Pass 2 walks the slices again: an entry's row is its expert's
+// offset + its warp's start + the entries before it in the warp's slice. Rows
+// come out in ascending entry order within each expert, whatever the schedule.
+__global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
+  extern __shared__ int32_t s_cnt[];  // (warps, E)
+  __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int E = p.experts, N = p.entries, T = p.tile_tokens;
+  for (int i = threadIdx.x; i < warps * E; i += blockDim.x) s_cnt[i] = 0;
+  __syncthreads();
+
+  const int per_warp = ((N + warps - 1) / warps + kWarpSize - 1) / kWarpSize * kWarpSize;
+  const int begin = warp * per_warp, end = min(N, begin + per_warp);
+  int32_t* my_cnt = s_cnt + warp * E;
+  for (int base = begin; base < end; base += kWarpSize) {
+    const int i = base + lane;
+    int e = i < end ? __ldg(p.ids + i) : -1;
+    if (e < 0 || e >= E) e = -1;  // invalid ids get no row (entry_row = -1 below)
+    const unsigned peers = __match_any_sync(kFullMask, e);
+    if (e >= 0 && lane == __ffs(peers) - 1) my_cnt[e] += __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = 0;
+    for (int w = 0; w < warps; ++w) {
+      const int c = s_cnt[w * E + e];
+      s_cnt[w * E + e] = run;
+      run += c;
+    }
+    p.counts[e] = run;
+    s_off[e] = (run + T - 1) / T * T;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const int per = (E + kWarpSize - 1) / kWarpSize;
+    const int lo = min(E, lane * per), hi = min(E, lo + per);
+    int sum = 0;
+    for (int e = lo; e < hi; ++e) sum += s_off[e];
+    int incl = sum;
+#pragma unroll
+    for (int o = 1; o < kWarpSize; o <<= 1) {
+      const int n = __shfl_up_sync(kFullMask, incl, o);
+      if (lane >= o) incl += n;
+    }
+    int run = incl - sum;
+    for (int e = lo; e < hi; ++e) {
+      const int v = s_off[e];
+      s_off[e] = run;
+      run += v;
+    }
+    if (lane == kWarpSize - 1) s_off[E] = incl;
+  }
+  __syncthreads();
+
+  const int total = s_off[E];
+  for (int e = threadIdx.x; e <= E; e += blockDim.x) p.offsets[e] = s_off[e];
+  if (threadIdx.x == 0) {
+    p.meta[0] = total / T;
+    p.meta[1] = total;
+  }
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    const int lo = s_off[e], hi = s_off[e + 1], cnt = p.counts[e];
+    for (int b = lo / T; b < hi / T; ++b) p.block_expert[b] = e;
+    for (int r = lo + cnt; r < hi; ++r) p.sorted_entries[r] = -1;
+  }
+
+  for (int base = begin; base < end; base += kWarpSize) {
+    const int i = base + lane;
+    int e = i < end ? __ldg(p.ids + i) : -1;
+    if (e < 0 || e >= E) e = -1;
+    const unsigned peers = __match_any_sync(kFullMask, e);
+    if (i < end) {
+      int row = -1;
+      if (e >= 0) {
+        row = s_off[e] + my_cnt[e] + __popc(peers & ((1u << lane) - 1u));
+        p.sorted_entries[row] = i;
+      }
+      p.entry_row[i] = row;
+    }
+    __syncwarp();
+    if (e >= 0 && lane == __ffs(peers) - 1) my_cnt[e] += __popc(peers);
+    __syncwarp();
+  }
+}
+
+// ---- stage 4: permute (+ quantize) ------------------------------------------------------
+// One warp per token: its row is read once and written to its K sorted rows.
+__global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
+  const int b = global_warp(), lane = threadIdx.x % kWarpSize;
+  if (b >= p.batch) return;
+  const int H = p.hidden, K = p.top_k, chunks = H / 8;
+  int rows[kMaxK];
+#pragma unroll
+  for (int k = 0; k < kMaxK; ++k) rows[k] = k < K ? __ldg(p.entry_row + size_t(b) * K + k) : -1;
+  const uint16_t* xr = p.x + size_t(b) * H;
+  for (int c0 = 0; c0 < chunks; c0 += kWarpSize) {
+    const int c = c0 + lane;
+    const bool ok = c < chunks;
+    const uint4 v = ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+    if (!p.quantize) {
+      if (!ok) continue;
+#pragma unroll
+      for (int k = 0; k < kMaxK; ++k)
+        if (rows[k] >= 0)
+          *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = v;
+    } else {
+      float f[8];
+      unpack_bf16x8(v, f);
+      float s;
+      const uint2 q = quantize_group_x8(f, &s);
+      if (!ok) continue;
+#pragma unroll
+      for (int k = 0; k < kMaxK; ++k)
+        if (rows[k] >= 0) {
+          *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = q;
+          if ((lane & 15) == 0) p.a_scales[size_t(rows[k]) * (H / kActGroup) + c / 16] = s;
+        }
+    }
+  }
+}
+
+// ---- stage 6: SiLU·up (+ quantize) ---------------------------------------------------------
+// One warp per sorted row; padding rows and rows past the ones in use exit.
+__global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
+  const int r = global_warp(), lane = threadIdx.x % kWarpSize;
+  if (r >= p.max_rows || r >= __ldg(p.meta + 1) || __ldg(p.sorted_entries + r) < 0) return;
+  const int I = p.intermediate, chunks = I / 8;
+  const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
+  for (int c0 = 0; c0 < chunks; c0 += kWarpSize) {
+    const int c = c0 + lane;
+    const bool ok = c < chunks;
+    float gf[8], uf[8], h[8];
+    unpack_bf16x8(ok ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0), gf);
+    unpack_bf16x8(ok ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0), uf);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
+    if (!p.quantize) {
+      if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
+    } else {
+      float s;
+      const uint2 q = quantize_group_x8(h, &s);
+      if (!ok) continue;
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
+      if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = s;
+    }
+  }
+}
+
+// ---- stage 8: un-permute + combine --------------------------------------------------------
+// One warp per token: y[b] = Σ_k w[b][k] · P[row(b, k)], FP32, in slot order.
+__global__ void combine_kernel(const __grid_constant__ CombineParams p) {
+  const int b = global_warp(), lane = threadIdx.x % kWarpSize;
+  if (b >= p.batch) return;
+  const int H = p.hidden, K = p.top_k, chunks = H / 8;
+  int rows[kMaxK];
+  float w[kMaxK];
+#pragma unroll
+  for (int k = 0; k < kMaxK; ++k) {
+    rows[k] = k < K ? __ldg(p.entry_row + size_t(b) * K + k) : -1;
+    w[k] = k < K ? __ldg(p.route_w + size_t(b) * K + k) : 0.0f;
+  }
+  for (int c = lane; c < chunks; c += kWarpSize) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k) {
+      if (rows[k] < 0) continue;
+      float f[8];
+      unpack_bf16x8(ld_cached(p.partials + size_t(rows[k]) * H + size_t(c) * 8), f);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] = __fmaf_rn(w[k], f[i], acc[i]);
+    }
+    const size_t off = size_t(b) * H + size_t(c) * 8;
+    if (p.out_fp32) {
+      float* y = static_cast<float*>(p.y) + off;
+      if (p.residual) {
+        const float* res = static_cast<const float*>(p.residual) + off;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += res[i];
+      }
+      reinterpret_cast<float4*>(y)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      reinterpret_cast<float4*>(y)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+    } else {
+      if (p.residual) {
+        float r[8];
+        unpack_bf16x8(ld_cached(static_cast<const uint16_t*>(p.residual) + off), r);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += r[i];
+      }
+      *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.y) + off) = pack_bf16x8(acc);
+    }
+  }
+}
+
+// ---- weights: BF16 -> FP8 block-128 ----------------------------------------------------------
+// One block of 256 threads per 128x128 block: amax, then the codes.
+__global__ void quantize_fp8_block128_kernel(const uint16_t* in, size_t rows, size_t cols, uint8_t* q,
+                                             float* scales) {
+  __shared__ float s_amax[8];
+  const size_t m = blockIdx.z, br = blockIdx.y, bc = blockIdx.x;
+  const size_t r0 = br * 128, c0 = bc * 128;
+  const uint16_t* src = in + m * rows * cols;
+  uint8_t* dst = q + m * rows * cols;
+  float amax = 0.0f;
+  for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) {
+    const size_t r = r0 + i / 128, c = c0 + i % 128;
+    if (r < rows && c < cols) amax = fmaxf(amax, fabsf(bf16_to_float(src[r * cols + c])));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, o));
+  if (threadIdx.x % kWarpSize == 0) s_amax[threadIdx.x / kWarpSize] = amax;
+  __syncthreads();
+  amax = 0.0f;
+  for (int w = 0; w < int(blockDim.x / kWarpSize); ++w) amax = fmaxf(amax, s_amax[w]);
+  const float scale = fmaxf(amax, 1e-10f) / kE4M3Max;
+  if (threadIdx.x == 0) scales[(m * gridDim.y + br) * gridDim.x + bc] = scale;
+  for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) {
+    const size_t r = r0 + i / 128, c = c0 + i % 128;
+    if (r < rows && c < cols) dst[r * cols + c] = float_to_e4m3(bf16_to_float(src[r * cols + c]) / scale);
+  }
+}
+
+}  // namespace
+
+void topk_softmax(const TopKParams& p, cudaStream_t stream) {
+  WD_CHECK(p.batch >= 1, "topk_softmax: batch = ", p.batch, " must be >= 1");
+  WD_CHECK(p.experts >= 1 && p.experts <= kMaxTopKExperts, "topk_softmax: E = ", p.experts,
+           " must be in [1, ", kMaxTopKExperts, "]");
+  WD_CHECK(p.top_k >= 1 && p.top_k <= kMaxK && p.top_k <= p.experts, "topk_softmax: K = ", p.top_k,
+           " must be in [1, min(E, 16)]");
+  WD_CHECK(p.logits && p.ids && p.weights, "topk_softmax: a required pointer is null");
+  topk_softmax_kernel<<<warp_blocks(size_t(p.batch)), kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void moe_align(const AlignParams& p, cudaStream_t stream) {
+  WD_CHECK(p.entries >= 1, "moe_align: entries = ", p.entries, " must be >= 1");
+  WD_CHECK(p.experts >= 1 && p.experts <= kMaxTopKExperts, "moe_align: E = ", p.experts, " must be in [1, ",
+           kMaxTopKExperts, "]");
+  WD_CHECK(p.tile_tokens >= 1, "moe_align: tile_tokens = ", p.tile_tokens, " must be >= 1");
+  WD_CHECK(p.ids && p.counts && p.offsets && p.sorted_entries && p.block_expert && p.entry_row && p.meta,
+           "moe_align: a required pointer is null");
+  // Per-warp counters for every expert: at most 8192 ints (32 KB) of shared memory.
+  const int warps = std::min(32, std::max(1, 8192 / p.experts));
+  moe_align_kernel<<<1, warps * kWarpSize, size_t(warps) * p.experts * sizeof(int32_t), stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void permute_rows(const PermuteParams& p, cudaStream_t stream) {
+  WD_CHECK(p.batch >= 1 && p.top_k >= 1 && p.top_k <= kMaxK, "permute_rows: batch = ", p.batch, ", K = ",
+           p.top_k, " out of range");
+  WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
+           p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
+  WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
+  permute_rows_kernel<<<warp_blocks(size_t(p.batch)), kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void silu_mul(const SiluMulParams& p, cudaStream_t stream) {
+  WD_CHECK(p.max_rows >= 1, "silu_mul: max_rows = ", p.max_rows, " must be >= 1");
+  WD_CHECK(p.intermediate > 0 && p.intermediate % (p.quantize ? kActGroup : 8) == 0, "silu_mul: I = ",
+           p.intermediate,
+           p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
+  WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
+           "silu_mul: a required pointer is null");
+  silu_mul_kernel<<<warp_blocks(size_t(p.max_rows)), kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void combine(const CombineParams& p, cudaStream_t stream) {
+  WD_CHECK(p.batch >= 1 && p.top_k >= 1 && p.top_k <= kMaxK, "combine: batch = ", p.batch, ", K = ", p.top_k,
+           " out of range");
+  WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0, "combine: H = ", p.hidden, " must be a multiple of 8");
+  WD_CHECK(p.partials && p.entry_row && p.route_w && p.y, "combine: a required pointer is null");
+  combine_kernel<<<warp_blocks(size_t(p.batch)), kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void quantize_fp8_block128(const uint16_t* in, size_t matrices, size_t rows, size_t cols, uint8_t* q,
+                           float* scales, cudaStream_t stream) {
+  if (matrices == 0 || rows == 0 || cols == 0) return;
+  WD_CHECK(in && q && scales, "quantize_fp8_block128: a required pointer is null");
+  WD_CHECK(matrices < 65536, "quantize_fp8_block128: ", matrices, " matrices (at most 65535)");
+  const dim3 grid(unsigned((cols + 127) / 128), unsigned((rows + 127) / 128), unsigned(matrices));
+  quantize_fp8_block128_kernel<<<grid, 256, 0, stream>>>(in, rows, cols, q, scales);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wd::kernels

@@ -1,0 +1,333 @@
+// The classical expert-centric MoE path: host side (see warpdecode/classical.h).
+#include "warpdecode/classical.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/cuda_check.h"
+#include "core/device_buffer.h"
+#include "kernels/classical_gemm.cuh"
+#include "kernels/classical_stages.cuh"
+#include "warpdecode/error.h"
+
+namespace wd {
+
+// ---- DeviceFp8BlockWeights ------------------------------------------------------------
+struct DeviceFp8BlockWeights::Impl {
+  MoeShape shape;
+  DeviceBuffer<uint16_t> router;
+  DeviceBuffer<uint8_t> gate_up, down;
+  DeviceBuffer<float> gate_up_scales, down_scales;
+};
+
+DeviceFp8BlockWeights::DeviceFp8BlockWeights() : impl_(std::make_unique<Impl>()) {}
+DeviceFp8BlockWeights::DeviceFp8BlockWeights(DeviceFp8BlockWeights&&) noexcept = default;
+DeviceFp8BlockWeights& DeviceFp8BlockWeights::operator=(DeviceFp8BlockWeights&&) noexcept = default;
+DeviceFp8BlockWeights::~DeviceFp8BlockWeights() = default;
+
+DeviceFp8BlockWeights DeviceFp8BlockWeights::upload(const MoeWeights& host) {
+  WD_CHECK(host.format() == WeightFormat::kFP8Block128, "DeviceFp8BlockWeights::upload: weights are ",
+           to_string(host.format()), ", not fp8-block128 (convert with MoeWeights::to_fp8_block128)");
+  DeviceFp8BlockWeights d;
+  Impl& m = *d.impl_;
+  m.shape = host.shape();
+  m.router = DeviceBuffer<uint16_t>(host.router);
+  m.gate_up = DeviceBuffer<uint8_t>(host.gate_up_q);
+  m.down = DeviceBuffer<uint8_t>(host.down_q);
+  m.gate_up_scales = DeviceBuffer<float>(host.gate_up_block_scales);
+  m.down_scales = DeviceBuffer<float>(host.down_block_scales);
+  return d;
+}
+
+DeviceFp8BlockWeights DeviceFp8BlockWeights::quantize(const MoeWeightsView& w, cudaStream_t stream) {
+  w.validate();
+  WD_CHECK(w.format == WeightFormat::kBF16 && w.space == MemorySpace::kDevice,
+           "DeviceFp8BlockWeights::quantize needs BF16 weights in device memory");
+  const MoeShape& s = w.shape;
+  const size_t E = s.experts, H = s.hidden, I = s.intermediate, B = kFp8BlockSize;
+  const size_t hb = (H + B - 1) / B, ib = (I + B - 1) / B;
+  DeviceFp8BlockWeights d;
+  Impl& m = *d.impl_;
+  m.shape = s;
+  m.router = DeviceBuffer<uint16_t>(E * H);
+  WD_CUDA_CHECK(cudaMemcpyAsync(m.router.data(), w.router, m.router.bytes(), cudaMemcpyDeviceToDevice, stream));
+  m.gate_up = DeviceBuffer<uint8_t>(E * 2 * I * H);
+  m.down = DeviceBuffer<uint8_t>(E * H * I);
+  m.gate_up_scales = DeviceBuffer<float>(E * 2 * ib * hb);
+  m.down_scales = DeviceBuffer<float>(E * hb * ib);
+  // gate_up: 2E matrices (I, H) (gate and up blocked separately); down: E matrices (H, I).
+  kernels::quantize_fp8_block128(static_cast<const uint16_t*>(w.gate_up), 2 * E, I, H, m.gate_up.data(),
+                                 m.gate_up_scales.data(), stream);
+  kernels::quantize_fp8_block128(static_cast<const uint16_t*>(w.down), E, H, I, m.down.data(),
+                                 m.down_scales.data(), stream);
+  return d;
+}
+
+MoeWeightsView DeviceFp8BlockWeights::view() const {
+  const Impl& m = *impl_;
+  MoeWeightsView v;
+  v.shape = m.shape;
+  v.format = WeightFormat::kFP8Block128;
+  v.space = MemorySpace::kDevice;
+  v.router = m.router.data();
+  v.gate_up = m.gate_up.data();
+  v.down = m.down.data();
+  v.gate_up_block_scales = m.gate_up_scales.data();
+  v.down_block_scales = m.down_scales.data();
+  return v;
+}
+
+size_t DeviceFp8BlockWeights::bytes() const {
+  const Impl& m = *impl_;
+  return m.router.bytes() + m.gate_up.bytes() + m.down.bytes() + m.gate_up_scales.bytes() + m.down_scales.bytes();
+}
+
+// ---- ClassicalConfig -------------------------------------------------------------------
+ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch) {
+  // T covers an expert's tokens with high probability under uniform routing
+  // (mean m = B·K/E, spread ~ sqrt(m)), so that most experts are one block
+  // and their weights are streamed once.
+  const double m = double(batch) * s.top_k / s.experts;
+  const double want = m + 3.0 * std::sqrt(m) + 1.0;
+  ClassicalConfig c;
+  c.tile_tokens = 8;
+  while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
+  c.wgmma = c.tile_tokens >= 64 && ClassicalMoe::wgmma_available();
+  return c;
+}
+
+std::string ClassicalConfig::label() const {
+  return "t" + std::to_string(tile_tokens) + (wgmma ? "/wgmma" : "");
+}
+
+const char* to_string(ClassicalStage s) {
+  switch (s) {
+    case ClassicalStage::kRouterGemm: return "router_gemm";
+    case ClassicalStage::kTopK: return "topk";
+    case ClassicalStage::kAlign: return "align";
+    case ClassicalStage::kPermute: return "permute";
+    case ClassicalStage::kGateUp: return "gate_up_gemm";
+    case ClassicalStage::kSiluMul: return "silu_mul";
+    case ClassicalStage::kDown: return "down_gemm";
+    case ClassicalStage::kCombine: return "combine";
+  }
+  return "?";
+}
+
+// ---- ClassicalMoe ------------------------------------------------------------------------
+namespace {
+constexpr int kMaxTile = 128;
+
+// Upper bound of the blocks of T rows for `entries` entries over E experts:
+// Σ_e ceil(c_e / T) <= (entries + nonzero·(T-1)) / T, nonzero <= min(E, entries).
+int max_blocks_for(int entries, int experts, int T) {
+  const long nz = std::min(experts, entries);
+  return int((long(entries) + nz * (T - 1)) / T);
+}
+}  // namespace
+
+struct ClassicalMoe::Workspace {
+  int max_rows = 0;
+  DeviceBuffer<float> logits;             // (max_batch, E)
+  DeviceBuffer<int32_t> ids;              // (max_batch, K)
+  DeviceBuffer<float> weights;            // (max_batch, K)
+  DeviceBuffer<int32_t> counts, offsets, meta;
+  DeviceBuffer<int32_t> sorted_entries;   // (max_rows)
+  DeviceBuffer<int32_t> block_expert;     // (max_rows / 8)
+  DeviceBuffer<int32_t> entry_row;        // (max_batch·K)
+  DeviceBuffer<uint8_t> a;                // (max_rows, H) 2 bytes an element (BF16 or E4M3)
+  DeviceBuffer<float> a_scales;           // (max_rows, ceil(H/128))
+  DeviceBuffer<uint16_t> gate_up;         // (max_rows, 2I)
+  DeviceBuffer<uint8_t> h;                // (max_rows, I) 2 bytes an element
+  DeviceBuffer<float> h_scales;           // (max_rows, ceil(I/128))
+  DeviceBuffer<uint16_t> partials;        // (max_rows, H)
+};
+
+ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
+    : shape_(shape), max_batch_(max_batch), ws_(std::make_unique<Workspace>()) {
+  shape.validate();
+  WD_CHECK(max_batch >= 1 && max_batch <= 65536, "classical MoE: max_batch = ", max_batch,
+           " must be in [1, 65536]");
+  const size_t E = shape.experts, K = shape.top_k, H = shape.hidden, I = shape.intermediate;
+  const int entries = max_batch * shape.top_k;
+  const size_t rows = size_t(max_blocks_for(entries, shape.experts, kMaxTile)) * kMaxTile;
+  Workspace& w = *ws_;
+  w.max_rows = int(rows);
+  w.logits = DeviceBuffer<float>(size_t(max_batch) * E);
+  w.ids = DeviceBuffer<int32_t>(size_t(max_batch) * K);
+  w.weights = DeviceBuffer<float>(size_t(max_batch) * K);
+  w.counts = DeviceBuffer<int32_t>(E);
+  w.offsets = DeviceBuffer<int32_t>(E + 1);
+  w.meta = DeviceBuffer<int32_t>(2);
+  w.sorted_entries = DeviceBuffer<int32_t>(rows);
+  w.block_expert = DeviceBuffer<int32_t>(rows / 8 + 1);
+  w.entry_row = DeviceBuffer<int32_t>(size_t(entries));
+  w.a = DeviceBuffer<uint8_t>(rows * H * 2);
+  w.a_scales = DeviceBuffer<float>(rows * ((H + 127) / 128));
+  w.gate_up = DeviceBuffer<uint16_t>(rows * 2 * I);
+  w.h = DeviceBuffer<uint8_t>(rows * I * 2);
+  w.h_scales = DeviceBuffer<float>(rows * ((I + 127) / 128));
+  w.partials = DeviceBuffer<uint16_t>(rows * H);
+  // Padding rows are never written by a call: zeros keep them finite.
+  w.meta.fill_bytes(0);
+  w.a.fill_bytes(0);
+  w.a_scales.fill_bytes(0);
+  w.gate_up.fill_bytes(0);
+  w.h.fill_bytes(0);
+  w.h_scales.fill_bytes(0);
+  w.partials.fill_bytes(0);
+}
+
+ClassicalMoe::~ClassicalMoe() = default;
+
+bool ClassicalMoe::wgmma_available() { return kernels::wgmma_available(); }
+
+ClassicalWorkspaceView ClassicalMoe::workspace() const {
+  const Workspace& w = *ws_;
+  return ClassicalWorkspaceView{w.logits.data(),   w.ids.data(),            w.weights.data(),
+                                w.counts.data(),   w.offsets.data(),        w.sorted_entries.data(),
+                                w.block_expert.data(), w.entry_row.data(),  w.meta.data(),
+                                w.a.data(),        w.a_scales.data(),       w.gate_up.data(),
+                                w.h.data(),        w.h_scales.data(),       w.partials.data(),
+                                w.max_rows};
+}
+
+const int32_t* ClassicalMoe::routing_ids() const { return ws_->ids.data(); }
+const float* ClassicalMoe::routing_weights() const { return ws_->weights.data(); }
+
+namespace {
+void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
+  w.validate();
+  WD_CHECK(w.space == MemorySpace::kDevice, "classical MoE: weights must be in device memory");
+  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
+               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
+           "classical MoE: weights' shape differs from the shape this layer was built for");
+  if (w.format != WeightFormat::kBF16)
+    WD_CHECK(mine.hidden % 128 == 0 && mine.intermediate % 128 == 0, "classical MoE: W8A8 (",
+             to_string(w.format), ") needs H = ", mine.hidden, " and I = ", mine.intermediate,
+             " to be multiples of 128 (activation groups, FP8 block-128 scale blocks)");
+}
+
+kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
+  return c.wgmma ? kernels::GemmKernel::kWgmma : kernels::GemmKernel::kMmaSync;
+}
+}  // namespace
+
+void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                             const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const {
+  check_weights(shape_, w);
+  const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
+  WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
+  const int T = config.tile_tokens;
+  WD_CHECK(T == 8 || T == 16 || T == 32 || T == 64 || T == 128, "classical MoE: tile_tokens = ", T,
+           " (allowed: 8, 16, 32, 64, 128)");
+  const bool w8a8 = w.format != WeightFormat::kBF16;
+  const int entries = B * K;
+  const int max_blocks = max_blocks_for(entries, E, T);
+  Workspace& ws = *ws_;
+  WD_CHECK(size_t(max_blocks) * T <= size_t(ws.max_rows), "classical MoE: workspace too small");
+
+  switch (stage) {
+    case ClassicalStage::kRouterGemm: {
+      WD_CHECK(x, "classical MoE: x is null");
+      const int rt = B <= 64 ? 8 : 64;  // token tile of the router GEMM
+      kernels::GroupedGemmParams p{};
+      p.w = w.router;
+      p.a = x;
+      p.out = ws.logits.data();
+      p.out_fp32 = 1;
+      p.rows = B;
+      p.n = E;
+      p.k = H;
+      p.max_blocks = (B + rt - 1) / rt;
+      kernels::grouped_gemm(p, WeightFormat::kBF16, rt, kernels::GemmKernel::kMmaSync, stream);
+      return;
+    }
+    case ClassicalStage::kTopK: {
+      kernels::TopKParams p{ws.logits.data(), ws.ids.data(), ws.weights.data(), B, E, K,
+                            shape_.norm_topk_prob ? 1 : 0};
+      kernels::topk_softmax(p, stream);
+      return;
+    }
+    case ClassicalStage::kAlign: {
+      WD_CHECK(r.ids && r.top_k == K, "classical MoE: routing ids missing or K = ", r.top_k, " != ", K);
+      kernels::AlignParams p{r.ids,       entries,          E, T, ws.counts.data(), ws.offsets.data(),
+                             ws.sorted_entries.data(), ws.block_expert.data(), ws.entry_row.data(),
+                             ws.meta.data()};
+      kernels::moe_align(p, stream);
+      return;
+    }
+    case ClassicalStage::kPermute: {
+      WD_CHECK(x, "classical MoE: x is null");
+      kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
+      kernels::permute_rows(p, stream);
+      return;
+    }
+    case ClassicalStage::kGateUp:
+    case ClassicalStage::kDown: {
+      const bool up = stage == ClassicalStage::kGateUp;
+      kernels::GroupedGemmParams p{};
+      p.w = up ? w.gate_up : w.down;
+      p.w_block_scales = up ? w.gate_up_block_scales : w.down_block_scales;
+      p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
+      p.a = up ? static_cast<const void*>(ws.a.data()) : static_cast<const void*>(ws.h.data());
+      p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
+      p.block_expert = ws.block_expert.data();
+      p.num_blocks = ws.meta.data();
+      p.out = up ? ws.gate_up.data() : ws.partials.data();
+      p.out_fp32 = 0;
+      p.rows = ws.max_rows;
+      p.n = up ? 2 * I : H;
+      p.k = up ? H : I;
+      p.max_blocks = max_blocks;
+      kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream);
+      return;
+    }
+    case ClassicalStage::kSiluMul: {
+      kernels::SiluMulParams p{ws.gate_up.data(), ws.sorted_entries.data(), ws.meta.data(), ws.h.data(),
+                               ws.h_scales.data(), max_blocks * T, I, w8a8 ? 1 : 0};
+      kernels::silu_mul(p, stream);
+      return;
+    }
+    case ClassicalStage::kCombine: {
+      WD_CHECK(r.weights && out.y, "classical MoE: routing weights or output missing");
+      kernels::CombineParams p{ws.partials.data(), ws.entry_row.data(), r.weights, out.y, out.residual,
+                               out.type == OutputType::kFP32 ? 1 : 0, B, H, K};
+      kernels::combine(p, stream);
+      return;
+    }
+  }
+  throw InvalidArgument("classical MoE: unknown stage");
+}
+
+void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
+                         cudaStream_t stream) const {
+  WD_CHECK(ids && weights, "classical MoE: route needs ids and weights");
+  const RoutingView r{batch, shape_.top_k, nullptr, nullptr};
+  const ClassicalConfig c = ClassicalConfig::for_batch(shape_, std::max(1, batch));
+  run_stage(ClassicalStage::kRouterGemm, w, x, r, MoeOutput{}, c, stream);
+  kernels::TopKParams p{ws_->logits.data(), ids, weights, batch, shape_.experts, shape_.top_k,
+                        shape_.norm_topk_prob ? 1 : 0};
+  kernels::topk_softmax(p, stream);
+}
+
+void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
+                           cudaStream_t stream) const {
+  experts(w, x, r, out, ClassicalConfig::for_batch(shape_, std::max(1, r.batch)), stream);
+}
+
+void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
+                           const ClassicalConfig& config, cudaStream_t stream) const {
+  WD_CHECK(r.ids && r.weights && x && out.y, "classical MoE: a required pointer is null");
+  for (ClassicalStage s : {ClassicalStage::kAlign, ClassicalStage::kPermute, ClassicalStage::kGateUp,
+                           ClassicalStage::kSiluMul, ClassicalStage::kDown, ClassicalStage::kCombine})
+    run_stage(s, w, x, r, out, config, stream);
+}
+
+void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
+                           cudaStream_t stream) const {
+  route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);
+  experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out, stream);
+}
+
+}  // namespace wd
