@@ -156,6 +156,7 @@ ChatTemplateKind classify_chat_template(const std::string& t) {
 
 GenerationConfig read_generation_config(const std::string& path) {
   const json j = read_json(path);
+  if (!j.is_object()) throw FormatError(detail::concat(path, " is not a JSON object"));
   GenerationConfig g;
   auto id_of = [&](const json& v, const char* key) {
     if (!v.is_number_integer()) throw FormatError(detail::concat(path, ": '", key, "' holds a non-integer id"));
@@ -184,8 +185,9 @@ GenerationConfig read_generation_config(const std::string& path) {
   return g;
 }
 
-TokenizerConfig read_tokenizer_config(const std::string& path) {
-  const json j = read_json(path);
+namespace {
+
+TokenizerConfig parse_tokenizer_config(const json& j, const std::string& path) {
   TokenizerConfig c;
   c.eos_token = token_field(j, "eos_token");
   c.bos_token = token_field(j, "bos_token");
@@ -211,6 +213,16 @@ TokenizerConfig read_tokenizer_config(const std::string& path) {
   const std::string jinja = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "chat_template.jinja";
   if (!c.chat_template && file_exists(jinja)) c.chat_template = read_file(jinja);
   return c;
+}
+
+}  // namespace
+
+TokenizerConfig read_tokenizer_config(const std::string& path) {
+  try {
+    return parse_tokenizer_config(read_json(path), path);
+  } catch (const json::exception& e) {
+    throw FormatError(detail::concat(path, ": unexpected structure: ", e.what()));
+  }
 }
 
 std::vector<TokenId> TextInterface::encode_chat(const std::vector<ChatMessage>& messages,

@@ -138,6 +138,14 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
     throw FormatError(detail::concat("tokenizer.json is not valid JSON: ", e.what()));
   }
   if (!doc.is_object() || !doc.contains("model")) throw FormatError("tokenizer.json has no \"model\"");
+  try {
+    return from_document(doc);
+  } catch (const json::exception& e) {  // a field of the wrong JSON type
+    throw FormatError(detail::concat("tokenizer.json: unexpected structure: ", e.what()));
+  }
+}
+
+Tokenizer Tokenizer::from_document(const nlohmann::json& doc) {
   auto impl = std::make_unique<Impl>();
   Impl& t = *impl;
 

@@ -188,6 +188,15 @@ TEST(TextInterface, RefusesAForeignChatTemplateSayingJinjaIsNotExecuted) {
   }
 }
 
+TEST(TextInterface, ChatTemplateListTakesTheDefaultEntry) {
+  Checkpoint c;
+  c.write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "x"},
+                                                         {"name": "default", "template": "y"}]})");
+  EXPECT_EQ(read_tokenizer_config(c.dir() + "/tokenizer_config.json").chat_template, std::optional<std::string>("y"));
+  c.write("bad_config.json", R"({"eos_token": 5})");
+  EXPECT_THROW(read_tokenizer_config(c.dir() + "/bad_config.json"), FormatError);
+}
+
 TEST(TextInterface, ReadsChatTemplateJinjaFile) {
   Checkpoint c;
   c.write("tokenizer.json", test::small_tokenizer_json());

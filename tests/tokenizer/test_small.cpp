@@ -175,6 +175,8 @@ TEST(SmallTokenizer, UnsupportedConfigurationsAreRefusedByName) {
   refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", "\\\\w+"), "\\w");
   refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", test::kQwenSplitRegexJson, R"(,"byte_fallback":true)"),
           "byte_fallback");
+  refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", test::kQwenSplitRegexJson, R"(,"dropout":"x")"),
+          "unexpected structure");
   refuses("{}", "no \"model\"");
   refuses("not json", "not valid JSON");
   std::string no_merges = test::small_tokenizer_json();

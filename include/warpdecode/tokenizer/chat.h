@@ -27,9 +27,9 @@ struct ChatMessage {
   std::string content;  // text only
   // Qwen3's optional assistant field; when absent, reasoning is taken from a
   // <think>...</think> block inside `content`, as the template does.
-  std::optional<std::string> reasoning_content;
+  std::optional<std::string> reasoning_content = std::nullopt;
   // Requests for what we do not render; non-empty is refused by name.
-  std::vector<std::string> tool_calls;
+  std::vector<std::string> tool_calls = {};
 };
 
 struct ChatOptions {

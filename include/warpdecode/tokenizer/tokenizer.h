@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,6 +100,7 @@ class Tokenizer {
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static Tokenizer from_document(const nlohmann::json& doc);
   std::unique_ptr<Impl> impl_;
 };
 
