@@ -359,6 +359,9 @@ STRESS = [
     "\U0001F44D\U0001F3FD\U0001F44D\U0001F3FB", "\U0001FAE0 melting", "a\U0001F600b", " \U0001F600 ",
     "\x00nul", "\x01\x02\x7f", "\ue000private", "\ufffd replacement", "\ufeffbom", "\U0010fffd last plane",
     "\u0378unassigned", "\u00ad soft hyphen",
+    # where PCRE2's and Oniguruma's \s differ (U+180E) or could (NEL, U+001C..1F, NBSP, ZWSP, U+2028)
+    "x \u180ey", "a \u180e\u180eb", "\u180e \u180e", "x \u0085y", "x \u001cy", "x \u001fy", "x \u200by",
+    "x\u00a0 y", "x \u00a0y", "\u2028\u2029 x", " \u3000\u3000x", "x \u2028y", "x\u180e\ny",
     "\u4f60\u597d\uff0c\u4e16\u754c\uff01", "\u3053\u3093\u306b\u3061\u306f\u4e16\u754c",
     "\uc548\ub155\ud558\uc138\uc694", "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440!",
     "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645",
@@ -484,6 +487,11 @@ def encode_case(tok, name, text, encode_special_tokens=False):
         "decoded_skip_special": tok.decode(ids, skip_special_tokens=True),
         "nfc": unicodedata.normalize("NFC", text),
     }
+    if name == "main" and not encode_special_tokens:
+        # The Split + ByteLevel pieces of the NFC text alone (no added-token
+        # extraction): a direct check of the regex, independent of the merges.
+        normalized = tok.normalizer.normalize_str(text)
+        case["pieces"] = [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(normalized)]
     if hasattr(tok, "encode_special_tokens"):
         tok.encode_special_tokens = False
     return case
