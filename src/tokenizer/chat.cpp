@@ -225,8 +225,16 @@ TokenizerConfig read_tokenizer_config(const std::string& path) {
   }
 }
 
+void require_qwen3_chat_template(ChatTemplateKind kind, const std::string& where) {
+  if (kind == ChatTemplateKind::kUnknown)
+    throw FormatError(detail::concat(
+        where, ": the chat_template is not Qwen3's hybrid-thinking ChatML template; warpdecode does not execute "
+               "Jinja chat templates and renders only Qwen3 ChatML natively (docs/TOKENIZER.md)"));
+}
+
 std::vector<TokenId> TextInterface::encode_chat(const std::vector<ChatMessage>& messages,
                                                 const ChatOptions& options) const {
+  require_qwen3_chat_template(chat_template, "tokenizer_config.json");
   EncodeOptions eo;
   eo.recognize_special_tokens = !tokenizer_config.split_special_tokens;
   return tokenizer.encode(render_qwen3_chat(messages, options), eo);
@@ -236,11 +244,7 @@ TextInterface load_text_interface(const std::string& dir) {
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   TextInterface ti{Tokenizer::from_file(base + "tokenizer.json"), {}, {}, {}};
   if (file_exists(base + "tokenizer_config.json")) ti.tokenizer_config = read_tokenizer_config(base + "tokenizer_config.json");
-  if (ti.tokenizer_config.chat_template &&
-      classify_chat_template(*ti.tokenizer_config.chat_template) != ChatTemplateKind::kQwen3Hybrid)
-    throw FormatError(detail::concat(
-        base, "tokenizer_config.json: the chat_template is not Qwen3's hybrid-thinking ChatML template; warpdecode "
-              "does not execute Jinja chat templates and renders only Qwen3 ChatML natively (docs/TOKENIZER.md)"));
+  if (ti.tokenizer_config.chat_template) ti.chat_template = classify_chat_template(*ti.tokenizer_config.chat_template);
   if (ti.tokenizer_config.add_bos_token)
     throw FormatError(detail::concat(base, "tokenizer_config.json: add_bos_token=true is not supported (Qwen adds none)"));
   if (file_exists(base + "generation_config.json")) ti.generation = read_generation_config(base + "generation_config.json");

@@ -40,6 +40,7 @@ class CliTokenize : public ::testing::Test {
   }
   void TearDown() override {
     std::remove(path_.c_str());
+    std::remove((dir_ + "/tokenizer_config.json").c_str());
     rmdir(dir_.c_str());
   }
   std::string tok() const { return "tokenize --tokenizer " + path_ + " "; }
@@ -84,6 +85,16 @@ TEST_F(CliTokenize, RendersAChatPrompt) {
   r = run(tok() + "--chat hello");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.rfind("266 ", 0), 0u) << r.output;  // starts with <|im_start|>
+}
+
+TEST_F(CliTokenize, ACheckpointWithAnotherChatTemplateEncodesButRefusesChat) {
+  std::ofstream(dir_ + "/tokenizer_config.json") << R"({"chat_template": "{{ messages }}"})";
+  Result r = run("tokenize --tokenizer " + dir_ + " ' the'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "258\n");
+  r = run("tokenize --tokenizer " + dir_ + " --chat hi");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("does not execute Jinja chat templates"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTokenize, ErrorsAreOneLineAndNonZero) {

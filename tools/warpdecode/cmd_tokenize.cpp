@@ -71,26 +71,20 @@ void run(const Opts& o) {
   if ((o.thinking || o.no_thinking || !o.system.empty() || o.text) && !o.chat)
     throw InvalidArgument("--system, --thinking, --no-thinking and --text apply to --chat");
 
-  // A directory is a checkpoint (tokenizer.json + configs); a file is a
-  // tokenizer.json whose directory may hold the configs.
+  // A directory is a checkpoint; a file is a tokenizer.json whose directory
+  // may hold the checkpoint's tokenizer_config.json. The chat template is
+  // checked only when a chat prompt is asked for.
   const bool dir = is_directory(o.tokenizer);
   const std::string ckpt = dir ? o.tokenizer : directory_of(o.tokenizer);
-  tok::TextInterface ti = dir ? tok::load_text_interface(ckpt)
-                              : tok::TextInterface{tok::Tokenizer::from_file(o.tokenizer), {}, {}, {}};
-  if (!dir && o.chat) {
-    // Take the configs beside the file when it is a checkpoint's tokenizer.json.
-    struct stat st {};
-    if (stat((ckpt + "/tokenizer_config.json").c_str(), &st) == 0) {
-      ti.tokenizer_config = tok::read_tokenizer_config(ckpt + "/tokenizer_config.json");
-      if (ti.tokenizer_config.chat_template &&
-          tok::classify_chat_template(*ti.tokenizer_config.chat_template) != tok::ChatTemplateKind::kQwen3Hybrid)
-        throw FormatError(ckpt + "/tokenizer_config.json: the chat_template is not Qwen3's; warpdecode does not "
-                                 "execute Jinja chat templates and renders only Qwen3 ChatML natively");
-    }
-  }
-  const tok::Tokenizer& t = ti.tokenizer;
+  const tok::Tokenizer t = tok::Tokenizer::from_file(dir ? ckpt + "/tokenizer.json" : o.tokenizer);
+  tok::TokenizerConfig config;
+  const std::string config_path = ckpt + "/tokenizer_config.json";
+  struct stat st {};
+  if (stat(config_path.c_str(), &st) == 0) config = tok::read_tokenizer_config(config_path);
+  if (o.chat && config.chat_template)
+    tok::require_qwen3_chat_template(tok::classify_chat_template(*config.chat_template), config_path);
   tok::EncodeOptions eo;
-  eo.recognize_special_tokens = !(o.split_special || ti.tokenizer_config.split_special_tokens);
+  eo.recognize_special_tokens = !(o.split_special || config.split_special_tokens);
 
   std::vector<std::string> texts = o.args;
   if (texts.empty()) {

@@ -64,7 +64,8 @@ struct TokenizerConfig {
 TokenizerConfig read_tokenizer_config(const std::string& path);
 
 // Which chat template a checkpoint ships, as far as we can tell without Jinja.
-enum class ChatTemplateKind { kQwen3Hybrid, kUnknown };
+// kNone: the checkpoint has none (we render Qwen3 ChatML).
+enum class ChatTemplateKind { kQwen3Hybrid, kUnknown, kNone };
 ChatTemplateKind classify_chat_template(const std::string& jinja_source);
 
 // Everything a checkpoint directory says about its text interface:
@@ -77,12 +78,18 @@ struct TextInterface {
   // The stop ids: generation_config's eos ids, plus tokenizer_config's
   // eos_token if it is not among them.
   std::vector<TokenId> stop_token_ids;
+  ChatTemplateKind chat_template = ChatTemplateKind::kNone;
 
   // Renders with Qwen3 ChatML and encodes (honouring split_special_tokens).
+  // Throws wd::FormatError when the checkpoint's chat_template is not Qwen3's
+  // (we would render another format than the model was trained on).
   std::vector<TokenId> encode_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) const;
 };
-// Throws wd::FormatError if the directory's chat_template is present and not
-// Qwen3's (we would render something else than the model was trained on).
+// Reads tokenizer.json, and tokenizer_config.json / generation_config.json
+// when present. Plain encode / decode work whatever the chat template is.
 TextInterface load_text_interface(const std::string& checkpoint_dir);
+
+// Throws wd::FormatError naming `where` unless `kind` is one we render.
+void require_qwen3_chat_template(ChatTemplateKind kind, const std::string& where);
 
 }  // namespace wd::tok
