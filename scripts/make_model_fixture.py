@@ -18,6 +18,8 @@ Output directory (the C++ test reads exactly these files):
                     (T = len(prompt) + new_tokens - 1), MoE inputs rounded to
                     BF16 (see below)
   logits_pure.f32   same tokens and shape, plain FP32 forward (no rounding)
+  moe_inputs.bf16   raw little-endian BF16 bits, shape (MoE layers, T, hidden):
+                    the rounded input of every sparse-MoE block in that forward
   expected.json     prompt ids, greedy tokens, the two logits files' shapes,
                     versions of torch/transformers/python, the seed
 
@@ -28,7 +30,11 @@ transformers' FP32 forward with the input of every sparse-MoE block rounded to
 BF16 (a forward pre-hook), everything else FP32; the reference must match them
 to relative L2 <= 1e-4 and reproduce the greedy tokens exactly. logits_pure.f32
 is the unmodified FP32 forward on the same tokens, for the size of that
-rounding's effect.
+rounding's effect. moe_inputs.bf16 holds transformers' own rounded MoE inputs:
+where an FP32 value lies on a BF16 rounding midpoint to FP32 precision, its
+rounding direction is decided by FP32 noise (summation order), not by the
+math; the C++ test takes transformers' choice for exactly those values and
+checks that every other one agrees.
 
 Weights: every parameter is drawn with a fixed seed (linear layers
 N(0, 1/fan_in), embeddings N(0, 1), norm weights 1 + N(0, 0.1^2)) and rounded to
@@ -136,12 +142,17 @@ def sparse_blocks(model, cfg):
     return blocks
 
 
+CAPTURED = []  # the rounded MoE inputs of the current forward, in layer order
+
+
 def round_input_to_bf16(module, args, kwargs):
+    x = args[0] if args else kwargs["hidden_states"]
+    r = x.to(torch.bfloat16)
+    CAPTURED.append(r.reshape(-1, r.shape[-1]).clone())
+    r = r.to(x.dtype)
     if args:
-        x = args[0]
-        return (x.to(torch.bfloat16).to(x.dtype),) + tuple(args[1:]), kwargs
-    x = kwargs["hidden_states"]
-    return args, dict(kwargs, hidden_states=x.to(torch.bfloat16).to(x.dtype))
+        return (r,) + tuple(args[1:]), kwargs
+    return args, dict(kwargs, hidden_states=r)
 
 
 @torch.no_grad()
@@ -239,7 +250,13 @@ def main():
              for b in sparse_blocks(model, cfg)]
     tokens, gaps = greedy(model, prompt, args.new_tokens)
     seq = prompt + tokens[:-1]
+    CAPTURED.clear()
     logits = logits_of(model, seq)
+    moe_inputs = torch.stack(list(CAPTURED))  # (MoE layers, T, hidden) bf16
+    moe_layers = [i for i in range(cfg.num_hidden_layers)
+                  if i not in cfg.mlp_only_layers and (i + 1) % cfg.decoder_sparse_step == 0]
+    if moe_inputs.shape != (len(moe_layers), len(seq), cfg.hidden_size):
+        sys.exit(f"captured MoE inputs have shape {tuple(moe_inputs.shape)}")
     for h in hooks:
         h.remove()
     logits_pure = logits_of(model, seq)
@@ -252,6 +269,11 @@ def main():
 
     write_f32(os.path.join(args.out_dir, "logits.f32"), logits)
     write_f32(os.path.join(args.out_dir, "logits_pure.f32"), logits_pure)
+    bits = array.array("h", moe_inputs.contiguous().view(torch.int16).view(-1).tolist())
+    if sys.byteorder != "little":
+        bits.byteswap()
+    with open(os.path.join(args.out_dir, "moe_inputs.bf16"), "wb") as f:
+        bits.tofile(f)
     rel = float((logits - logits_pure).norm() / logits_pure.norm())
     expected = {
         "format": FORMAT,
@@ -270,6 +292,11 @@ def main():
             "shape": list(logits_pure.shape), "moe_input": "fp32",
             "greedy_tokens": tokens_pure,
             "rel_l2_vs_logits": rel,
+        },
+        "moe_inputs": {
+            "file": "moe_inputs.bf16", "dtype": "bfloat16", "byte_order": "little",
+            "shape": list(moe_inputs.shape), "layers": moe_layers,
+            "rows": "the rounded input of each sparse-MoE layer in the forward that made logits.f32",
         },
         "checkpoint": {"dtype": "bfloat16", "shards": shards, "tensor_naming": tensor_naming(args.out_dir)},
         "versions": {

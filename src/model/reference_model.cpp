@@ -89,6 +89,7 @@ void ReferenceModel::mlp_block(size_t l, const std::vector<double>& h, int T, st
     // The foundation's MoE reference: BF16 activations in, FP64 math.
     std::vector<uint16_t> hb(h.size());
     for (size_t i = 0; i < h.size(); ++i) hb[i] = float_to_bf16(float(h[i]));
+    if (opt_.moe_input_hook) opt_.moe_input_hook(int(l), pos_, T, h.data(), hb.data());
     const MoeWeightsView view = layers_[l].experts.view();
     const reference::Routing r = reference::router(view, hb.data(), T);
     const std::vector<double> y = reference::moe_experts(view, hb.data(), r.ids.data(), r.weights.data(), T,

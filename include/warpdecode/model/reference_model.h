@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "warpdecode/model/expert_stack.h"
@@ -38,6 +39,14 @@ struct ReferenceOptions {
   MxScaleRule rule = MxScaleRule::kNoSaturate;
   int threads = 0;                              // <= 0: every hardware thread
   FILE* progress = nullptr;                     // expert conversion progress, if set
+
+  // Called with each MoE block's input before the experts run: h (T, H) in
+  // FP64 and x (T, H), its BF16 rounding, for the tokens at positions
+  // [first_pos, first_pos + T) of model layer `layer`. It may change x. Tests
+  // use it to take transformers' own BF16 rounding where an FP64 value lies
+  // on a rounding midpoint to FP32 precision (the two sides' FP32 noise
+  // decides those, not the math).
+  std::function<void(int layer, int64_t first_pos, int T, const double* h, uint16_t* x)> moe_input_hook;
 };
 
 class ReferenceModel {
