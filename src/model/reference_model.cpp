@@ -20,8 +20,6 @@ std::vector<double> vector_of(const Matrix& m) {
 }  // namespace
 
 ReferenceModel::ReferenceModel(const ModelWeights& w, const ReferenceOptions& opt) : w_(w), opt_(opt) {
-  WD_CHECK(opt.moe_format != StackFormat::kFp8Block,
-           "the reference forward reads experts as bf16 or mxfp8, not fp8-block");
   const ModelConfig& c = w.config;
   inv_freq_ = ops::rope_inv_freq(c.head_dim, c.rope_theta);
   final_norm_ = vector_of(w.norm);

@@ -216,5 +216,23 @@ TEST(ReferenceModel, Fp8BlockCheckpointRunsThroughDequantizedWeights) {
   EXPECT_LT(std::sqrt(num / den), 0.1);
 }
 
+TEST(ReferenceModel, Fp8Block128ExpertsAsStored) {
+  testing::TinyModelSpec spec;
+  spec.dtype = testing::SourceDType::kFp8Block;
+  spec.block = 128;
+  const TinyModel m = tiny(spec);
+  ReferenceOptions stored;
+  stored.moe_format = StackFormat::kFp8Block;  // the foundation dequantizes E4M3 * scale exactly
+  ReferenceModel a(m.weights, stored), b(m.weights);  // b: the same values rounded to BF16
+  const std::vector<double> la = a.forward(kPrompt), lb = b.forward(kPrompt);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    num += (la[i] - lb[i]) * (la[i] - lb[i]);
+    den += la[i] * la[i];
+  }
+  EXPECT_GT(std::sqrt(num / den), 0.0);   // E4M3 * FP32 scale is not BF16-exact...
+  EXPECT_LT(std::sqrt(num / den), 1e-2);  // ...but within BF16 rounding of it
+}
+
 }  // namespace
 }  // namespace wd::model

@@ -175,7 +175,7 @@ TEST(ExpertStack, Fp8BlockCheckpointsAreKeptAndConverted) {
   decode(*u.scale_inv, 4, 1, &scale);  // block (1, 1) of up
   EXPECT_EQ(k.gate_up_block_scales[(3 * 2 + 1) * gate_sr * hc + 4], scale);
   EXPECT_EQ(k.gate_up_q[(3 * 2 * I + I + 30) * H + 40], u.weight->data[30 * H + 40]);
-  EXPECT_THROW(k.view(), InvalidArgument);
+  EXPECT_THROW(k.view(), InvalidArgument);  // 24x24 blocks are not layout.h's fp8-block128
 
   // Dequantized: e4m3 * scale_inv of its block, exactly.
   float row[64];
@@ -202,6 +202,27 @@ TEST(ExpertStack, Fp8BlockCheckpointsAreKeptAndConverted) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("fp8-block needs an FP8 checkpoint"), std::string::npos) << e.what();
   }
+}
+
+TEST(ExpertStack, Fp8Block128IsTheFoundationsFormat) {
+  TinyModelSpec spec;
+  spec.dtype = SourceDType::kFp8Block;
+  spec.block = 128;  // Qwen3 FP8: one (partial) block covers H = 64
+  const Loaded m = load(spec, "fp8_128");
+  const ExpertStack k = load_expert_stack(m.weights, 2, StackFormat::kFp8Block);
+  const MoeWeightsView v = k.view();
+  EXPECT_EQ(v.format, WeightFormat::kFP8Block128);
+  v.validate();
+  EXPECT_EQ(v.gate_up_block_scales, k.gate_up_block_scales.data());
+  // Its scales are indexed as the foundation indexes them.
+  const MoeShape& s = k.shape;
+  const Matrix& up = m.weights.layers[2].experts.up[6];
+  float scale;
+  decode(*up.scale_inv, 0, 1, &scale);
+  EXPECT_EQ(k.gate_up_block_scales[fp8_block128_scale_index(s, true, 6, 32 + 5, 9)], scale);
+  const Matrix& down = m.weights.layers[2].experts.down[1];
+  decode(*down.scale_inv, 0, 1, &scale);
+  EXPECT_EQ(k.down_block_scales[fp8_block128_scale_index(s, false, 1, 63, 31)], scale);
 }
 
 std::string map_error(const std::string& dir) {

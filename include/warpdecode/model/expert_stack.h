@@ -14,6 +14,8 @@
 //             the gate/up boundary, even when br does not divide I)
 //           down_block_scales (E, ceil(H/br), ceil(I/bc))       FP32
 //           w = e4m3 * scale_inv of its (br, bc) block
+//           With 128x128 blocks (Qwen3's FP8 checkpoints) this is layout.h's
+//           WeightFormat::kFP8Block128 and view() returns it.
 //
 // Conversions: BF16 source -> kBF16 is a copy; F16/F32 -> kBF16 rounds to
 // nearest even; any source -> kMXFP8 goes through wd::quantize_mxfp8 on the
@@ -55,7 +57,8 @@ struct ExpertStack {
   std::vector<float> gate_up_block_scales;   // kFp8Block
   std::vector<float> down_block_scales;
 
-  // The warp decode view (kBF16 / kMXFP8; throws for kFp8Block).
+  // The MoE view of layout.h: kBF16, kMXFP8, and kFp8Block with 128x128
+  // blocks as WeightFormat::kFP8Block128; throws for other block sizes.
   MoeWeightsView view() const;
   size_t bytes() const;                      // host bytes held
 };

@@ -20,7 +20,8 @@
 // rounding, and the unrounded ones for comparison). Everything else is FP64.
 //
 // The expert stacks are converted once, at construction, to the format the
-// GPU path would read (bf16: exact for a BF16 checkpoint; mxfp8). The model
+// GPU path would read (bf16: exact for a BF16 checkpoint; mxfp8; fp8-block
+// for FP8 checkpoints). The model
 // reads every other weight from the mapped checkpoint: the ModelWeights and
 // its Checkpoint must outlive the model.
 #pragma once
@@ -35,7 +36,9 @@
 namespace wd::model {
 
 struct ReferenceOptions {
-  StackFormat moe_format = StackFormat::kBF16;  // kBF16 or kMXFP8
+  // kBF16, kMXFP8, or kFp8Block (FP8 checkpoints with 128x128 blocks: the
+  // experts exactly as stored, read through the foundation's dequantization)
+  StackFormat moe_format = StackFormat::kBF16;
   MxScaleRule rule = MxScaleRule::kNoSaturate;
   int threads = 0;                              // <= 0: every hardware thread
   FILE* progress = nullptr;                     // expert conversion progress, if set
