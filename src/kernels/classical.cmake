@@ -7,7 +7,10 @@ target_sources(warpdecode PRIVATE
   kernels/classical_gemm_fp8.cu
   kernels/classical_gemm_mxfp8.cu
   kernels/classical_stages.cu
-  moe/classical_moe.cpp)
+  moe/classical_moe.cpp
+  moe/moe_dispatch.cpp
+  reference/classical_reference.cpp)
+target_link_libraries(warpdecode PRIVATE nlohmann_json::nlohmann_json)
 # The wgmma GEMM exists only in sm_90a code; the host side asks for it only
 # when this build has that target.
 if("90a" IN_LIST WD_CUDA_ARCHS)

@@ -1,0 +1,150 @@
+// Warp decode / classical dispatch by batch size. See warpdecode/moe_dispatch.h.
+#include "warpdecode/moe_dispatch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "warpdecode/error.h"
+
+namespace wd {
+
+const char* to_string(MoePath p) { return p == MoePath::kWarp ? "warp" : "classical"; }
+
+namespace {
+
+bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
+  return e.hidden == s.hidden && e.intermediate == s.intermediate && e.experts == s.experts && e.top_k == s.top_k;
+}
+
+// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json);
+// regenerate with that command and copy the entries here.
+std::vector<CrossoverEntry> built_in_entries() {
+  return {
+      // preset, H, I, E, K, format, crossover
+  };
+}
+
+}  // namespace
+
+CrossoverTable CrossoverTable::built_in() {
+  CrossoverTable t;
+  for (const auto& e : built_in_entries()) t.entries_.push_back(e);
+  t.source_ = "built-in (H200)";
+  return t;
+}
+
+CrossoverTable CrossoverTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw FormatError("crossover table: cannot read '" + path + "'");
+  CrossoverTable t;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    for (const auto& j : doc.at("entries")) {
+      CrossoverEntry e;
+      e.preset = j.value("preset", std::string());
+      e.hidden = j.at("hidden").get<int>();
+      e.intermediate = j.at("intermediate").get<int>();
+      e.experts = j.at("experts").get<int>();
+      e.top_k = j.at("top_k").get<int>();
+      e.format = parse_weight_format(j.at("format").get<std::string>());
+      e.crossover = j.at("crossover").get<int>();
+      if (e.crossover != CrossoverEntry::kNever && e.crossover < 1)
+        throw FormatError("crossover " + std::to_string(e.crossover) + " (allowed: >= 1, or -1 for never)");
+      t.set(e);
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  } catch (const InvalidArgument& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  } catch (const FormatError& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  }
+  t.source_ = path;
+  return t;
+}
+
+CrossoverTable CrossoverTable::from_environment() {
+  const char* path = std::getenv("WD_MOE_CROSSOVER");
+  return path && *path ? load(path) : built_in();
+}
+
+void CrossoverTable::set(const CrossoverEntry& e) {
+  for (auto& o : entries_)
+    if (o.format == e.format && o.hidden == e.hidden && o.intermediate == e.intermediate &&
+        o.experts == e.experts && o.top_k == e.top_k) {
+      o = e;
+      return;
+    }
+  entries_.push_back(e);
+}
+
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f) const {
+  for (const auto& e : entries_)
+    if (e.format == f && same_shape(e, s)) return e.crossover;
+  // Other shapes of this format: the crossover in tokens per expert, median.
+  std::vector<double> m;
+  bool any = false;
+  for (const auto& e : entries_) {
+    if (e.format != f) continue;
+    any = true;
+    if (e.crossover != CrossoverEntry::kNever) m.push_back(double(e.crossover) * e.top_k / e.experts);
+  }
+  if (!any || m.empty()) return CrossoverEntry::kNever;
+  std::sort(m.begin(), m.end());
+  const double tpe = m[m.size() / 2];
+  return std::max(1, int(std::ceil(tpe * s.experts / s.top_k)));
+}
+
+std::string CrossoverTable::to_json() const {
+  nlohmann::json doc;
+  doc["entries"] = nlohmann::json::array();
+  for (const auto& e : entries_)
+    doc["entries"].push_back({{"preset", e.preset},
+                              {"hidden", e.hidden},
+                              {"intermediate", e.intermediate},
+                              {"experts", e.experts},
+                              {"top_k", e.top_k},
+                              {"format", to_string(e.format)},
+                              {"crossover", e.crossover}});
+  return doc.dump(2);
+}
+
+// ---- MoeDispatch ---------------------------------------------------------------------
+namespace {
+constexpr int kWarpMaxBatch = 4096;  // WarpDecodeMoe's limit
+
+bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
+}  // namespace
+
+MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table)
+    : shape_(shape), table_(std::move(table)) {
+  warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, kWarpMaxBatch));
+  classical_ = std::make_unique<ClassicalMoe>(shape, max_batch);
+}
+
+MoeDispatch::~MoeDispatch() = default;
+
+MoePath MoeDispatch::choose(WeightFormat f, int batch) const {
+  if (!warp_streams(f) || batch > warp_->max_batch()) return MoePath::kClassical;
+  const int c = table_.crossover(shape_, f);
+  return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
+}
+
+void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
+                          cudaStream_t stream) const {
+  if (choose(w.format, batch) == MoePath::kWarp) warp_->forward(w, x, batch, out, stream);
+  else classical_->forward(w, x, batch, out, stream);
+}
+
+void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+                          const MoeOutput& out, cudaStream_t stream) const {
+  if (choose(w.format, routing.batch) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
+  else classical_->experts(w, x, routing, out, stream);
+}
+
+}  // namespace wd

@@ -1,0 +1,694 @@
+// The classical expert-centric path on the GPU: every stage checked on its
+// own against the CPU (align, permute, the two GEMMs, SiLU·up, combine), then
+// the whole path against the CPU reference of the classical path (which
+// models its roundings: tight) and against the exact FP64 layer (the error
+// the formats allow), over every B from 1 to 70 plus 256, 1024, 4096, odd
+// routings, every tile configuration, real shapes, graphs and errors.
+//
+// Tolerances (relative L2; reasons in docs/CLASSICAL.md "Accuracy"):
+//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 5e-3 (rare
+//     one-ulp flips of BF16 / E4M3 roundings from FP32-vs-FP64 sums)
+//   GPU vs exact FP64 layer:  BF16 1e-2;  W8A8 <= 2^-4 and >= 5e-3
+//   single GEMM stage vs FP64 on the GPU's own inputs: 4e-3 (BF16 output)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/device_buffer.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "warpdecode/classical.h"
+#include "warpdecode/classical_reference.h"
+#include "warpdecode/error.h"
+#include "warpdecode/moe_dispatch.h"
+#include "warpdecode/reference.h"
+#include "warpdecode/weights.h"
+
+namespace wd {
+namespace {
+
+uint64_t fresh_seed() {
+  static std::mt19937_64 g(std::random_device{}());
+  return g();
+}
+
+MoeShape make_shape(int H, int I, int E, int K) {
+  MoeShape s;
+  s.hidden = H;
+  s.intermediate = I;
+  s.experts = E;
+  s.top_k = K;
+  return s;
+}
+
+template <typename T>
+std::vector<T> download(const T* p, size_t n) {
+  std::vector<T> h(n);
+  if (n) WD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// One layer's weights on host and device in one format.
+struct Layer {
+  MoeWeights host;
+  std::unique_ptr<DeviceMoeWeights> dev;          // BF16, MXFP8
+  std::unique_ptr<DeviceFp8BlockWeights> dev8;    // FP8 block-128
+  MoeWeightsView view() const { return dev ? dev->view() : dev8->view(); }
+  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed) {
+    SyntheticSpec spec;
+    spec.seed = seed;
+    spec.outlier_fraction = 0.001f;
+    MoeWeights bf = MoeWeights::synthetic(s, spec);
+    Layer l;
+    if (f == WeightFormat::kBF16) l.host = std::move(bf);
+    else if (f == WeightFormat::kMXFP8) l.host = bf.to_mxfp8();
+    else l.host = bf.to_fp8_block128();
+    if (f == WeightFormat::kFP8Block128) l.dev8 = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::upload(l.host));
+    else l.dev = std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(l.host));
+    return l;
+  }
+};
+
+struct HostRouting {
+  std::vector<int32_t> ids;
+  std::vector<double> w;
+};
+HostRouting random_routing(int B, int E, int K, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  HostRouting r;
+  std::vector<int32_t> perm(E);
+  for (int b = 0; b < B; ++b) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), g);
+    double sum = 0;
+    std::vector<double> ws(K);
+    for (int k = 0; k < K; ++k) sum += ws[k] = 0.1 + std::uniform_real_distribution<double>(0, 1)(g);
+    for (int k = 0; k < K; ++k) {
+      r.ids.push_back(perm[k]);
+      r.w.push_back(ws[k] / sum);
+    }
+  }
+  return r;
+}
+
+// Device inputs of one call.
+struct Inputs {
+  DeviceBuffer<uint16_t> x;
+  DeviceBuffer<int32_t> ids;
+  DeviceBuffer<float> w;
+  RoutingView view(int B, int K) const { return RoutingView{B, K, ids.data(), w.data()}; }
+  Inputs(const std::vector<uint16_t>& xh, const HostRouting& r)
+      : x(xh), ids(r.ids), w(std::vector<float>(r.w.begin(), r.w.end())) {}
+};
+
+std::vector<double> run_experts(const ClassicalMoe& moe, const Layer& layer, const std::vector<uint16_t>& x,
+                                const HostRouting& r, int B, OutputType type, const ClassicalConfig* cfg = nullptr) {
+  const MoeShape& s = moe.shape();
+  const size_t BH = size_t(B) * s.hidden;
+  Inputs in(x, r);
+  std::vector<double> y(BH);
+  if (type == OutputType::kFP32) {
+    DeviceBuffer<float> dy(BH);
+    dy.fill_bytes(0xFF);  // NaN poison
+    const MoeOutput out{dy.data(), type, nullptr};
+    if (cfg) moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
+    else moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, nullptr);
+    const auto h = dy.download();
+    std::copy(h.begin(), h.end(), y.begin());
+  } else {
+    DeviceBuffer<uint16_t> dy(BH);
+    dy.fill_bytes(0xFF);
+    const MoeOutput out{dy.data(), type, nullptr};
+    if (cfg) moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
+    else moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, nullptr);
+    const auto h = dy.download();
+    for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
+  }
+  WD_CUDA_CHECK(cudaDeviceSynchronize());
+  return y;
+}
+
+double rel_l2(const std::vector<double>& ref, const std::vector<double>& y, size_t* non_finite = nullptr) {
+  const auto st = reference::compare(ref.data(), y.data(), ref.size());
+  if (non_finite) *non_finite = st.non_finite;
+  return st.rel_l2;
+}
+
+// The whole path against both references.
+void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t seed, const std::string& what,
+                const ClassicalConfig* cfg = nullptr, InputKind kind = InputKind::kGaussian,
+                const HostRouting* routing = nullptr) {
+  const MoeShape& s = moe.shape();
+  const auto x = synthetic_input(B, s.hidden, seed, kind);
+  const HostRouting r = routing ? *routing : random_routing(B, s.experts, s.top_k, seed + 1);
+  const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, cfg);
+  const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B);
+  const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                            reference::Precision::kFP64);
+  const bool w8a8 = layer.host.format() != WeightFormat::kBF16;
+  size_t nf = 0;
+  const double e_emu = rel_l2(emu, y, &nf);
+  EXPECT_EQ(nf, 0u) << what << ": unwritten or non-finite outputs";
+  EXPECT_LE(e_emu, w8a8 ? 5e-3 : 2e-3) << what << " vs classical reference";
+  const double e_exact = rel_l2(exact, y);
+  if (w8a8) {
+    EXPECT_LE(e_exact, 0.0625) << what << " vs exact FP64";
+    EXPECT_GE(e_exact, 5e-3) << what << ": W8A8 must quantize activations";
+  } else {
+    EXPECT_LE(e_exact, 1e-2) << what << " vs exact FP64";
+  }
+}
+
+const WeightFormat kAllFormats[] = {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8};
+
+// ---- stage by stage ----------------------------------------------------------------------
+// The expected bookkeeping of stage 3 for a routing.
+struct Expected {
+  std::vector<int32_t> counts, offsets, sorted, block_expert, entry_row;
+  int rows = 0;
+};
+Expected expected_align(const std::vector<int32_t>& ids, int E, int T) {
+  Expected x;
+  x.counts.assign(E, 0);
+  for (int32_t e : ids) ++x.counts[e];
+  x.offsets.assign(E + 1, 0);
+  for (int e = 0; e < E; ++e) x.offsets[e + 1] = x.offsets[e] + (x.counts[e] + T - 1) / T * T;
+  x.rows = x.offsets[E];
+  x.sorted.assign(x.rows, -1);
+  x.entry_row.assign(ids.size(), -1);
+  std::vector<int> fill(E, 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int row = x.offsets[ids[i]] + fill[ids[i]]++;
+    x.sorted[row] = int32_t(i);
+    x.entry_row[i] = row;
+  }
+  for (int e = 0; e < E; ++e)
+    for (int b = x.offsets[e] / T; b < x.offsets[e + 1] / T; ++b) x.block_expert.push_back(e);
+  return x;
+}
+
+// Dequantized row r (length n) of a stage buffer: BF16, or E4M3 × group scale.
+std::vector<double> dequant_rows(const void* data, const float* scales, int rows, int n, bool w8a8) {
+  std::vector<double> out(size_t(rows) * n);
+  if (!w8a8) {
+    const auto h = download(static_cast<const uint16_t*>(data), size_t(rows) * n);
+    for (size_t i = 0; i < h.size(); ++i) out[i] = bf16_to_float(h[i]);
+  } else {
+    const auto q = download(static_cast<const uint8_t*>(data), size_t(rows) * n);
+    const auto sc = download(scales, size_t(rows) * (n / 128));
+    for (size_t i = 0; i < q.size(); ++i)
+      out[i] = double(e4m3_to_float(q[i])) * sc[(i / n) * (n / 128) + (i % n) / 128];
+  }
+  return out;
+}
+
+// Expert e's (rows, cols) weights dequantized (through the reference's own
+// single-expert path: a one-hot routing would be slower; decode here).
+std::vector<double> expert_matrix(const MoeWeightsView& w, bool gate_up, int e) {
+  const MoeShape& s = w.shape;
+  const size_t rows = gate_up ? s.gate_up_rows() : size_t(s.hidden);
+  const size_t cols = gate_up ? size_t(s.hidden) : size_t(s.intermediate);
+  std::vector<double> m(rows * cols);
+  const size_t base = size_t(e) * rows * cols;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) {
+      const size_t i = base + r * cols + c;
+      double v = 0;
+      switch (w.format) {
+        case WeightFormat::kBF16: v = bf16_to_float(static_cast<const uint16_t*>(gate_up ? w.gate_up : w.down)[i]); break;
+        case WeightFormat::kMXFP8:
+          v = double(e4m3_to_float(static_cast<const uint8_t*>(gate_up ? w.gate_up : w.down)[i])) *
+              e8m0_to_float((gate_up ? w.gate_up_scales : w.down_scales)[i / 32]);
+          break;
+        case WeightFormat::kFP8Block128:
+          v = double(e4m3_to_float(static_cast<const uint8_t*>(gate_up ? w.gate_up : w.down)[i])) *
+              (gate_up ? w.gate_up_block_scales : w.down_block_scales)[fp8_block128_scale_index(s, gate_up, e, r, c)];
+          break;
+      }
+      m[r * cols + c] = v;
+    }
+  return m;
+}
+
+void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfig& cfg, uint64_t seed) {
+  const Layer layer = Layer::make(s, f, seed);
+  const bool w8a8 = f != WeightFormat::kBF16;
+  const int H = s.hidden, I = s.intermediate, E = s.experts, K = s.top_k, T = cfg.tile_tokens;
+  ClassicalMoe moe(s, B);
+  const auto x = synthetic_input(B, H, seed + 1, InputKind::kOutliers);
+  const HostRouting r = random_routing(B, E, K, seed + 2);
+  Inputs in(x, r);
+  DeviceBuffer<float> y(size_t(B) * H);
+  y.fill_bytes(0xFF);
+  const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+  const RoutingView rv = in.view(B, K);
+  const std::string what = std::string(to_string(f)) + " B=" + std::to_string(B) + " " + cfg.label();
+  const ClassicalWorkspaceView ws = moe.workspace();
+  auto stage = [&](ClassicalStage st) {
+    moe.run_stage(st, layer.view(), in.x.data(), rv, out, cfg, nullptr);
+    WD_CUDA_CHECK(cudaDeviceSynchronize());
+  };
+
+  // 3: align.
+  stage(ClassicalStage::kAlign);
+  const Expected ex = expected_align(r.ids, E, T);
+  const auto meta = download(ws.meta, 2);
+  ASSERT_EQ(meta[1], ex.rows) << what;
+  ASSERT_EQ(meta[0], ex.rows / T) << what;
+  EXPECT_EQ(download(ws.counts, E), ex.counts) << what;
+  EXPECT_EQ(download(ws.offsets, E + 1), ex.offsets) << what;
+  EXPECT_EQ(download(ws.sorted_entries, ex.rows), ex.sorted) << what;
+  EXPECT_EQ(download(ws.block_expert, ex.rows / T), ex.block_expert) << what;
+  EXPECT_EQ(download(ws.entry_row, size_t(B) * K), ex.entry_row) << what;
+
+  // 4: permute (+ quantize): bit-exact against the CPU.
+  stage(ClassicalStage::kPermute);
+  std::vector<int> valid_rows;
+  for (int row = 0; row < ex.rows; ++row)
+    if (ex.sorted[row] >= 0) valid_rows.push_back(row);
+  {
+    size_t bad = 0;
+    if (!w8a8) {
+      const auto a = download(static_cast<const uint16_t*>(ws.a), size_t(ex.rows) * H);
+      for (int row : valid_rows)
+        for (int h = 0; h < H; ++h) bad += a[size_t(row) * H + h] != x[size_t(ex.sorted[row] / K) * H + h];
+    } else {
+      const auto a = download(static_cast<const uint8_t*>(ws.a), size_t(ex.rows) * H);
+      const auto sc = download(ws.a_scales, size_t(ex.rows) * (H / 128));
+      std::vector<float> v(128);
+      uint8_t q[128];
+      for (int row : valid_rows)
+        for (int g = 0; g < H / 128; ++g) {
+          for (int i = 0; i < 128; ++i) v[i] = bf16_to_float(x[size_t(ex.sorted[row] / K) * H + g * 128 + i]);
+          const float scale = reference::quantize_activation_group(v.data(), 128, q);
+          bad += sc[size_t(row) * (H / 128) + g] != scale;
+          for (int i = 0; i < 128; ++i) bad += a[size_t(row) * H + g * 128 + i] != q[i];
+        }
+    }
+    EXPECT_EQ(bad, 0u) << what << ": permuted rows differ from the CPU's";
+  }
+
+  // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
+  auto check_gemm = [&](bool gate_up) {
+    const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
+    const auto a = dequant_rows(gate_up ? ws.a : ws.h, gate_up ? ws.a_scales : ws.h_scales, ex.rows, k, w8a8);
+    const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
+    std::vector<double> ref, got;
+    for (int e = 0; e < E; ++e) {
+      if (ex.counts[e] == 0) continue;
+      const auto W = expert_matrix(layer.host.view(), gate_up, e);
+      for (int row = ex.offsets[e]; row < ex.offsets[e] + ex.counts[e]; ++row)
+        for (int j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int q = 0; q < k; ++q) acc += W[size_t(j) * k + q] * a[size_t(row) * k + q];
+          ref.push_back(acc);
+          got.push_back(bf16_to_float(o[size_t(row) * n + j]));
+        }
+    }
+    size_t nf = 0;
+    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << (gate_up ? ": gate_up GEMM" : ": down GEMM");
+    EXPECT_EQ(nf, 0u) << what;
+  };
+  stage(ClassicalStage::kGateUp);
+  check_gemm(true);
+
+  // 6: SiLU·up (+ quantize) from the GPU's gate_up output.
+  stage(ClassicalStage::kSiluMul);
+  {
+    const auto gu = download(ws.gate_up, size_t(ex.rows) * 2 * I);
+    const auto hq = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
+    std::vector<double> ref, got;
+    size_t code_mismatch = 0, codes = 0;
+    const auto hcodes = w8a8 ? download(static_cast<const uint8_t*>(ws.h), size_t(ex.rows) * I) : std::vector<uint8_t>();
+    std::vector<float> hf(I);
+    for (int row : valid_rows) {
+      for (int i = 0; i < I; ++i) {
+        const float g = bf16_to_float(gu[size_t(row) * 2 * I + i]), u = bf16_to_float(gu[size_t(row) * 2 * I + I + i]);
+        hf[i] = g / (1.0f + std::exp(-g)) * u;
+        ref.push_back(hf[i]);
+        got.push_back(hq[size_t(row) * I + i]);
+      }
+      if (w8a8) {
+        uint8_t q[128];
+        for (int g0 = 0; g0 < I; g0 += 128) {
+          reference::quantize_activation_group(&hf[g0], 128, q);
+          for (int i = 0; i < 128; ++i) code_mismatch += q[i] != hcodes[size_t(row) * I + g0 + i];
+          codes += 128;
+        }
+      }
+    }
+    EXPECT_LE(rel_l2(ref, got), w8a8 ? 0.0625 : 4e-3) << what << ": silu_mul";
+    if (w8a8) {
+      EXPECT_LE(double(code_mismatch), 0.01 * double(codes)) << what << ": silu_mul FP8 codes";
+    }
+  }
+  stage(ClassicalStage::kDown);
+  check_gemm(false);
+
+  // 8: combine from the GPU's partials.
+  stage(ClassicalStage::kCombine);
+  {
+    const auto p = download(ws.partials, size_t(ex.rows) * H);
+    const auto yh = y.download();
+    std::vector<double> ref(size_t(B) * H, 0.0), got(yh.begin(), yh.end());
+    for (int b = 0; b < B; ++b)
+      for (int k = 0; k < K; ++k)
+        for (int h = 0; h < H; ++h)
+          ref[size_t(b) * H + h] += r.w[size_t(b) * K + k] * bf16_to_float(p[size_t(ex.entry_row[size_t(b) * K + k]) * H + h]);
+    size_t nf = 0;
+    EXPECT_LE(rel_l2(ref, got, &nf), 1e-6) << what << ": combine";
+    EXPECT_EQ(nf, 0u) << what;
+  }
+}
+
+std::vector<ClassicalConfig> all_configs() {
+  std::vector<ClassicalConfig> v;
+  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false});
+  if (ClassicalMoe::wgmma_available())
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true});
+  return v;
+}
+
+TEST(Classical, EachStageOnItsOwn) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  for (WeightFormat f : kAllFormats)
+    for (const auto& cfg : all_configs())
+      for (int B : {1, 13, 70}) check_stages(s, f, B, cfg, fresh_seed());
+}
+
+TEST(Classical, EachStageOnARealShape) {
+  WD_REQUIRE_GPU();
+  MoeShape s = preset_shape("qwen3-30b-a3b");
+  s.experts = 32;  // its H and I; fewer experts keep the CPU checks quick
+  for (WeightFormat f : kAllFormats) {
+    check_stages(s, f, 5, ClassicalConfig{8, false}, fresh_seed());
+    check_stages(s, f, 40, ClassicalConfig{64, ClassicalMoe::wgmma_available()}, fresh_seed());
+  }
+}
+
+// ---- the whole path -------------------------------------------------------------------
+TEST(Classical, EveryBatchFrom1To70AndLarger) {
+  WD_REQUIRE_GPU();
+  struct Case {
+    MoeShape s;
+    std::vector<WeightFormat> formats;
+  };
+  // BF16 on awkward sizes (H = 160, I = 96: partial K stages, N not a tile
+  // multiple); W8A8 needs H, I multiples of 128.
+  const Case cases[] = {{make_shape(160, 96, 20, 6), {WeightFormat::kBF16}},
+                        {make_shape(256, 128, 16, 4), {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8}},
+                        {make_shape(384, 256, 20, 6), {WeightFormat::kFP8Block128, WeightFormat::kMXFP8}}};
+  std::vector<int> batches;
+  for (int b = 1; b <= 70; ++b) batches.push_back(b);
+  for (int b : {256, 1024, 4096}) batches.push_back(b);
+  for (const auto& c : cases)
+    for (WeightFormat f : c.formats) {
+      const Layer layer = Layer::make(c.s, f, fresh_seed());
+      ClassicalMoe moe(c.s, 4096);
+      for (int B : batches) {
+        if (B > 256 && c.s.hidden == 384) continue;  // the CPU references of the large cases: one shape is enough
+        check_path(moe, layer, B, fresh_seed(),
+                   std::string(to_string(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B));
+      }
+    }
+}
+
+TEST(Classical, EveryTileConfiguration) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    ClassicalMoe moe(s, 1024);
+    for (const auto& cfg : all_configs())
+      for (int B : {3, 77, 1024})
+        check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " B=" + std::to_string(B) + " " + cfg.label(), &cfg);
+  }
+}
+
+TEST(Classical, RealShapes) {
+  WD_REQUIRE_GPU();
+  MoeShape big = preset_shape("qwen3-235b-a22b");
+  big.experts = 16;  // its H and I: the same kernel paths, 1/8 of the memory
+  MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
+  coder.experts = 16;
+  struct Case {
+    MoeShape s;
+    std::vector<int> batches;
+  };
+  const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 64}}, {big, {1, 16}}, {coder, {3}}};
+  for (const auto& c : cases)
+    for (WeightFormat f : kAllFormats) {
+      const Layer layer = Layer::make(c.s, f, fresh_seed());
+      ClassicalMoe moe(c.s, 256);
+      for (int B : c.batches)
+        check_path(moe, layer, B, fresh_seed(),
+                   std::string(to_string(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B), nullptr,
+                   InputKind::kOutliers);
+    }
+}
+
+TEST(Classical, OddRoutings) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  const int K = s.top_k;
+  struct Odd {
+    const char* what;
+    int B;
+    std::function<int(int b, int k)> expert;
+  } odds[] = {
+      {"all tokens on the same K experts", 300, [](int, int k) { return 11 + k % 5; }},
+      {"every expert exactly once", 4, [K](int b, int k) { return b * K + k; }},
+      {"one expert twice in a token", 9, [](int b, int k) { return k == 1 ? (b % 16) : (b + k * 5) % 16; }},
+      {"one expert only", 64, [](int, int) { return 7; }},
+  };
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    ClassicalMoe moe(s, 300);
+    for (const auto& o : odds)
+      for (const auto& cfg : all_configs()) {
+        HostRouting r;
+        std::mt19937 g{unsigned(fresh_seed())};
+        for (int b = 0; b < o.B; ++b)
+          for (int k = 0; k < K; ++k) {
+            r.ids.push_back(o.expert(b, k) % s.experts);
+            r.w.push_back(std::uniform_real_distribution<double>(0.01, 1.0)(g));
+          }
+        if (std::string(o.what) == "one expert twice in a token")
+          for (int b = 0; b < o.B; ++b) r.ids[size_t(b) * K + 1] = r.ids[size_t(b) * K];
+        check_path(moe, layer, o.B, fresh_seed(), std::string(to_string(f)) + " " + o.what + " " + cfg.label(), &cfg,
+                   InputKind::kGaussian, &r);
+      }
+  }
+}
+
+TEST(Classical, BF16OutputAndResidual) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+  ClassicalMoe moe(s, 32);
+  const int B = 19;
+  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                            reference::Precision::kFP64);
+  EXPECT_LE(rel_l2(exact, run_experts(moe, layer, x, r, B, OutputType::kBF16)), 1e-2);
+  // Residual, BF16 and FP32.
+  std::vector<float> res(size_t(B) * s.hidden);
+  std::mt19937 g{unsigned(fresh_seed())};
+  for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
+  auto ref = exact;
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+  Inputs in(x, r);
+  DeviceBuffer<float> y32(res.size()), r32(res);
+  y32.fill_bytes(0xFF);
+  moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), MoeOutput{y32.data(), OutputType::kFP32, r32.data()}, nullptr);
+  const auto h32 = y32.download();
+  EXPECT_LE(rel_l2(ref, std::vector<double>(h32.begin(), h32.end())), 1e-2);
+  std::vector<uint16_t> rb(res.size());
+  for (size_t i = 0; i < rb.size(); ++i) rb[i] = float_to_bf16(res[i]);
+  DeviceBuffer<uint16_t> y16(res.size()), r16(rb);
+  y16.fill_bytes(0xFF);
+  moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), MoeOutput{y16.data(), OutputType::kBF16, r16.data()}, nullptr);
+  const auto h16 = y16.download();
+  std::vector<double> got(h16.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_float(h16[i]);
+  EXPECT_LE(rel_l2(ref, got), 1e-2);
+}
+
+// ---- router, forward, dispatch ---------------------------------------------------------
+TEST(Classical, RouterMatchesReference) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6)}) {
+    const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+    ClassicalMoe moe(s, 200);
+    for (int B : {1, 7, 200}) {
+      std::vector<uint16_t> x;
+      reference::Routing r;
+      for (int attempt = 0;; ++attempt) {
+        ASSERT_LT(attempt, 50);
+        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        r = reference::router(layer.host.view(), x.data(), B);
+        if (reference::min_topk_gap(r, s.experts) > 1e-4) break;
+      }
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
+      DeviceBuffer<float> w(size_t(B) * s.top_k);
+      ids.fill_bytes(0xFF);
+      w.fill_bytes(0xFF);
+      moe.route(layer.view(), dx.data(), B, ids.data(), w.data(), nullptr);
+      EXPECT_EQ(ids.download(), r.ids) << "B=" << B << " E=" << s.experts;
+      const auto wh = w.download();
+      for (size_t i = 0; i < wh.size(); ++i) EXPECT_NEAR(wh[i], r.weights[i], 1e-5 * r.weights[i] + 1e-7) << i;
+    }
+  }
+}
+
+TEST(Classical, ForwardAndDispatch) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    CrossoverTable table;
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
+    MoeDispatch moe(s, 64, table);
+    for (int B : {3, 40}) {
+      EXPECT_EQ(moe.choose(f, B), f == WeightFormat::kFP8Block128 || B >= 16 ? MoePath::kClassical : MoePath::kWarp);
+      std::vector<uint16_t> x;
+      reference::Routing r;
+      do {
+        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        r = reference::router(layer.host.view(), x.data(), B);
+      } while (reference::min_topk_gap(r, s.experts) <= 1e-4);
+      const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                                reference::Precision::kFP64);
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<float> dy(size_t(B) * s.hidden);
+      dy.fill_bytes(0xFF);
+      moe.forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
+      const auto h = dy.download();
+      EXPECT_LE(rel_l2(exact, std::vector<double>(h.begin(), h.end())), f == WeightFormat::kBF16 ? 1e-2 : 0.0625)
+          << to_string(f) << " B=" << B;
+      // The classical forward alone.
+      dy.fill_bytes(0xFF);
+      moe.classical().forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
+      const auto h2 = dy.download();
+      const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B);
+      EXPECT_LE(rel_l2(emu, std::vector<double>(h2.begin(), h2.end())), f == WeightFormat::kBF16 ? 2e-3 : 5e-3)
+          << to_string(f) << " B=" << B << " classical forward";
+    }
+  }
+}
+
+// ---- weights, determinism, graphs, errors ------------------------------------------------
+TEST(Classical, DeviceFp8BlockQuantizationMatchesHostBits) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {make_shape(160, 96, 5, 2), make_shape(256, 384, 4, 2)}) {
+    const Layer bf = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+    const MoeWeights host = bf.host.to_fp8_block128();
+    const DeviceFp8BlockWeights dev = DeviceFp8BlockWeights::quantize(bf.view(), nullptr);
+    WD_CUDA_CHECK(cudaDeviceSynchronize());
+    const MoeWeightsView v = dev.view();
+    EXPECT_EQ(download(static_cast<const uint8_t*>(v.gate_up), host.gate_up_q.size()), host.gate_up_q);
+    EXPECT_EQ(download(static_cast<const uint8_t*>(v.down), host.down_q.size()), host.down_q);
+    EXPECT_EQ(download(v.gate_up_block_scales, host.gate_up_block_scales.size()), host.gate_up_block_scales);
+    EXPECT_EQ(download(v.down_block_scales, host.down_block_scales.size()), host.down_block_scales);
+    EXPECT_EQ(download(v.router, host.router.size()), host.router);
+  }
+}
+
+TEST(Classical, DeterministicRunToRun) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    ClassicalMoe moe(s, 512);
+    for (int B : {37, 512}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      EXPECT_EQ(run_experts(moe, layer, x, r, B, OutputType::kFP32), run_experts(moe, layer, x, r, B, OutputType::kFP32))
+          << to_string(f) << " B=" << B;
+    }
+  }
+}
+
+TEST(Classical, CapturesInACudaGraph) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    ClassicalMoe moe(s, 64);
+    const int B = 45;
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<float> y1(size_t(B) * s.hidden), y2(size_t(B) * s.hidden);
+    cudaStream_t st;
+    WD_CUDA_CHECK(cudaStreamCreate(&st));
+    moe.forward(layer.view(), dx.data(), B, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, st);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    moe.forward(layer.view(), dx.data(), B, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, st);
+    WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+    WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    y2.fill_bytes(0xFF);
+    WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    WD_CUDA_CHECK(cudaStreamSynchronize(st));
+    EXPECT_EQ(y1.download(), y2.download()) << to_string(f);
+    WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    WD_CUDA_CHECK(cudaGraphDestroy(graph));
+    WD_CUDA_CHECK(cudaStreamDestroy(st));
+  }
+}
+
+TEST(Classical, ClearErrorsForWhatItCannotTake) {
+  WD_REQUIRE_GPU();
+  MoeShape bad = preset_shape("tiny");
+  bad.hidden = 100;
+  EXPECT_THROW(ClassicalMoe(bad, 4), InvalidArgument);
+  EXPECT_THROW(ClassicalMoe(preset_shape("tiny"), 0), InvalidArgument);
+  const MoeShape odd = make_shape(160, 96, 20, 6);
+  const Layer l8 = Layer::make(odd, WeightFormat::kFP8Block128, 1);
+  ClassicalMoe moe(odd, 4);
+  DeviceBuffer<uint16_t> x(size_t(8) * odd.hidden);
+  DeviceBuffer<float> y(size_t(8) * odd.hidden);
+  const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+  EXPECT_THROW(moe.forward(l8.view(), x.data(), 2, out, nullptr), InvalidArgument);  // W8A8 needs multiples of 128
+  const Layer lb = Layer::make(odd, WeightFormat::kBF16, 1);
+  EXPECT_THROW(moe.forward(lb.view(), x.data(), 5, out, nullptr), InvalidArgument);    // > max_batch
+  EXPECT_THROW(moe.forward(lb.host.view(), x.data(), 2, out, nullptr), InvalidArgument);  // host weights
+  DeviceBuffer<int32_t> ids(size_t(2) * odd.top_k);
+  DeviceBuffer<float> w(size_t(2) * odd.top_k);
+  const ClassicalConfig bad_tile{24, false};
+  EXPECT_THROW(moe.experts(lb.view(), x.data(), RoutingView{2, odd.top_k, ids.data(), w.data()}, out, bad_tile, nullptr),
+               InvalidArgument);
+}
+
+// Small and quick: the case run under compute-sanitizer (memcheck, racecheck).
+TEST(Classical, SanitizerCase) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    ClassicalMoe moe(s, 40);
+    for (const auto& cfg : all_configs()) {
+      const int B = 40;
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<uint16_t> y(size_t(B) * s.hidden);
+      moe.route(layer.view(), dx.data(), B, const_cast<int32_t*>(moe.routing_ids()),
+                const_cast<float*>(moe.routing_weights()), nullptr);
+      moe.experts(layer.view(), dx.data(), RoutingView{B, s.top_k, moe.routing_ids(), moe.routing_weights()},
+                  MoeOutput{y.data(), OutputType::kBF16, nullptr}, cfg, nullptr);
+      WD_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wd

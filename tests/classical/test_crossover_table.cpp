@@ -1,0 +1,70 @@
+// The crossover table behind MoeDispatch: JSON round trip, lookups, the
+// tokens-per-expert scaling to unmeasured shapes, malformed files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "warpdecode/error.h"
+#include "warpdecode/moe_dispatch.h"
+
+namespace wd {
+namespace {
+
+std::string write_temp(const std::string& text) {
+  char name[] = "/tmp/wd_crossover_XXXXXX";
+  const int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  std::FILE* f = fdopen(fd, "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return name;
+}
+
+TEST(CrossoverTable, LoadLookupAndScale) {
+  const std::string path = write_temp(R"({"card": "test", "entries": [
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "bf16", "crossover": 64},
+    {"preset": "x", "hidden": 4096, "intermediate": 1536, "experts": 128, "top_k": 8,
+     "format": "bf16", "crossover": 128},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": -1}]})");
+  const CrossoverTable t = CrossoverTable::load(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(t.entries().size(), 3u);
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kBF16), 64);
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kMXFP8), CrossoverEntry::kNever);
+  // Unmeasured shape: median tokens per expert of the format's entries
+  // (4 and 8 -> 8, the upper median) times E/K = 160/8.
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-coder-480b-a35b"), WeightFormat::kBF16), 160);
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-coder-480b-a35b"), WeightFormat::kMXFP8), CrossoverEntry::kNever);
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kFP8Block128), CrossoverEntry::kNever);
+  // Round trip.
+  const std::string again = write_temp(t.to_json());
+  const CrossoverTable u = CrossoverTable::load(again);
+  std::remove(again.c_str());
+  EXPECT_EQ(u.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kBF16), 64);
+  EXPECT_EQ(u.entries().size(), 3u);
+}
+
+TEST(CrossoverTable, MalformedFilesAreFormatErrors) {
+  EXPECT_THROW(CrossoverTable::load("/nonexistent/crossover.json"), FormatError);
+  for (const char* text : {"{", R"({"entries": [{"hidden": 1}]})",
+                           R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "fp4", "crossover": 3}]})",
+                           R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 0}]})"}) {
+    const std::string path = write_temp(text);
+    EXPECT_THROW(CrossoverTable::load(path), FormatError) << text;
+    std::remove(path.c_str());
+  }
+}
+
+TEST(CrossoverTable, BuiltInIsMeasured) {
+  const CrossoverTable t = CrossoverTable::built_in();
+  for (const auto& e : t.entries()) {
+    EXPECT_TRUE(e.crossover == CrossoverEntry::kNever || e.crossover >= 1) << e.preset;
+    EXPECT_GT(e.hidden, 0);
+  }
+}
+
+}  // namespace
+}  // namespace wd
