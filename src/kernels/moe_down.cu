@@ -15,13 +15,13 @@ constexpr int kMaxTopK = 16;
 // kRows output rows per warp share each h chunk (loaded once, used kRows
 // times): 1 for the smallest batches, where more warps mean more loads in
 // flight, 4 for larger ones, where h traffic through L2 would otherwise rival
-// the weights (measured: docs/PERF_LOG.md). kRound chunks per lane per row are
-// loaded before use: 12 covers a whole qwen3-30b-a3b MXFP8 walk in one round.
+// the weights (measured: docs/PERF_LOG.md). Rounds of kRound chunks per lane
+// per row are double-buffered: 2·kRound·kRows 16-byte loads in flight.
 template <typename Codec, int kRows>
 __global__ void __launch_bounds__(kThreads)
 moe_down_kernel(const __grid_constant__ DownParams p) {
   constexpr int kC = Codec::kChunkElems;
-  constexpr int kRound = kRows == 1 ? 12 : 4;
+  constexpr int kRound = kRows == 1 ? 6 : 2;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int b = blockIdx.x, K = p.top_k, H = p.hidden, I = p.intermediate;
 
@@ -59,49 +59,59 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(I) * Codec::kElemBytes;
 
-  float acc[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
-  bool waited = !p.programmatic_launch;
-  for (int base = 0; base < total; base += kRound * kWarpSize) {
+  // One round: kRound chunks per lane of each of the kRows rows, with the
+  // entry (sorted slot) and chunk index of each.
+  struct Round {
     uint4 raw[kRound][kRows];
     float sc[kRound][kRows];
     int jj[kRound], cc[kRound];
+  };
+  auto load_round = [&](int base, Round& rd) {
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int q = base + u * kWarpSize + lane;
-      jj[u] = q / chunks;
-      cc[u] = q - jj[u] * chunks;
-      const int ex = __shfl_sync(kFullMask, my_expert, jj[u] & (kWarpSize - 1));
+      rd.jj[u] = q / chunks;
+      rd.cc[u] = q - rd.jj[u] * chunks;
+      const int ex = __shfl_sync(kFullMask, my_expert, rd.jj[u] & (kWarpSize - 1));
       if (q < total)
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
           const size_t row = size_t(ex) * H + min(d0 + r, H - 1);
-          raw[u][r] = ld_stream(w + row * row_bytes + size_t(cc[u]) * 16);
-          if constexpr (Codec::kScaled) sc[u][r] = chunk_scale(p.scales + row * (I / kMxBlock), cc[u]);
+          rd.raw[u][r] = ld_stream(w + row * row_bytes + size_t(rd.cc[u]) * 16);
+          if constexpr (Codec::kScaled)
+            rd.sc[u][r] = chunk_scale(p.scales + row * (I / kMxBlock), rd.cc[u]);
         }
     }
-    // Everything above reads only routing and weights; h is moe_gate_up's output.
-    if (!waited) {
-      pdl_wait();
-      waited = true;
-    }
+  };
+
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  constexpr int kStep = kRound * kWarpSize;
+  // Double buffering: the next round is in flight while this one is computed.
+  Round cur, nxt;
+  load_round(0, cur);
+  // Everything above reads only routing and weights; h is moe_gate_up's output.
+  if (p.programmatic_launch) pdl_wait();
+  for (int base = 0; base < total; base += kStep) {
+    if (base + kStep < total) load_round(base + kStep, nxt);
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      const int src = jj[u] & (kWarpSize - 1);
+      const int src = cur.jj[u] & (kWarpSize - 1);
       const int bk = __shfl_sync(kFullMask, my_bk, src);
       const float rw = __shfl_sync(kFullMask, my_w, src);
       if (base + u * kWarpSize + lane >= total) continue;
       float a[kC];
-      load_f32(p.h + size_t(bk) * I, cc[u] * kC, a);
+      load_f32(p.h + size_t(bk) * I, cur.cc[u] * kC, a);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         float wv[kC];
-        Codec::decode(raw[u][r], wv);
-        const float scale = Codec::kScaled ? rw * sc[u][r] : rw;  // exact: sc is 2^k
+        Codec::decode(cur.raw[u][r], wv);
+        const float scale = Codec::kScaled ? rw * cur.sc[u][r] : rw;  // exact: sc is 2^k
         acc[r] = __fmaf_rn(chunk_dot(wv, a), scale, acc[r]);
       }
     }
+    cur = nxt;
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -120,7 +130,6 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
       }
     }
   }
-  if (!waited) pdl_wait();
 }
 
 template <typename Codec, int kRows>

@@ -23,10 +23,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   constexpr int kC = Codec::kChunkElems;
   constexpr int kHalves = kC / 8;
-  // 16-byte chunks per lane per row loaded before use: four when one token's
-  // registers leave room (a whole qwen3-30b-a3b MXFP8 row pair in one round),
-  // else one (more tokens share each load instead).
-  constexpr int kUnroll = kTokens == 1 ? 4 : 1;
+  // 16-byte chunks per lane per row in one round of loads. The next round is
+  // always in flight while the current one is computed (double buffering), so
+  // a warp keeps 2·kUnroll·kRows 16-byte loads outstanding.
+  constexpr int kUnroll = kTokens == 1 ? 2 : 1;
   extern __shared__ __align__(16) unsigned char s_dyn[];
   __shared__ int s_warp_counts[kWarps];
 
@@ -72,18 +72,16 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
 
   // The first round of weight loads goes out before the rest of the set-up
   // (entry list, activation staging): its latency overlaps that work.
-  uint4 raw[kUnroll][kRows];
-  float sc[kUnroll][kRows];
-  bool prefetched = false;
+  // Invariant below: raw/sc hold the round about to be computed.
+  uint4 raw[kUnroll][kRows], nxt[kUnroll][kRows];
+  float sc[kUnroll][kRows], nsc[kUnroll][kRows];
   {
     const uint8_t* rp[kRows];
     const uint8_t* sp[kRows];
-    if (rows_of(0, rp, sp) < I) {
-      load_round(rp, sp, 0, raw, sc);
-      prefetched = true;
-    }
+    if (rows_of(0, rp, sp) < I) load_round(rp, sp, 0, raw, sc);
   }
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
+  const int step = kUnroll * kWarpSize;
 
   for (int t0 = 0; t0 < n; t0 += kTokens) {
     const int nt = min(kTokens, n - t0);
@@ -110,9 +108,27 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) acc[t][r] = 0.0f;
 
-      for (int c0 = 0; c0 < chunks; c0 += kUnroll * kWarpSize) {
-        if (prefetched) prefetched = false;
-        else load_round(rp, sp, c0, raw, sc);
+      for (int c0 = 0; c0 < chunks; c0 += step) {
+        // Issue the next round: the rest of these rows, else the next neuron
+        // pair, else the first pair again for the next pass of tokens.
+        {
+          int nnw = nw, nc0 = c0 + step;
+          bool next = true;
+          const uint8_t* rp2[kRows];
+          const uint8_t* sp2[kRows];
+          if (nc0 >= chunks) {
+            nc0 = 0;
+            nnw = nw + 1;
+            if (nnw >= p.neurons_per_warp || rows_of(nnw, rp2, sp2) >= I) {
+              nnw = 0;
+              next = t0 + kTokens < n;
+            }
+          }
+          if (next) {
+            rows_of(nnw, rp2, sp2);
+            load_round(rp2, sp2, nc0, nxt, nsc);
+          }
+        }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int c = c0 + u * kWarpSize + lane;
@@ -147,6 +163,13 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
             }
           }
         }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            raw[u][r] = nxt[u][r];
+            sc[u][r] = nsc[u][r];
+          }
       }
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
