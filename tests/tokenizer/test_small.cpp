@@ -138,6 +138,24 @@ TEST(SmallTokenizer, LongInputsDoNotExhaustTheRegexStack) {
   }
 }
 
+TEST(SmallTokenizer, IgnoreMergesTakesWholeWordsFromTheVocab) {
+  std::string json = test::small_tokenizer_json();
+  json.replace(json.find("\"ignore_merges\":false"), 21, "\"ignore_merges\":true");
+  const Tokenizer t = Tokenizer::from_json(json);
+  EXPECT_EQ(t.encode("hello"), (Ids{262}));  // in the vocab: taken whole, merges ignored
+  EXPECT_EQ(t.encode("hellos"), (Ids{257, 259, 'o', 's'}));  // not in the vocab: merged as usual
+}
+
+TEST(SmallTokenizer, MergesAsStringsOrPairs) {
+  std::string json = test::small_tokenizer_json();
+  const std::string strings = R"(["\u0120 t","h e","\u0120t he","l l","e ll","h ell","hell o","\u00C3 \u00A9","a a"])";
+  const std::string pairs =
+      R"([["\u0120","t"],["h","e"],["\u0120t","he"],["l","l"],["e","ll"],["h","ell"],["hell","o"],["\u00C3","\u00A9"],["a","a"]])";
+  json.replace(json.find(strings), strings.size(), pairs);
+  const Tokenizer t = Tokenizer::from_json(json);
+  EXPECT_EQ(t.encode("hello the aaaaa"), small().encode("hello the aaaaa"));
+}
+
 TEST(SmallTokenizer, FlagsOfAddedTokens) {
   const std::string extra =
       R"(,{"id":270,"content":"<L>","single_word":false,"lstrip":true,"rstrip":false,"normalized":false,"special":true})"
