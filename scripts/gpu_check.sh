@@ -22,15 +22,20 @@ mkdir -p "$OUT" "$LOG"
 SUMMARY=()
 note() { SUMMARY+=("$1"); }
 
-if [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] && .gpu-bin/warpdecode --version >/dev/null 2>&1; then
+prebuilt_ok() {
+  [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; }
+  .gpu-bin/warpdecode --version 2>&1 || { echo "prebuilt warpdecode does not run here"; return 1; }
+}
+if why=$(prebuilt_ok); then
   BIN=.gpu-bin
-  note "binaries      prebuilt (.gpu-bin): $(.gpu-bin/warpdecode --version)"
+  note "binaries      prebuilt (.gpu-bin): $why"
 else
+  echo "building here: $why"
   prefix=()
   [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
+    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
     ln -sf bench/decode_rate "$BIN/decode_rate"
