@@ -36,7 +36,10 @@ ReferenceModel::ReferenceModel(const ModelWeights& w, const ReferenceOptions& op
     R.post_norm = vector_of(L.post_attention_layernorm);
     R.q_norm = vector_of(L.attn.q_norm);
     R.k_norm = vector_of(L.attn.k_norm);
-    if (L.moe) R.experts = load_expert_stack(w, int(l), opt.moe_format, opt.rule, &progress);
+    if (L.moe && opt.cache_experts) {
+      R.experts = load_expert_stack(w, int(l), opt.moe_format, opt.rule, &progress);
+      R.experts.view().validate();  // a format the MoE reference cannot read fails here, not mid-forward
+    }
   }
   progress.finish();
 }
@@ -88,7 +91,9 @@ void ReferenceModel::mlp_block(size_t l, const std::vector<double>& h, int T, st
     std::vector<uint16_t> hb(h.size());
     for (size_t i = 0; i < h.size(); ++i) hb[i] = float_to_bf16(float(h[i]));
     if (opt_.moe_input_hook) opt_.moe_input_hook(int(l), pos_, T, h.data(), hb.data());
-    const MoeWeightsView view = layers_[l].experts.view();
+    ExpertStack converted;
+    if (!opt_.cache_experts) converted = load_expert_stack(w_, int(l), opt_.moe_format, opt_.rule);
+    const MoeWeightsView view = (opt_.cache_experts ? layers_[l].experts : converted).view();
     const reference::Routing r = reference::router(view, hb.data(), T);
     const std::vector<double> y = reference::moe_experts(view, hb.data(), r.ids.data(), r.weights.data(), T,
                                                          reference::Precision::kFP64, opt_.threads);

@@ -158,9 +158,11 @@ TEST(ReferenceModel, GreedyDecodingFollowsTheLogits) {
   ref.reset();
   const std::vector<double> full = ref.forward(seq);
   EXPECT_LE(max_abs_diff(full.data(), logits.data(), full.size()), 1e-11);
-  // Deterministic: the same bits on every run and for any thread count.
+  // Deterministic: the same bits on every run, for any thread count, and
+  // with the experts converted per forward instead of cached.
   ReferenceOptions one_thread;
   one_thread.threads = 1;
+  one_thread.cache_experts = false;
   ReferenceModel serial(m.weights, one_thread);
   std::vector<double> logits1;
   EXPECT_EQ(serial.generate_greedy(kPrompt, 6, &logits1), tokens);
@@ -224,6 +226,12 @@ TEST(ReferenceModel, Fp8Block128ExpertsAsStored) {
   ReferenceOptions stored;
   stored.moe_format = StackFormat::kFp8Block;  // the foundation dequantizes E4M3 * scale exactly
   ReferenceModel a(m.weights, stored), b(m.weights);  // b: the same values rounded to BF16
+  const TinyModel m24 = tiny([] {
+    testing::TinyModelSpec s;
+    s.dtype = testing::SourceDType::kFp8Block;  // 24x24 blocks: not layout.h's fp8-block128
+    return s;
+  }());
+  EXPECT_THROW(ReferenceModel(m24.weights, stored), InvalidArgument);
   const std::vector<double> la = a.forward(kPrompt), lb = b.forward(kPrompt);
   double num = 0, den = 0;
   for (size_t i = 0; i < la.size(); ++i) {

@@ -19,8 +19,8 @@
 // (scripts/make_model_fixture.py records transformers' logits with the same
 // rounding, and the unrounded ones for comparison). Everything else is FP64.
 //
-// The expert stacks are converted once, at construction, to the format the
-// GPU path would read (bf16: exact for a BF16 checkpoint; mxfp8; fp8-block
+// The expert stacks are converted (once, at construction, unless
+// cache_experts is off) to the format the GPU path would read (bf16: exact for a BF16 checkpoint; mxfp8; fp8-block
 // for FP8 checkpoints). The model
 // reads every other weight from the mapped checkpoint: the ModelWeights and
 // its Checkpoint must outlive the model.
@@ -40,6 +40,11 @@ struct ReferenceOptions {
   // experts exactly as stored, read through the foundation's dequantization)
   StackFormat moe_format = StackFormat::kBF16;
   MxScaleRule rule = MxScaleRule::kNoSaturate;
+  // Convert every MoE layer once, at construction (fast; holds the whole
+  // model's experts in host memory), or convert each layer when a forward
+  // reaches it and drop it after (one layer at a time: a real checkpoint's
+  // reference within a small host, at the cost of speed).
+  bool cache_experts = true;
   int threads = 0;                              // <= 0: every hardware thread
   FILE* progress = nullptr;                     // expert conversion progress, if set
 
