@@ -13,6 +13,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/bandwidth.cuh"
+#include "classical_path.h"
 #include "moe_bench.h"
 #include "tools/warpdecode/commands.h"
 #include "warpdecode/error.h"
@@ -28,6 +29,9 @@ struct Opts {
   int calls = 16, replays = 30;
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false;
+  bool no_classical = false, tune = false;  // the classical path (issue 4) beside warp decode
+  std::string tune_json = "crossover.json";
+  std::vector<int> tune_batches;
   uint64_t seed = 1;
 };
 
@@ -91,6 +95,17 @@ void run(const Opts& o) {
                    {"time_utc", std::time(nullptr)},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
+  if (o.tune) {  // crossover of warp decode and the classical path, for MoeDispatch
+    bench::Options opt;
+    opt.calls = o.calls;
+    opt.replays = o.replays;
+    opt.seed = o.seed;
+    opt.with_router = false;
+    bench::tune_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
+                          gpu->l2_bytes, opt, stream, doc["header"], o.tune_json);
+    WD_CUDA_CHECK(cudaStreamDestroy(stream));
+    return;
+  }
 
   std::printf("%-22s %-6s %4s %-14s %9s %9s %9s %10s %8s %10s %7s %6s\n", "preset", "format", "B",
               "config", "us_med", "us_min", "us_max", "us+router", "experts", "unique_MB",
@@ -99,12 +114,14 @@ void run(const Opts& o) {
   for (size_t si = 0; si < shapes.size(); ++si)
     for (WeightFormat f : formats) {
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      bench::MoeBench mb(shapes[si], f, gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream);
+      bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream);
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
                   to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
-        const auto configs = o.sweep ? sweep_configs(B) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B)};
+        double warp_us = 0;  // default configuration, for the classical row's ratio
+        const auto configs = !bench::warp_supports(f) ? std::vector<WarpDecodeConfig>{}
+                             : o.sweep ? sweep_configs(B) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B)};
         for (const auto& cfg : configs) {
           bench::Options opt;
           opt.calls = o.calls;
@@ -114,6 +131,7 @@ void run(const Opts& o) {
           opt.stages = o.stages;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
+          if (config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B))) warp_us = m.experts.us_median;
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
           const double pct = 100.0 * tbps / bw.read_tbps;
           std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
@@ -146,6 +164,15 @@ void run(const Opts& o) {
           }
           doc["records"].push_back(rec);
         }
+        if (!o.no_classical) {
+          bench::Options opt;
+          opt.calls = o.calls;
+          opt.replays = o.replays;
+          opt.seed = o.seed;
+          opt.with_router = !o.no_router;
+          opt.stages = o.stages;
+          doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
+        }
       }
     }
   WD_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -163,7 +190,7 @@ void add_bench_moe(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench-moe", "Time the MoE layer on this GPU against its measured read bandwidth");
   auto o = std::make_shared<Opts>();
   cmd->add_option("--preset", o->presets, "Shape presets (repeat or comma-separate)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8")->delimiter(',')->capture_default_str();
+  cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128 (classical path only)")->delimiter(',')->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Batch sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the figures as JSON to this file");
   cmd->add_option("--calls", o->calls, "Layer calls per timed graph")->capture_default_str();
@@ -173,6 +200,10 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
+  cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
+  cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
+  cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
+  cmd->add_option("--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)")->delimiter(',');
   cmd->callback([o] { run(*o); });
 }
 

@@ -1,0 +1,201 @@
+#include "classical_path.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "core/cuda_check.h"
+#include "warpdecode/error.h"
+
+namespace wd::bench {
+
+WeightFormat held_format(WeightFormat run_format) {
+  return run_format == WeightFormat::kFP8Block128 ? WeightFormat::kBF16 : run_format;
+}
+
+bool warp_supports(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
+
+namespace {
+constexpr ClassicalStage kExpertStages[] = {ClassicalStage::kAlign,   ClassicalStage::kPermute,
+                                            ClassicalStage::kGateUp,  ClassicalStage::kSiluMul,
+                                            ClassicalStage::kDown,    ClassicalStage::kCombine};
+
+// Weight bytes per element (scales included).
+double weight_elem_bytes(const MoeShape& s, WeightFormat f) { return double(expert_bytes(s, f)) / s.expert_elems(); }
+}  // namespace
+
+// Napkin math per stage, B·K rows (padding not counted):
+//   align     ids read, sorted rows + entry rows written          ~ 3·B·K·4
+//   permute   x read once, B·K rows written (+ scales)            B·H·2 + B·K·H·a
+//   gate_up   distinct experts' gate_up weights + rows in + out   D·2I·H·w + B·K·(H·a + 2I·2)
+//   silu_mul  rows in, rows out (+ scales)                         B·K·(2I·2 + I·a)
+//   down      distinct experts' down weights + rows in + out      D·H·I·w + B·K·(I·a + H·2)
+//   combine   B·K partial rows read, y written                    B·K·H·2 + B·H·2
+// with a = activation bytes (2 BF16, 1 + 4/128 W8A8) and w = weight bytes.
+double classical_stage_bytes(ClassicalStage st, const MoeShape& s, WeightFormat f, double distinct, int batch) {
+  const double H = s.hidden, I = s.intermediate, BK = double(batch) * s.top_k, B = batch;
+  const double a = f == WeightFormat::kBF16 ? 2.0 : 1.0 + 4.0 / 128.0;
+  const double w = weight_elem_bytes(s, f);
+  switch (st) {
+    case ClassicalStage::kRouterGemm: return double(s.experts) * H * 2 + B * H * 2 + B * s.experts * 4;
+    case ClassicalStage::kTopK: return B * s.experts * 4 + BK * 8;
+    case ClassicalStage::kAlign: return 3 * BK * 4;
+    case ClassicalStage::kPermute: return B * H * 2 + BK * H * a;
+    case ClassicalStage::kGateUp: return distinct * 2 * I * H * w + BK * (H * a + 2 * I * 2);
+    case ClassicalStage::kSiluMul: return BK * (2 * I * 2 + I * a);
+    case ClassicalStage::kDown: return distinct * H * I * w + BK * (I * a + H * 2);
+    case ClassicalStage::kCombine: return BK * H * 2 + B * H * 2;
+  }
+  return 0;
+}
+
+// ---- ClassicalPath ------------------------------------------------------------------------
+ClassicalPath::ClassicalPath(const MoeBench& bench, WeightFormat run_format, std::optional<ClassicalConfig> config)
+    : bench_(bench), format_(run_format), fixed_(config) {}
+
+ClassicalPath::~ClassicalPath() = default;
+
+std::string ClassicalPath::config() const { return "cl/" + config_.label(); }
+
+void ClassicalPath::prepare(const MoeShape& shape, int batch) {
+  moe_ = std::make_unique<ClassicalMoe>(shape, batch);
+  config_ = fixed_ ? *fixed_ : ClassicalConfig::for_batch(shape, batch);
+  if (format_ != held_format(format_) && converted_.empty()) {
+    for (int i = 0; i < bench_.copies(); ++i)
+      converted_.push_back(DeviceFp8BlockWeights::quantize(bench_.weights(i).view(), nullptr));
+    WD_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+MoeWeightsView ClassicalPath::mine(const MoeWeightsView& held) const {
+  if (converted_.empty()) return held;
+  for (int i = 0; i < bench_.copies(); ++i)
+    if (bench_.weights(i).view().gate_up == held.gate_up) return converted_[size_t(i)].view();
+  throw InvalidArgument("classical bench path: weights that are not the harness's copies");
+}
+
+void ClassicalPath::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
+                          cudaStream_t stream) {
+  moe_->route(mine(w), x, batch, ids, weights, stream);
+}
+
+void ClassicalPath::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, uint16_t* y,
+                            cudaStream_t stream) {
+  moe_->experts(mine(w), x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_, stream);
+}
+
+std::vector<std::string> ClassicalPath::stages() const {
+  std::vector<std::string> v;
+  for (ClassicalStage s : kExpertStages) v.push_back(to_string(s));
+  return v;
+}
+
+void ClassicalPath::run_stage(int stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
+                              uint16_t* y, cudaStream_t stream) {
+  moe_->run_stage(kExpertStages[stage], mine(w), x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_,
+                  stream);
+}
+
+double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, double distinct, int batch) const {
+  return classical_stage_bytes(kExpertStages[stage], s, format_, distinct, batch);
+}
+
+// ---- table rows ------------------------------------------------------------------------------
+nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int B, const Options& opt,
+                             double warp_us, double read_tbps, double* us_out) {
+  const MoeShape shape = preset_shape(preset);
+  ClassicalPath path(mb, f, std::nullopt);
+  const Measurement m = mb.run(B, path, opt);
+  const double ub = unique_bytes(shape, f, m.distinct_experts, B);
+  const double tbps = ub / (m.experts.us_median * 1e-6) / 1e12;
+  const double pct = 100.0 * tbps / read_tbps;
+  const double ratio = warp_us > 0 ? m.experts.us_median / warp_us : 0.0;
+  std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f", preset.c_str(), to_string(f),
+              B, path.config().c_str(), m.experts.us_median, m.experts.us_min, m.experts.us_max,
+              opt.with_router ? m.with_router.us_median : 0.0, m.distinct_experts, ub / 1e6, tbps, pct);
+  if (ratio > 0) std::printf("  warp %.2fx", ratio);
+  std::printf("\n");
+  nlohmann::json rec = {{"preset", preset},
+                        {"format", to_string(f)},
+                        {"batch", B},
+                        {"path", path.name()},
+                        {"config", path.config()},
+                        {"default_config", true},
+                        {"us_median", m.experts.us_median},
+                        {"us_min", m.experts.us_min},
+                        {"us_max", m.experts.us_max},
+                        {"distinct_experts", m.distinct_experts},
+                        {"unique_bytes", ub},
+                        {"tbps", tbps},
+                        {"pct_read_bw", pct}};
+  if (opt.with_router) rec["us_with_router"] = m.with_router.us_median;
+  if (ratio > 0) rec["warp_speedup"] = ratio;  // classical µs / warp decode µs
+  for (const auto& st : m.stages) {
+    const double st_tbps = st.bytes / (st.time.us_median * 1e-6) / 1e12;
+    std::printf("%-22s %-6s %4d   stage %-18s %9.1f %9.1f %9.1f %10s %8s %10.1f %7.3f %6.1f\n", "", "", B,
+                st.name.c_str(), st.time.us_median, st.time.us_min, st.time.us_max, "", "", st.bytes / 1e6, st_tbps,
+                100.0 * st_tbps / read_tbps);
+    rec["stages"].push_back({{"name", st.name}, {"us_median", st.time.us_median}, {"bytes", st.bytes}, {"tbps", st_tbps}});
+  }
+  std::fflush(stdout);
+  if (us_out) *us_out = m.experts.us_median;
+  return rec;
+}
+
+// ---- crossover tuning ------------------------------------------------------------------------
+std::vector<int> default_tune_ladder() { return {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}; }
+
+void tune_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
+                    const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
+                    const nlohmann::json& header, const std::string& json_path) {
+  WD_CHECK(!ladder.empty(), "--tune needs at least one batch size");
+  CrossoverTable table;
+  nlohmann::json ladders = nlohmann::json::array();
+  std::printf("# tune: µs per MoE layer (router excluded) of warp decode and the classical path; crossover = the "
+              "smallest B from which the classical path stays faster\n");
+  std::printf("%-22s %-12s %5s %10s %10s %8s\n", "preset", "format", "B", "warp_us", "classical_us", "cl/warp");
+  for (const auto& preset : presets)
+    for (WeightFormat f : formats) {
+      const MoeShape shape = preset_shape(preset);
+      size_t free_b = 0, total_b = 0;
+      WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream);
+      nlohmann::json points = nlohmann::json::array();
+      std::vector<std::pair<double, double>> us;  // warp, classical
+      for (int B : ladder) {
+        double warp_us = 0;
+        if (warp_supports(f)) {
+          WarpPath wp(WarpDecodeConfig::for_batch(B));
+          warp_us = mb.run(B, wp, opt).experts.us_median;
+        }
+        ClassicalPath cp(mb, f, std::nullopt);
+        const double cl_us = mb.run(B, cp, opt).experts.us_median;
+        us.emplace_back(warp_us, cl_us);
+        std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f\n", preset.c_str(), to_string(f), B, warp_us, cl_us,
+                    warp_us > 0 ? cl_us / warp_us : 0.0);
+        std::fflush(stdout);
+        points.push_back({{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}});
+      }
+      int crossover = 1;
+      if (warp_supports(f)) {
+        crossover = CrossoverEntry::kNever;
+        for (int i = int(ladder.size()) - 1; i >= 0 && us[size_t(i)].second < us[size_t(i)].first; --i)
+          crossover = ladder[size_t(i)];
+      }
+      std::printf("# crossover %s %s: %s\n", preset.c_str(), to_string(f),
+                  crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
+                                                      : ("B >= " + std::to_string(crossover)).c_str());
+      table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover});
+      ladders.push_back({{"preset", preset}, {"format", to_string(f)}, {"crossover", crossover}, {"points", points}});
+    }
+  nlohmann::json doc = nlohmann::json::parse(table.to_json());
+  doc["header"] = header;
+  doc["ladders"] = ladders;
+  std::ofstream out(json_path);
+  WD_CHECK(out.good(), "cannot write '", json_path, "'");
+  out << doc.dump(2) << "\n";
+  std::printf("# wrote %s (load it with WD_MOE_CROSSOVER=%s, or copy its entries into the built-in table)\n",
+              json_path.c_str(), json_path.c_str());
+}
+
+}  // namespace wd::bench
