@@ -35,16 +35,21 @@ else
   [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
+    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
-    ln -sf bench/decode_rate "$BIN/decode_rate"
+    ln -sf bench/decode_rate "$BIN/decode_rate" && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests"
   note "binaries      built here in $(( $(date +%s) - t0 )) s"
 fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
 "$BIN/warpdecode" info | tee "$LOG/info.txt"
 [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
+# Instruction mix of the two warp-decode kernels (no disassembler on the build machine).
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass "$BIN/warpdecode_gpu_tests" > "$LOG/sass.txt" 2>/dev/null
+  awk '/Function :/{f=$3} /^ +\/\*[0-9a-f]+\*\//{split($0,a,"*/"); split(a[2],b," "); op=b[1]; if(op ~ /^@/) op=b[2]; sub(/\..*/,"",op); n[f" "op]++} END{for(k in n) print n[k], k}' "$LOG/sass.txt" | grep -E "moe_(gate_up|down)_kernel" | sort -k2,2 -k1,1nr > "$LOG/sass-mix.txt"
+fi
 
 if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
   for fx in model tokenizer; do
@@ -73,6 +78,22 @@ if [ "$MODE" != bench ]; then
       note "sanitizer     $tool: compute-sanitizer not found"
     fi
   done
+  # The classical expert-centric path (issue 4): its GPU tests and sanitizer case.
+  if [ -x "$BIN/warpdecode_classical_gpu_tests" ]; then
+    t0=$(date +%s)
+    "$BIN/warpdecode_classical_gpu_tests" --gtest_output=json:"$LOG/classical-tests.json" >"$LOG/classical-tests.log" 2>&1
+    rc=$?
+    grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure" "$LOG/classical-tests.log" | head -40
+    note "classical     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/classical-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+    if command -v compute-sanitizer >/dev/null; then
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
+          --gtest_filter=Classical.SanitizerCase >"$LOG/classical-sanitizer-$tool.log" 2>&1
+        rc=$?
+        note "classical san $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
+      done
+    fi
+  fi
 fi
 
 case "$MODE" in
@@ -82,6 +103,17 @@ esac
 t0=$(date +%s)
 "$BIN/warpdecode" bench-moe "${BENCH[@]}" "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
 note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
+
+# PyTorch peers (HF eager loop, torch._grouped_mm pipeline), same method; PEERS=0 skips.
+if [ "${PEERS:-1}" = 1 ] && python3 -c "import torch" 2>/dev/null; then
+  t0=$(date +%s)
+  case "$MODE" in
+    quick) PEER_ARGS=(--preset qwen3-30b-a3b --format bf16 --batch 1,8,32) ;;
+    *) PEER_ARGS=(--preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8 --batch 1,2,4,8,16,32,64,128) ;;
+  esac
+  PYTHONUNBUFFERED=1 python3 bench/peers.py "${PEER_ARGS[@]}" --json "$OUT/h200-peers.json" 2>&1 | tee "$LOG/peers.log"
+  note "peers         rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-peers.json"
+fi
 
 echo
 echo "==================== summary ===================="
