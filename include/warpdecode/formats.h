@@ -145,6 +145,12 @@ WD_HD uint8_t mx_scale_code(float amax, MxScaleRule rule) {
   return uint8_t(x + 127);
 }
 
+// The exact multiplier 2^-X that maps a block's values onto the E4M3 grid for
+// scale code X + 127: X lies in [-127, 119] for finite amax, so 2^-X is a
+// normal float and x · 2^-X is exact unless it is itself subnormal (then it is
+// rounded once, like a divide).
+WD_HD float mx_quantize_multiplier(uint8_t code) { return bits_float(uint32_t(254 - code) << 23); }
+
 // Quantize one block of n <= 32 finite values; returns the scale code and
 // writes n E4M3 codes. Elements are x / 2^(code-127), rounded and saturated.
 WD_HD uint8_t mx_quantize_block(const float* x, int n, uint8_t* q, MxScaleRule rule) {
@@ -154,10 +160,7 @@ WD_HD uint8_t mx_quantize_block(const float* x, int n, uint8_t* q, MxScaleRule r
     amax = a > amax ? a : amax;
   }
   const uint8_t code = mx_scale_code(amax, rule);
-  // x / 2^X as a multiply by the exact reciprocal 2^-X: X = code-127 lies in
-  // [-127, 119] for finite amax, so 2^-X is a normal float and the product is
-  // exact unless it is itself subnormal (it is then rounded once, like a divide).
-  const float inv = bits_float(uint32_t(254 - code) << 23);
+  const float inv = mx_quantize_multiplier(code);
   for (int i = 0; i < n; ++i) q[i] = float_to_e4m3(x[i] * inv);
   return code;
 }
