@@ -81,6 +81,14 @@ struct Bf16Codec {
   }
   // Elements [8·half, 8·half + 8) of the chunk (half is 0: a chunk is 8).
   __device__ __forceinline__ static void decode8(const uint4& raw, int half, float (&w)[8]) { decode(raw, w); }
+  // Elements [4·quarter, 4·quarter + 4) of the chunk (quarter is 0 or 1).
+  __device__ __forceinline__ static void decode4(const uint4& raw, int quarter, float (&w)[4]) {
+    const uint32_t a = quarter ? raw.z : raw.x, b = quarter ? raw.w : raw.y;
+    w[0] = bf16_lo(a);
+    w[1] = bf16_hi(a);
+    w[2] = bf16_lo(b);
+    w[3] = bf16_hi(b);
+  }
 };
 
 // How MXFP8 weights become FP32 in registers (measured: bench/decode_rate.cu,
@@ -120,6 +128,20 @@ struct Mx8Codec {
         w[4 * i + 2] = b.x;
         w[4 * i + 3] = b.y;
       }
+    }
+  }
+  // Elements [4·quarter, 4·quarter + 4) of the chunk (quarter is 0..3).
+  __device__ __forceinline__ static void decode4(const uint4& raw, int quarter, float (&w)[4]) {
+    const uint32_t v = quarter == 0 ? raw.x : quarter == 1 ? raw.y : quarter == 2 ? raw.z : raw.w;
+    if constexpr (D == Mx8Decode::kInt) {
+      e4m3x4_to_float_int(v, w);
+    } else {
+      const float2 a = e4m3x2_to_float2(v);
+      const float2 b = e4m3x2_to_float2(v >> 16);
+      w[0] = a.x;
+      w[1] = a.y;
+      w[2] = b.x;
+      w[3] = b.y;
     }
   }
   // Elements [8·half, 8·half + 8) of the chunk (half is 0 or 1).

@@ -22,7 +22,7 @@ template <typename Codec, int kTokens>
 __global__ void __launch_bounds__(kThreads, 2)
 moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   constexpr int kC = Codec::kChunkElems;
-  constexpr int kHalves = kC / 8;
+  constexpr int kQuarters = kC / 4;
   // 16-byte chunks per lane per row in one round of loads. The next round is
   // always in flight while the current one is computed (double buffering), so
   // a warp keeps 2·kUnroll·kRows 16-byte loads outstanding.
@@ -133,35 +133,43 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
         for (int u = 0; u < kUnroll; ++u) {
           const int c = c0 + u * kWarpSize + lane;
           if (c >= chunks) break;
+          // A chunk's products are summed into part in element order; MXFP8
+          // then scales the chunk's sum once. Scaling by a power of two
+          // commutes with every rounding (barring underflow), so part · 2^k
+          // is exactly the FP32 sum of the chunk's exactly dequantized
+          // products, at one multiply per 16 weights. BF16 chains straight
+          // into acc. Every variant uses this same order (batch invariance).
+          float part[kTokens][kRows];
 #pragma unroll
-          for (int hf = 0; hf < kHalves; ++hf) {
-            float a[kTokens][8];
+          for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) part[t][r] = Codec::kScaled ? 0.0f : acc[t][r];
+#pragma unroll
+          for (int qt = 0; qt < kQuarters; ++qt) {
+            float a[kTokens][4];
 #pragma unroll
             for (int t = 0; t < kTokens; ++t) {
               if (t >= nt) break;
-              const float4* src = reinterpret_cast<const float4*>(s_x + size_t(t) * H + c * kC + 8 * hf);
-              const float4 lo = src[0], hi = src[1];
-              a[t][0] = lo.x; a[t][1] = lo.y; a[t][2] = lo.z; a[t][3] = lo.w;
-              a[t][4] = hi.x; a[t][5] = hi.y; a[t][6] = hi.z; a[t][7] = hi.w;
+              const float4 v = *reinterpret_cast<const float4*>(s_x + size_t(t) * H + c * kC + 4 * qt);
+              a[t][0] = v.x; a[t][1] = v.y; a[t][2] = v.z; a[t][3] = v.w;
             }
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
-              float wv[8];
-              Codec::decode8(raw[u][r], hf, wv);
-              // MXFP8: E4M3 · 2^k is exact in FP32 for every code and scale
-              // (a multiple of 2^-136 below 2^128), so the weight is dequantized
-              // exactly before it meets the activations.
-              if constexpr (Codec::kScaled)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) wv[j] *= sc[u][r];
+              float wv[4];
+              Codec::decode4(raw[u][r], qt, wv);
 #pragma unroll
               for (int t = 0; t < kTokens; ++t) {
                 if (t >= nt) break;
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[t][r] = __fmaf_rn(wv[j], a[t][j], acc[t][r]);
+                for (int j = 0; j < 4; ++j) part[t][r] = __fmaf_rn(wv[j], a[t][j], part[t][r]);
               }
             }
           }
+#pragma unroll
+          for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+            for (int r = 0; r < kRows; ++r)
+              acc[t][r] = Codec::kScaled ? __fmaf_rn(part[t][r], sc[u][r], acc[t][r]) : part[t][r];
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
