@@ -101,10 +101,18 @@ double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, do
 }
 
 // ---- table rows ------------------------------------------------------------------------------
+std::vector<ClassicalConfig> classical_sweep_configs() {
+  std::vector<ClassicalConfig> v;
+  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false});
+  if (ClassicalMoe::wgmma_available())
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true});
+  return v;
+}
+
 nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int B, const Options& opt,
-                             double warp_us, double read_tbps, double* us_out) {
+                             double warp_us, double read_tbps, double* us_out, std::optional<ClassicalConfig> config) {
   const MoeShape shape = preset_shape(preset);
-  ClassicalPath path(mb, f, std::nullopt);
+  ClassicalPath path(mb, f, config);
   const Measurement m = mb.run(B, path, opt);
   const double ub = unique_bytes(shape, f, m.distinct_experts, B);
   const double tbps = ub / (m.experts.us_median * 1e-6) / 1e12;
@@ -120,7 +128,7 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
                         {"batch", B},
                         {"path", path.name()},
                         {"config", path.config()},
-                        {"default_config", true},
+                        {"default_config", !config || config->label() == ClassicalConfig::for_batch(shape, B).label()},
                         {"us_median", m.experts.us_median},
                         {"us_min", m.experts.us_min},
                         {"us_max", m.experts.us_max},

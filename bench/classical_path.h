@@ -63,7 +63,12 @@ class ClassicalPath : public LayerPath {
 // warp_us > 0 adds the ratio warp decode / classical (µs of classical over µs
 // of warp: > 1 where warp decode is faster).
 nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int batch, const Options& opt,
-                             double warp_us, double read_tbps, double* us_out = nullptr);
+                             double warp_us, double read_tbps, double* us_out = nullptr,
+                             std::optional<ClassicalConfig> config = std::nullopt);
+
+// The configurations `bench-moe --sweep` times besides the default: every
+// tile height on mma.sync, and the wgmma kernel where the device has it.
+std::vector<ClassicalConfig> classical_sweep_configs();
 
 // bench-moe --tune: for each preset and format, times both paths over a
 // ladder of batch sizes, finds the crossover (the smallest B from which the

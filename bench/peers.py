@@ -58,6 +58,30 @@ def read_bandwidth(gib=4.0, reps=10):
     return n * 4 / statistics.median(ts) / 1e12
 
 
+def gemm_rate(fp8, n=8192, reps=10):
+    """Dense tensor-core rate through PyTorch (cuBLAS), TFLOP/s on random data."""
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    if fp8:
+        a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        f = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        f = lambda: a16 @ b16
+    for _ in range(3):
+        f()
+    ts = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        f()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1) * 1e-3)
+    return 2 * n**3 / statistics.median(ts) / 1e12
+
+
 def expert_bytes(H, I, fmt):
     elems = 3 * H * I
     return 2 * elems if fmt == "bf16" else elems + 4 * (2 * I + H)  # fp8 rowwise: FP32 scale per output row
@@ -81,12 +105,19 @@ def hf_eager(x, ids, w, wgu, wd):
     return out
 
 
+def expert_offsets(flat, E):
+    """End offset of each expert's rows (int32), without a host sync
+    (torch.bincount reads its input's max on the host: not capturable)."""
+    counts = torch.zeros(E, dtype=torch.int64, device=flat.device).index_add_(0, flat, torch.ones_like(flat))
+    return torch.cumsum(counts, 0).to(torch.int32)
+
+
 def grouped(x, ids, w, wgu_t, wd_t, E):
     """Expert-centric pipeline on torch._grouped_mm (BF16)."""
     B, K = ids.shape
     flat = ids.reshape(-1)
     order = torch.argsort(flat, stable=True)                         # align
-    offs = torch.cumsum(torch.bincount(flat, minlength=E), 0).to(torch.int32)
+    offs = expert_offsets(flat, E)
     tok = order // K
     xs = x[tok]                                                      # permute
     gu = torch._grouped_mm(xs, wgu_t, offs=offs)                     # gate_up
@@ -110,7 +141,7 @@ def grouped_fp8(x, ids, w, q8, E):
     B, K = ids.shape
     flat = ids.reshape(-1)
     order = torch.argsort(flat, stable=True)
-    offs = torch.cumsum(torch.bincount(flat, minlength=E), 0).to(torch.int32)
+    offs = expert_offsets(flat, E)
     tok = order // K
     xq, xs = quant_rows(x[tok])
     gu = torch._scaled_grouped_mm(xq, wgu_q.transpose(-2, -1), xs, wgu_s, offs=offs, out_dtype=torch.bfloat16)
@@ -196,12 +227,21 @@ def main():
     ap.add_argument("--replays", type=int, default=20)
     ap.add_argument("--hf-max-batch", type=int, default=64, help="skip hf_eager above this B (it is slow)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--gemm-rate", action="store_true", help="also measure dense BF16 and FP8 GEMM TFLOP/s (8192^3)")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     props = torch.cuda.get_device_properties(0)
     read = read_bandwidth()
     print(f"# {props.name} | {props.multi_processor_count} SMs | L2 {props.L2_cache_size / 2**20:.0f} MiB | "
           f"torch {torch.__version__} CUDA {torch.version.cuda} | read (torch.sum, 4 GiB) {read:.3f} TB/s")
+    rates = {}
+    if args.gemm_rate:
+        for name, fp8 in (("bf16", False), ("fp8", True)):
+            try:
+                rates[name] = gemm_rate(fp8)
+                print(f"# dense GEMM 8192^3 {name}: {rates[name]:.0f} TFLOP/s")
+            except Exception as e:
+                print(f"# dense GEMM {name}: n/a ({type(e).__name__}: {str(e)[:100]})")
     print(f"{'preset':22s} {'format':6s} {'B':>5s} {'path':12s} {'us_med':>9s} {'us_min':>9s} {'experts':>8s} "
           f"{'unique_MB':>10s} {'TB/s':>7s} {'%read':>6s}")
     records = []
@@ -249,7 +289,7 @@ def main():
             torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"header": {"card": props.name, "read_tbps": read, "torch": torch.__version__,
+            json.dump({"header": {"card": props.name, "read_tbps": read, "torch": torch.__version__, "gemm_tflops": rates,
                                   "command": " ".join(sys.argv), "time_utc": int(time.time())},
                        "records": records}, f, indent=2)
         print(f"# wrote {args.json}")

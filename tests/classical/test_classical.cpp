@@ -6,8 +6,13 @@
 // routings, every tile configuration, real shapes, graphs and errors.
 //
 // Tolerances (relative L2; reasons in docs/CLASSICAL.md "Accuracy"):
-//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 5e-3 (rare
-//     one-ulp flips of BF16 / E4M3 roundings from FP32-vs-FP64 sums)
+//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 1.5e-2. The GPU
+//     sums in FP32 (and FP8 MMAs accumulate with ~2^-14 relative precision
+//     inside a 128-K block), so the BF16 rounding of g, u and the E4M3
+//     rounding of h flip to the neighbouring value for the elements that lie
+//     near a rounding boundary; an E4M3 flip is 6-12% of that element. Run 1
+//     on the H200 measured 4-9e-3 for W8A8; a GPU path that skipped the
+//     activation quantization would sit near 0.035 (the exact-layer error).
 //   GPU vs exact FP64 layer:  BF16 1e-2;  W8A8 <= 2^-4 and >= 5e-3
 //   single GEMM stage vs FP64 on the GPU's own inputs: 4e-3 (BF16 output)
 #include <gtest/gtest.h>
@@ -154,7 +159,7 @@ void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t see
   size_t nf = 0;
   const double e_emu = rel_l2(emu, y, &nf);
   EXPECT_EQ(nf, 0u) << what << ": unwritten or non-finite outputs";
-  EXPECT_LE(e_emu, w8a8 ? 5e-3 : 2e-3) << what << " vs classical reference";
+  EXPECT_LE(e_emu, w8a8 ? 1.5e-2 : 2e-3) << what << " vs classical reference";
   const double e_exact = rel_l2(exact, y);
   if (w8a8) {
     EXPECT_LE(e_exact, 0.0625) << what << " vs exact FP64";
@@ -579,7 +584,7 @@ TEST(Classical, ForwardAndDispatch) {
       moe.classical().forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
       const auto h2 = dy.download();
       const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B);
-      EXPECT_LE(rel_l2(emu, std::vector<double>(h2.begin(), h2.end())), f == WeightFormat::kBF16 ? 2e-3 : 5e-3)
+      EXPECT_LE(rel_l2(emu, std::vector<double>(h2.begin(), h2.end())), f == WeightFormat::kBF16 ? 2e-3 : 1.5e-2)
           << to_string(f) << " B=" << B << " classical forward";
     }
   }

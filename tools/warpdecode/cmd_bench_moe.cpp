@@ -29,7 +29,7 @@ struct Opts {
   int calls = 16, replays = 30;
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false;
-  bool no_classical = false, tune = false;  // the classical path (issue 4) beside warp decode
+  bool no_classical = false, tune = false, classical_sweep = false;  // the classical path (issue 4)
   std::string tune_json = "crossover.json";
   std::vector<int> tune_batches;
   uint64_t seed = 1;
@@ -172,6 +172,10 @@ void run(const Opts& o) {
           opt.with_router = !o.no_router;
           opt.stages = o.stages;
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
+          if (o.classical_sweep)
+            for (const auto& c : bench::classical_sweep_configs())
+              if (c.label() != ClassicalConfig::for_batch(shapes[si], B).label())
+                doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
         }
       }
     }
@@ -201,6 +205,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
+  cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
   cmd->add_option("--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)")->delimiter(',');
