@@ -103,9 +103,11 @@ double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, do
 // ---- table rows ------------------------------------------------------------------------------
 std::vector<ClassicalConfig> classical_sweep_configs() {
   std::vector<ClassicalConfig> v;
-  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false});
-  if (ClassicalMoe::wgmma_available())
-    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true});
+  for (bool pdl : {false, true}) {
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, pdl});
+    if (ClassicalMoe::wgmma_available())
+      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
+  }
   return v;
 }
 

@@ -60,8 +60,9 @@ class DeviceFp8BlockWeights {
 struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)
   bool wgmma = false;    // sm_90a warpgroup GEMM (T = 64 or 128)
+  bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   static ClassicalConfig for_batch(const MoeShape& shape, int batch);
-  std::string label() const;  // e.g. "t16", "t128/wgmma"
+  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl"
 };
 
 enum class ClassicalStage { kRouterGemm, kTopK, kAlign, kPermute, kGateUp, kSiluMul, kDown, kCombine };

@@ -8,7 +8,7 @@
 namespace wd::kernels {
 namespace gemm {
 template <WeightFormat F, int kT, bool kWgmma>
-void launch(const GroupedGemmParams& p, cudaStream_t stream);
+void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl);
 }  // namespace gemm
 
 bool wgmma_available() {
@@ -25,22 +25,22 @@ bool wgmma_available() {
 
 namespace {
 template <WeightFormat F>
-void launch_format(const GroupedGemmParams& p, int tile_tokens, GemmKernel kernel, cudaStream_t stream) {
+void launch_format(const GroupedGemmParams& p, int tile_tokens, GemmKernel kernel, cudaStream_t stream, bool pdl) {
   if (kernel == GemmKernel::kWgmma) {
     switch (tile_tokens) {
-      case 64: return gemm::launch<F, 64, true>(p, stream);
-      case 128: return gemm::launch<F, 128, true>(p, stream);
+      case 64: return gemm::launch<F, 64, true>(p, stream, pdl);
+      case 128: return gemm::launch<F, 128, true>(p, stream, pdl);
       default: break;
     }
     throw InvalidArgument(detail::concat("classical GEMM: the wgmma kernel takes tile_tokens 64 or 128, not ",
                                          tile_tokens));
   }
   switch (tile_tokens) {
-    case 8: return gemm::launch<F, 8, false>(p, stream);
-    case 16: return gemm::launch<F, 16, false>(p, stream);
-    case 32: return gemm::launch<F, 32, false>(p, stream);
-    case 64: return gemm::launch<F, 64, false>(p, stream);
-    case 128: return gemm::launch<F, 128, false>(p, stream);
+    case 8: return gemm::launch<F, 8, false>(p, stream, pdl);
+    case 16: return gemm::launch<F, 16, false>(p, stream, pdl);
+    case 32: return gemm::launch<F, 32, false>(p, stream, pdl);
+    case 64: return gemm::launch<F, 64, false>(p, stream, pdl);
+    case 128: return gemm::launch<F, 128, false>(p, stream, pdl);
     default: break;
   }
   throw InvalidArgument(detail::concat("classical GEMM: tile_tokens = ", tile_tokens,
@@ -49,7 +49,7 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, GemmKernel kerne
 }  // namespace
 
 void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, GemmKernel kernel,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, bool pdl) {
   WD_CHECK(p.w && p.a && p.out, "classical GEMM: a required pointer is null");
   WD_CHECK(p.n > 0 && p.k > 0 && p.rows > 0 && p.max_blocks > 0, "classical GEMM: N = ", p.n, ", K = ", p.k,
            ", rows = ", p.rows, ", max_blocks = ", p.max_blocks, " must all be positive");
@@ -68,9 +68,9 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
   WD_CHECK(kernel != GemmKernel::kWgmma || wgmma_available(),
            "classical GEMM: the wgmma kernel needs an sm_90 device and an sm_90a build");
   switch (format) {
-    case WeightFormat::kBF16: return launch_format<WeightFormat::kBF16>(p, tile_tokens, kernel, stream);
-    case WeightFormat::kFP8Block128: return launch_format<WeightFormat::kFP8Block128>(p, tile_tokens, kernel, stream);
-    case WeightFormat::kMXFP8: return launch_format<WeightFormat::kMXFP8>(p, tile_tokens, kernel, stream);
+    case WeightFormat::kBF16: return launch_format<WeightFormat::kBF16>(p, tile_tokens, kernel, stream, pdl);
+    case WeightFormat::kFP8Block128: return launch_format<WeightFormat::kFP8Block128>(p, tile_tokens, kernel, stream, pdl);
+    case WeightFormat::kMXFP8: return launch_format<WeightFormat::kMXFP8>(p, tile_tokens, kernel, stream, pdl);
   }
   throw InvalidArgument("classical GEMM: unknown weight format");
 }

@@ -19,6 +19,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
+#include "kernels/classical_launch.cuh"
 #include "kernels/classical_wgmma.cuh"
 #include "warpdecode/formats.h"
 
@@ -145,7 +146,11 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
   } else {
   const int N = p.n, K = p.k;
   const int ntn = (N + C::kBW - 1) / C::kBW;  // weight-row tiles
-  const int nb = p.num_blocks != nullptr ? __ldg(p.num_blocks) : p.max_blocks;
+  // The block table comes from the align stage, complete before this kernel
+  // starts even under PDL (the kernel before us waited for it before letting
+  // us start); L2-coherent loads, as an L1 line from an earlier call could
+  // be stale.
+  const int nb = p.num_blocks != nullptr ? __ldcg(p.num_blocks) : p.max_blocks;
   // This block's tiles: persistent blocks take t = blockIdx.x + j·gridDim.x
   // of the nb·ntn tiles (t = block·ntn + weight tile); others their one tile.
   int my_tiles;
@@ -155,7 +160,10 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
   } else {
     my_tiles = int(blockIdx.x) < nb ? 1 : 0;
   }
-  if (my_tiles == 0) return;
+  if (my_tiles == 0) {
+    wait_for_previous_kernel();  // a kernel's completion must imply its predecessor's
+    return;
+  }
   struct Coord {
     int row0, n0, expert;
   };
@@ -165,7 +173,7 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
     Coord c;
     c.row0 = blk * kT;
     c.n0 = (t % ntn) * C::kBW;
-    c.expert = p.block_expert != nullptr ? __ldg(p.block_expert + blk) : 0;
+    c.expert = p.block_expert != nullptr ? __ldcg(p.block_expert + blk) : 0;
     return c;
   };
 
@@ -180,54 +188,70 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
   const uint8_t* a_base = static_cast<const uint8_t*>(p.a);
 
   // Producer: the stages of all this block's tiles in order, every thread
-  // issuing a share of each stage's 16-byte copies.
-  int ld_step = 0, ld_kt = 0, ld_j = 0;
-  Coord ld = coord(0);
-  auto load_next = [&](int slot) {
-    if (ld_step < steps) {
-      const int kt = ld_kt;
-      const uint8_t* w_base = static_cast<const uint8_t*>(p.w) + size_t(ld.expert) * N * k_bytes;
+  // issuing a share of each stage's 16-byte copies. The weight part of a
+  // stage (and its scales) reads only layer inputs; the activation part reads
+  // the previous stage's output.
+  struct Prod {
+    int step, kt, j;
+    Coord c;
+  };
+  auto advance = [&](Prod& st) {
+    ++st.step;
+    if (++st.kt == k_tiles) {
+      st.kt = 0;
+      if (++st.j < my_tiles) st.c = coord(st.j);
+    }
+  };
+  auto issue = [&](int slot, const Prod& st, bool weights, bool activations) {
+    if (st.step >= steps) return;
+    const int kt = st.kt;
+    const Coord& c = st.c;
+    if (weights) {
+      const uint8_t* w_base = static_cast<const uint8_t*>(p.w) + size_t(c.expert) * N * k_bytes;
       const uint32_t sw = smem + C::kWOff + slot * C::kWBytes;
-      const uint32_t sa = smem + C::kAOff + slot * C::kABytes;
-#pragma unroll
-      for (int c = tid; c < C::kBW * 8; c += C::kThreads) {
-        const int r = c >> 3, ch = c & 7;
+#pragma unroll 1
+      for (int i = tid; i < C::kBW * 8; i += C::kThreads) {
+        const int r = i >> 3, ch = i & 7;
         const size_t kb = size_t(kt) * kRowBytes + ch * 16;
-        const bool ok = ld.n0 + r < N && kb < k_bytes;
-        cp_async16(swz(sw, r, ch), ok ? w_base + size_t(ld.n0 + r) * k_bytes + kb : w_base, ok);
+        const bool ok = c.n0 + r < N && kb < k_bytes;
+        cp_async16(swz(sw, r, ch), ok ? w_base + size_t(c.n0 + r) * k_bytes + kb : w_base, ok);
       }
-#pragma unroll
-      for (int c = tid; c < kT * 8; c += C::kThreads) {
-        const int r = c >> 3, ch = c & 7;
+      if constexpr (C::kMx) {
+        const int kgroups = K / 32;
+        for (int i = tid; i < C::kBW; i += C::kThreads) {
+          const bool ok = c.n0 + i < N;
+          cp_async4(smem + C::kWScaleOff + slot * C::kWScaleBytes + i * 4,
+                    ok ? p.w_mx_scales + (size_t(c.expert) * N + c.n0 + i) * kgroups + kt * 4 : p.w_mx_scales, ok);
+        }
+      } else if constexpr (C::kFp8) {
+        if (tid == 0)
+          cp_async4(smem + C::kWScaleOff + slot * C::kWScaleBytes,
+                    p.w_block_scales + (size_t(c.expert) * (N / 128) + c.n0 / 128) * (K / 128) + kt, true);
+      }
+    }
+    if (activations) {
+      const uint32_t sa = smem + C::kAOff + slot * C::kABytes;
+#pragma unroll 1
+      for (int i = tid; i < kT * 8; i += C::kThreads) {
+        const int r = i >> 3, ch = i & 7;
         const size_t kb = size_t(kt) * kRowBytes + ch * 16;
-        const bool ok = ld.row0 + r < p.rows && kb < k_bytes;
-        cp_async16(swz(sa, r, ch), ok ? a_base + size_t(ld.row0 + r) * k_bytes + kb : a_base, ok);
+        const bool ok = c.row0 + r < p.rows && kb < k_bytes;
+        cp_async16(swz(sa, r, ch), ok ? a_base + size_t(c.row0 + r) * k_bytes + kb : a_base, ok);
       }
       if constexpr (C::kFp8) {
         const int kblocks = K / 128;
-        for (int c = tid; c < kT; c += C::kThreads) {
-          const bool ok = ld.row0 + c < p.rows;
-          cp_async4(smem + C::kAScaleOff + slot * C::kAScaleBytes + c * 4,
-                    ok ? p.a_scales + size_t(ld.row0 + c) * kblocks + kt : p.a_scales, ok);
-        }
-        if constexpr (C::kMx) {
-          const int kgroups = K / 32;
-          for (int c = tid; c < C::kBW; c += C::kThreads) {
-            const bool ok = ld.n0 + c < N;
-            cp_async4(smem + C::kWScaleOff + slot * C::kWScaleBytes + c * 4,
-                      ok ? p.w_mx_scales + (size_t(ld.expert) * N + ld.n0 + c) * kgroups + kt * 4 : p.w_mx_scales, ok);
-          }
-        } else if (tid == 0) {
-          cp_async4(smem + C::kWScaleOff + slot * C::kWScaleBytes,
-                    p.w_block_scales + (size_t(ld.expert) * (N / 128) + ld.n0 / 128) * kblocks + kt, true);
+        for (int i = tid; i < kT; i += C::kThreads) {
+          const bool ok = c.row0 + i < p.rows;
+          cp_async4(smem + C::kAScaleOff + slot * C::kAScaleBytes + i * 4,
+                    ok ? p.a_scales + size_t(c.row0 + i) * kblocks + kt : p.a_scales, ok);
         }
       }
     }
-    ++ld_step;
-    if (++ld_kt == k_tiles) {
-      ld_kt = 0;
-      if (++ld_j < my_tiles) ld = coord(ld_j);
-    }
+  };
+  Prod ld{0, 0, 0, coord(0)};
+  auto load_next = [&](int slot) {
+    issue(slot, ld, true, true);
+    advance(ld);
   };
 
   float acc[C::kAcc];
@@ -311,10 +335,23 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
     }
   };
 
+  // Prologue: the weights of the first stages stream while the previous
+  // kernel finishes (PDL); then its output, the activation rows.
+  {
+    Prod pw = ld;
+#pragma unroll
+    for (int s = 0; s < C::kStages - 1; ++s) {
+      issue(s, pw, true, false);
+      advance(pw);
+    }
+  }
+  wait_for_previous_kernel();
+  allow_next_kernel();
 #pragma unroll
   for (int s = 0; s < C::kStages - 1; ++s) {
-    load_next(s);
-    cp_async_commit();
+    issue(s, ld, false, true);
+    advance(ld);
+    cp_async_commit();  // group s: (all the prologue's weights and) stage s's activations
   }
 
   if constexpr (!kWgmma) {
@@ -441,7 +478,7 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
 // Host launcher of one instantiation. Persistent kernels get at most as many
 // blocks as fit on the device at once.
 template <WeightFormat F, int kT, bool kWgmma>
-void launch(const GroupedGemmParams& p, cudaStream_t stream) {
+void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using C = Config<F, kT, kWgmma>;
   auto kernel = grouped_gemm_kernel<F, kT, kWgmma>;
   static const int resident = [&] {
@@ -456,18 +493,17 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream) {
   const dim3 grid = C::kPersistent
                         ? dim3(unsigned(std::min<long>(long(p.max_blocks) * ntn, resident)), 1)
                         : dim3(unsigned(p.max_blocks), unsigned(ntn));
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(kernel, grid, dim3(C::kThreads), C::kSmemBytes, stream, pdl, p);
 }
 
 }  // namespace wd::kernels::gemm
 
 // Explicit instantiations live in classical_gemm_{bf16,fp8}.cu.
 #define WD_CLASSICAL_GEMM_INSTANCES(F)                                                   \
-  template void launch<F, 8, false>(const GroupedGemmParams&, cudaStream_t);            \
-  template void launch<F, 16, false>(const GroupedGemmParams&, cudaStream_t);           \
-  template void launch<F, 32, false>(const GroupedGemmParams&, cudaStream_t);           \
-  template void launch<F, 64, false>(const GroupedGemmParams&, cudaStream_t);           \
-  template void launch<F, 128, false>(const GroupedGemmParams&, cudaStream_t);          \
-  template void launch<F, 64, true>(const GroupedGemmParams&, cudaStream_t);            \
-  template void launch<F, 128, true>(const GroupedGemmParams&, cudaStream_t);
+  template void launch<F, 8, false>(const GroupedGemmParams&, cudaStream_t, bool);            \
+  template void launch<F, 16, false>(const GroupedGemmParams&, cudaStream_t, bool);           \
+  template void launch<F, 32, false>(const GroupedGemmParams&, cudaStream_t, bool);           \
+  template void launch<F, 64, false>(const GroupedGemmParams&, cudaStream_t, bool);           \
+  template void launch<F, 128, false>(const GroupedGemmParams&, cudaStream_t, bool);          \
+  template void launch<F, 64, true>(const GroupedGemmParams&, cudaStream_t, bool);            \
+  template void launch<F, 128, true>(const GroupedGemmParams&, cudaStream_t, bool);

@@ -7,6 +7,7 @@
 #include <cuda_fp8.h>
 
 #include "core/cuda_check.h"
+#include "kernels/classical_launch.cuh"
 #include "kernels/common.cuh"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
@@ -71,6 +72,8 @@ __device__ __forceinline__ uint2 quantize_group_x8(const float (&f)[8], float* s
 // arg-max (ties -> lower expert index), like the reference.
 __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
   constexpr int kPerLane = kMaxTopKExperts / kWarpSize;
+  wait_for_previous_kernel();
+  allow_next_kernel();
   const int b = global_warp(), lane = threadIdx.x % kWarpSize;
   if (b >= p.batch) return;
   const int E = p.experts;
@@ -138,6 +141,8 @@ __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
 __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   extern __shared__ int32_t s_cnt[];  // (warps, E)
   __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  wait_for_previous_kernel();
+  allow_next_kernel();
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int E = p.experts, N = p.entries, T = p.tile_tokens;
   for (int i = threadIdx.x; i < warps * E; i += blockDim.x) s_cnt[i] = 0;
@@ -243,6 +248,8 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
 // read once and written to its K sorted rows; all of a row's loads are in
 // flight together (a warp per row was latency-bound: 12 µs at B = 1, run 1).
 __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
+  wait_for_previous_kernel();
+  allow_next_kernel();
   const int b = blockIdx.x, lane = threadIdx.x % kWarpSize;
   const int H = p.hidden, K = p.top_k, chunks = H / 8;
   int rows[kMaxK];
@@ -279,6 +286,8 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 // One block per sorted row, one thread per 16-byte chunk; padding rows and
 // rows past the ones in use exit.
 __global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
+  wait_for_previous_kernel();
+  allow_next_kernel();
   const int r = blockIdx.x, lane = threadIdx.x % kWarpSize;
   if (r >= __ldg(p.meta + 1) || __ldg(p.sorted_entries + r) < 0) return;
   const int I = p.intermediate, chunks = I / 8;
@@ -307,6 +316,8 @@ __global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
 // One block per token, one thread per 16-byte chunk: y[b] = Σ_k w[b][k] ·
 // P[row(b, k)], FP32, in slot order (the K loads of a chunk are in flight together).
 __global__ void combine_kernel(const __grid_constant__ CombineParams p) {
+  wait_for_previous_kernel();
+  allow_next_kernel();
   const int b = blockIdx.x;
   const int H = p.hidden, K = p.top_k, chunks = H / 8;
   int rows[kMaxK];
@@ -378,18 +389,18 @@ __global__ void quantize_fp8_block128_kernel(const uint16_t* in, size_t rows, si
 
 }  // namespace
 
-void topk_softmax(const TopKParams& p, cudaStream_t stream) {
+void topk_softmax(const TopKParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.batch >= 1, "topk_softmax: batch = ", p.batch, " must be >= 1");
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxTopKExperts, "topk_softmax: E = ", p.experts,
            " must be in [1, ", kMaxTopKExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= kMaxK && p.top_k <= p.experts, "topk_softmax: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
   WD_CHECK(p.logits && p.ids && p.weights, "topk_softmax: a required pointer is null");
-  topk_softmax_kernel<<<warp_blocks(size_t(p.batch)), kWarpsPerBlock * kWarpSize, 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(topk_softmax_kernel, dim3(warp_blocks(size_t(p.batch))), dim3(kWarpsPerBlock * kWarpSize), 0, stream,
+                pdl, p);
 }
 
-void moe_align(const AlignParams& p, cudaStream_t stream) {
+void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.entries >= 1, "moe_align: entries = ", p.entries, " must be >= 1");
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxTopKExperts, "moe_align: E = ", p.experts, " must be in [1, ",
            kMaxTopKExperts, "]");
@@ -398,38 +409,35 @@ void moe_align(const AlignParams& p, cudaStream_t stream) {
            "moe_align: a required pointer is null");
   // Per-warp counters for every expert: at most 8192 ints (32 KB) of shared memory.
   const int warps = std::min(32, std::max(1, 8192 / p.experts));
-  moe_align_kernel<<<1, warps * kWarpSize, size_t(warps) * p.experts * sizeof(int32_t), stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(moe_align_kernel, dim3(1), dim3(warps * kWarpSize), size_t(warps) * p.experts * sizeof(int32_t), stream,
+                pdl, p);
 }
 
-void permute_rows(const PermuteParams& p, cudaStream_t stream) {
+void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.batch >= 1 && p.top_k >= 1 && p.top_k <= kMaxK, "permute_rows: batch = ", p.batch, ", K = ",
            p.top_k, " out of range");
   WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
-  permute_rows_kernel<<<unsigned(p.batch), row_threads(p.hidden), 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(permute_rows_kernel, dim3(unsigned(p.batch)), dim3(row_threads(p.hidden)), 0, stream, pdl, p);
 }
 
-void silu_mul(const SiluMulParams& p, cudaStream_t stream) {
+void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.max_rows >= 1, "silu_mul: max_rows = ", p.max_rows, " must be >= 1");
   WD_CHECK(p.intermediate > 0 && p.intermediate % (p.quantize ? kActGroup : 8) == 0, "silu_mul: I = ",
            p.intermediate,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
            "silu_mul: a required pointer is null");
-  silu_mul_kernel<<<unsigned(p.max_rows), row_threads(p.intermediate), 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(silu_mul_kernel, dim3(unsigned(p.max_rows)), dim3(row_threads(p.intermediate)), 0, stream, pdl, p);
 }
 
-void combine(const CombineParams& p, cudaStream_t stream) {
+void combine(const CombineParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.batch >= 1 && p.top_k >= 1 && p.top_k <= kMaxK, "combine: batch = ", p.batch, ", K = ", p.top_k,
            " out of range");
   WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0, "combine: H = ", p.hidden, " must be a multiple of 8");
   WD_CHECK(p.partials && p.entry_row && p.route_w && p.y, "combine: a required pointer is null");
-  combine_kernel<<<unsigned(p.batch), row_threads(p.hidden), 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_kernel(combine_kernel, dim3(unsigned(p.batch)), dim3(row_threads(p.hidden)), 0, stream, pdl, p);
 }
 
 void quantize_fp8_block128(const uint16_t* in, size_t matrices, size_t rows, size_t cols, uint8_t* q,

@@ -17,6 +17,8 @@
 // (padding rows: entry -1). Every stage is deterministic: no atomics decide an
 // order or a sum.
 //
+// pdl: launch with programmatic dependent launch (classical_launch.cuh).
+//
 // Activation quantization (both W8A8 points): for a group v of 128 values
 // s = max(amax(v), 1e-10) / 448, q_i = e4m3(v_i / s) (round to nearest even,
 // saturating), so v_i ≈ e4m3_to_float(q_i)·s; the CPU reference
@@ -41,7 +43,7 @@ struct TopKParams {
   int top_k;            // K <= 16
   int norm_topk_prob;
 };
-void topk_softmax(const TopKParams& p, cudaStream_t stream);
+void topk_softmax(const TopKParams& p, cudaStream_t stream, bool pdl = false);
 
 struct AlignParams {
   const int32_t* ids;       // (B·K) expert of each entry
@@ -56,7 +58,7 @@ struct AlignParams {
   int32_t* meta;            // [0] blocks in use, [1] rows in use
 };
 // One block of up to 1024 threads; shared memory E·warps ints (≤ 32 KB).
-void moe_align(const AlignParams& p, cudaStream_t stream);
+void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl = false);
 
 struct PermuteParams {
   const uint16_t* x;         // (B, H) BF16
@@ -68,7 +70,7 @@ struct PermuteParams {
   int top_k;                 // K
   int quantize;
 };
-void permute_rows(const PermuteParams& p, cudaStream_t stream);
+void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl = false);
 
 struct SiluMulParams {
   const uint16_t* gate_up;        // (rows, 2I) BF16: gate in [0, I), up in [I, 2I)
@@ -80,7 +82,7 @@ struct SiluMulParams {
   int intermediate;               // I (multiple of 8; of 128 when quantize)
   int quantize;
 };
-void silu_mul(const SiluMulParams& p, cudaStream_t stream);
+void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl = false);
 
 struct CombineParams {
   const uint16_t* partials;  // (rows, H) BF16
@@ -93,7 +95,7 @@ struct CombineParams {
   int hidden;                // H (multiple of 8)
   int top_k;                 // K
 };
-void combine(const CombineParams& p, cudaStream_t stream);
+void combine(const CombineParams& p, cudaStream_t stream, bool pdl = false);
 
 // Device FP8 block-128 quantization of `matrices` row-major (rows, cols)
 // BF16 matrices stored back to back: q E4M3 in the same layout, scales

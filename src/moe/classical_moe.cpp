@@ -97,7 +97,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch) {
 }
 
 std::string ClassicalConfig::label() const {
-  return "t" + std::to_string(tile_tokens) + (wgmma ? "/wgmma" : "");
+  return "t" + std::to_string(tile_tokens) + (wgmma ? "/wgmma" : "") + (pdl ? "/pdl" : "");
 }
 
 const char* to_string(ClassicalStage s) {
@@ -254,13 +254,13 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       kernels::AlignParams p{r.ids,       entries,          E, T, ws.counts.data(), ws.offsets.data(),
                              ws.sorted_entries.data(), ws.block_expert.data(), ws.entry_row.data(),
                              ws.meta.data()};
-      kernels::moe_align(p, stream);
+      kernels::moe_align(p, stream, config.pdl);
       return;
     }
     case ClassicalStage::kPermute: {
       WD_CHECK(x, "classical MoE: x is null");
       kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
-      kernels::permute_rows(p, stream);
+      kernels::permute_rows(p, stream, config.pdl);
       return;
     }
     case ClassicalStage::kGateUp:
@@ -280,20 +280,20 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.n = up ? 2 * I : H;
       p.k = up ? H : I;
       p.max_blocks = max_blocks;
-      kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream);
+      kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream, config.pdl);
       return;
     }
     case ClassicalStage::kSiluMul: {
       kernels::SiluMulParams p{ws.gate_up.data(), ws.sorted_entries.data(), ws.meta.data(), ws.h.data(),
                                ws.h_scales.data(), max_blocks * T, I, w8a8 ? 1 : 0};
-      kernels::silu_mul(p, stream);
+      kernels::silu_mul(p, stream, config.pdl);
       return;
     }
     case ClassicalStage::kCombine: {
       WD_CHECK(r.weights && out.y, "classical MoE: routing weights or output missing");
       kernels::CombineParams p{ws.partials.data(), ws.entry_row.data(), r.weights, out.y, out.residual,
                                out.type == OutputType::kFP32 ? 1 : 0, B, H, K};
-      kernels::combine(p, stream);
+      kernels::combine(p, stream, config.pdl);
       return;
     }
   }

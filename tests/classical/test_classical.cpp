@@ -371,11 +371,19 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   }
 }
 
-std::vector<ClassicalConfig> all_configs() {
+std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
   std::vector<ClassicalConfig> v;
-  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false});
+  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, false});
   if (ClassicalMoe::wgmma_available())
-    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true});
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, false});
+  if (with_pdl) {
+    const size_t n = v.size();
+    for (size_t i = 0; i < n; ++i) {
+      ClassicalConfig c = v[i];
+      c.pdl = true;
+      v.push_back(c);
+    }
+  }
   return v;
 }
 
@@ -430,7 +438,7 @@ TEST(Classical, EveryTileConfiguration) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 1024);
-    for (const auto& cfg : all_configs())
+    for (const auto& cfg : all_configs(true))
       for (int B : {3, 77, 1024})
         check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " B=" + std::to_string(B) + " " + cfg.label(), &cfg);
   }
@@ -637,8 +645,16 @@ TEST(Classical, CapturesInACudaGraph) {
     moe.forward(layer.view(), dx.data(), B, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, st);
     cudaGraph_t graph;
     cudaGraphExec_t exec;
+    // Twice in the graph (the second call's stages overlap the first's under
+    // PDL), with and without PDL: the same bits every time.
     WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    moe.forward(layer.view(), dx.data(), B, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, st);
+    moe.route(layer.view(), dx.data(), B, const_cast<int32_t*>(moe.routing_ids()), const_cast<float*>(moe.routing_weights()), st);
+    for (bool pdl : {false, true}) {
+      ClassicalConfig c = ClassicalConfig::for_batch(s, B);
+      c.pdl = pdl;
+      moe.experts(layer.view(), dx.data(), RoutingView{B, s.top_k, moe.routing_ids(), moe.routing_weights()},
+                  MoeOutput{y2.data(), OutputType::kFP32, nullptr}, c, st);
+    }
     WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
     WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     y2.fill_bytes(0xFF);
@@ -681,7 +697,7 @@ TEST(Classical, SanitizerCase) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 40);
-    for (const auto& cfg : all_configs()) {
+    for (const auto& cfg : all_configs(true)) {
       const int B = 40;
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       DeviceBuffer<uint16_t> dx(x);

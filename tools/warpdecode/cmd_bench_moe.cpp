@@ -29,7 +29,7 @@ struct Opts {
   int calls = 16, replays = 30;
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false;
-  bool no_classical = false, tune = false, classical_sweep = false;  // the classical path (issue 4)
+  bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   std::string tune_json = "crossover.json";
   std::vector<int> tune_batches;
   uint64_t seed = 1;
@@ -120,7 +120,7 @@ void run(const Opts& o) {
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
-        const auto configs = !bench::warp_supports(f) ? std::vector<WarpDecodeConfig>{}
+        const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                              : o.sweep ? sweep_configs(B) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B)};
         for (const auto& cfg : configs) {
           bench::Options opt;
@@ -206,6 +206,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");
+  cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
   cmd->add_option("--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)")->delimiter(',');

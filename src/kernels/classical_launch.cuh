@@ -1,0 +1,50 @@
+// Launch helper of the classical path's kernels: optional programmatic
+// dependent launch (PDL, sm_90+).
+//
+// With PDL a kernel may start while its predecessor in the stream is still
+// running. Every classical kernel therefore calls wait_for_previous_kernel() before it reads
+// anything the predecessor writes (and in every block, also blocks that have
+// no work: a kernel's completion must imply its predecessor's, which the next
+// kernel relies on), then allow_next_kernel() so that its own successor can be
+// scheduled. Work that depends only on inputs of the layer (the GEMMs' weight
+// loads) is issued before the wait. Without the launch attribute both
+// instructions are no-ops.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "core/cuda_check.h"
+
+namespace wd::kernels {
+
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+template <typename... KernelArgs, typename... Args>
+void launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                   Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace wd::kernels
