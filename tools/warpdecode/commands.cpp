@@ -10,6 +10,8 @@ void add_all(CLI::App& app) {
   add_info(app);
   add_check(app);
   add_inspect(app);
+  add_accuracy(app);
+  add_report(app);
 #ifdef WD_HAVE_TOKENIZER
   add_tokenize(app);
 #endif

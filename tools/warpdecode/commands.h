@@ -14,6 +14,8 @@ void add_check(CLI::App& app);
 void add_bench_moe(CLI::App& app);  // CUDA builds only
 void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);  // builds with the tokenizer (PCRE2 + utf8proc) only
+void add_accuracy(CLI::App& app);  // every build: GPU kernels where a device is, CPU models otherwise
+void add_report(CLI::App& app);
 
 // Every subcommand this build has (only those that work).
 void add_all(CLI::App& app);

@@ -1,0 +1,120 @@
+// The CPU models of the three paths (see backend.h), and what all backends share.
+#include <cstring>
+#include <map>
+
+#include "accuracy/backend.h"
+#include "warpdecode/classical_reference.h"
+#include "warpdecode/error.h"
+#include "warpdecode/formats.h"
+#include "warpdecode/reference.h"
+#include "warpdecode/weights.h"
+
+namespace wd::accuracy {
+
+const char* to_string(Path p) {
+  switch (p) {
+    case Path::kWarp: return "warp";
+    case Path::kClassicalBf16: return "classical_bf16";
+    case Path::kClassicalFp8: return "classical_fp8";
+  }
+  return "?";
+}
+
+const char* to_string(OutputFormat t) { return t == OutputFormat::kBF16 ? "bf16" : "fp32"; }
+
+OutputFormat parse_output_format(const std::string& s) {
+  if (s == "bf16") return OutputFormat::kBF16;
+  if (s == "fp32") return OutputFormat::kFP32;
+  throw InvalidArgument(detail::concat("unknown output type '", s, "' (allowed: bf16, fp32)"));
+}
+
+WeightFormat path_weights(Path p, WeightFormat requested) {
+  switch (p) {
+    case Path::kWarp: return requested == WeightFormat::kBF16 ? WeightFormat::kBF16 : WeightFormat::kMXFP8;
+    case Path::kClassicalBf16: return WeightFormat::kBF16;
+    case Path::kClassicalFp8: return requested;
+  }
+  return requested;
+}
+
+bool path_runs(Path p, WeightFormat requested) {
+  return p != Path::kClassicalFp8 || requested != WeightFormat::kBF16;
+}
+
+void round_output(std::vector<double>& y, OutputFormat out) {
+  for (double& v : y) v = out == OutputFormat::kBF16 ? double(bf16_to_float(float_to_bf16(float(v)))) : double(float(v));
+}
+
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const MoeShape& shape, OutputFormat out, int threads) : shape_(shape), out_(out), threads_(threads) {
+    shape.validate();
+  }
+
+  bool gpu() const override { return false; }
+
+  std::string describe(Path p) const override {
+    switch (p) {
+      case Path::kWarp: return "CPU model: FP32-accumulating reference (reference::moe_experts, kFP32)";
+      case Path::kClassicalBf16: return "CPU model: classical-path reference, BF16 (reference::classical_experts)";
+      case Path::kClassicalFp8: return "CPU model: classical-path reference, W8A8 (reference::classical_experts)";
+    }
+    return "";
+  }
+
+  void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) override {
+    layers_.clear();
+    SyntheticSpec spec;
+    spec.seed = seed;
+    MoeWeights bf16 = MoeWeights::synthetic(shape_, spec);
+    for (WeightFormat f : formats) {
+      if (f == WeightFormat::kMXFP8) layers_.emplace(f, bf16.to_mxfp8());
+      if (f == WeightFormat::kFP8Block128) layers_.emplace(f, bf16.to_fp8_block128());
+    }
+    layers_.emplace(WeightFormat::kBF16, std::move(bf16));
+  }
+
+  const std::vector<uint16_t>& router() const override { return layer(WeightFormat::kBF16).router; }
+
+  HostExperts slice(WeightFormat f, const std::vector<int32_t>& ids) override {
+    return slice_experts(layer(f).view(), ids, [](void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); });
+  }
+
+  PathRouting route(Path p, WeightFormat f, const uint16_t* x, int batch) override {
+    reference::Routing r = reference::router(layer(path_weights(p, f)).view(), x, batch);
+    return PathRouting{std::move(r.ids), std::move(r.weights)};
+  }
+
+  std::vector<double> experts(Path p, WeightFormat f, const uint16_t* x, const PathRouting& r, int batch) override {
+    WD_CHECK(path_runs(p, f), "the classical FP8 path needs FP8 weights, not ", to_string(f));
+    const MoeWeightsView w = layer(path_weights(p, f)).view();
+    std::vector<double> y =
+        p == Path::kWarp
+            ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, reference::Precision::kFP32, threads_)
+            : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_);
+    round_output(y, out_);
+    return y;
+  }
+
+ private:
+  const MoeWeights& layer(WeightFormat f) const {
+    const auto it = layers_.find(f);
+    WD_CHECK(it != layers_.end(), "accuracy: the current layer is not held in ", to_string(f));
+    return it->second;
+  }
+
+  MoeShape shape_;
+  OutputFormat out_;
+  int threads_;
+  std::map<WeightFormat, MoeWeights> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const MoeShape& shape, OutputFormat out, int threads) {
+  return std::make_unique<CpuBackend>(shape, out, threads);
+}
+
+}  // namespace wd::accuracy

@@ -1,0 +1,230 @@
+// warpdecode accuracy: the error of warp decode, the classical BF16 path and
+// the classical W8A8 FP8 path against the FP64 reference, on the same
+// weights and inputs, over many seeds; optionally through a stack of layers
+// (drift). Method and definitions: src/accuracy/harness.h, docs/ACCURACY.md.
+//
+// With a CUDA GPU the paths are the GPU kernels. Without one (or with --cpu)
+// they are CPU models of the paths, and every line and record says so.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "accuracy/harness.h"
+#include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/shape_options.h"
+#include "warpdecode/error.h"
+
+namespace wd::cli {
+namespace {
+
+using accuracy::Json;
+using accuracy::Path;
+
+struct Opts {
+  ShapeOptions shape;
+  std::vector<std::string> formats{"mxfp8"};
+  std::vector<int> batches{1, 8, 32};
+  std::vector<std::string> inputs{"gaussian", "outliers"};
+  int seeds = 8;
+  uint64_t seed = 1;
+  std::string output = "bf16";
+  std::string drift_layers = "0";
+  std::vector<int> drift_batches{8};
+  std::vector<std::string> drift_inputs;
+  int drift_seeds = 3;
+  std::string residual = "fp32";
+  bool drift_only = false, cpu = false;
+  std::string json;
+};
+
+std::string cell(double v, const char* f) {
+  if (!std::isfinite(v)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+void print_layer(const std::vector<accuracy::LayerRecord>& recs) {
+  std::printf("%-16s %-12s %4s %-8s %-9s | %-19s | %-19s | %-19s | %-13s | %-9s\n", "preset", "format", "B", "inputs",
+              "source", "warp med / worst", "cl.bf16 med / worst", "cl.fp8 med / worst", "fp8/warp med/min",
+              "wquant");
+  for (const auto& r : recs) {
+    auto errs = [&](Path p) {
+      const auto& ps = r.paths[int(p)];
+      return ps.runs ? cell(ps.rel_l2.median, "%.2e") + " " + cell(ps.rel_l2.worst, "%.2e") : std::string("-");
+    };
+    const bool fp8 = r.paths[int(Path::kClassicalFp8)].runs;
+    std::printf("%-16s %-12s %4d %-8s %-9s | %-19s | %-19s | %-19s | %-13s | %-9s\n", r.preset.c_str(),
+                to_string(r.format), r.batch, accuracy::to_string(r.inputs), r.source.c_str(), errs(Path::kWarp).c_str(),
+                errs(Path::kClassicalBf16).c_str(), errs(Path::kClassicalFp8).c_str(),
+                fp8 ? (cell(r.ratio_fp8_over_warp.median, "%.2f") + " " + cell(r.ratio_fp8_over_warp.worst, "%.2f")).c_str()
+                    : "-",
+                r.weight_quant.count ? cell(r.weight_quant.median, "%.2e").c_str() : "-");
+  }
+  std::fflush(stdout);
+}
+
+void print_drift(const accuracy::DriftRecord& d) {
+  std::printf("# drift %s %s, B = %d, %s inputs, %d layers (%s, %d seeds, residual %s): rel. L2 of the residual "
+              "stream vs the FP64 stack, median over seeds\n",
+              d.preset.c_str(), to_string(d.format), d.batch, accuracy::to_string(d.inputs), d.layers,
+              d.source.c_str(), d.seeds, accuracy::to_string(d.residual));
+  std::printf("%6s %10s %10s %10s %9s %10s   %s\n", "depth", "warp", "cl.bf16", "cl.fp8", "fp8/warp", "wquant",
+              "reroutes warp/bf16/fp8");
+  std::vector<int> depths;
+  for (int l = 1; l < d.layers; l = d.layers <= 8 ? l + 1 : l * 2) depths.push_back(l);
+  depths.push_back(d.layers);
+  const bool fp8 = d.runs[int(Path::kClassicalFp8)], wq = d.format != WeightFormat::kBF16;
+  for (int l : depths) {
+    const size_t i = size_t(l - 1);
+    std::printf("%6d %10s %10s %10s %9s %10s   %.1f/%.1f/%s\n", l, cell(d.rel_l2[0][i].median, "%.2e").c_str(),
+                cell(d.rel_l2[1][i].median, "%.2e").c_str(), fp8 ? cell(d.rel_l2[2][i].median, "%.2e").c_str() : "-",
+                fp8 ? cell(d.ratio_fp8_over_warp[i].median, "%.2f").c_str() : "-",
+                wq ? cell(d.weight_quant[i].median, "%.2e").c_str() : "-", d.reroutes[0][i], d.reroutes[1][i],
+                fp8 ? cell(d.reroutes[2][i], "%.1f").c_str() : "-");
+  }
+  std::fflush(stdout);
+}
+
+void run(const Opts& o) {
+  const MoeShape shape = o.shape.resolve();
+  accuracy::DriftOptions c;
+  c.preset = o.shape.label();
+  c.shape = shape;
+  c.formats.clear();
+  for (const auto& f : o.formats) c.formats.push_back(parse_weight_format(f));
+  c.batches = o.batches;
+  c.inputs.clear();
+  for (const auto& k : o.inputs) c.inputs.push_back(accuracy::parse_input_kind(k));
+  c.seeds = o.seeds;
+  c.seed = o.seed;
+  c.output = accuracy::parse_output_format(o.output);
+  c.residual = accuracy::parse_residual_format(o.residual);
+  int layers = 0;
+  if (o.drift_layers == "full") {
+    layers = shape.num_layers;
+  } else {
+    try {
+      size_t used = 0;
+      layers = std::stoi(o.drift_layers, &used);
+      WD_CHECK(used == o.drift_layers.size(), "");
+    } catch (const std::exception&) {
+      throw InvalidArgument("--drift-layers '" + o.drift_layers + "' must be a number of layers or 'full'");
+    }
+  }
+  WD_CHECK(layers >= 0 && layers <= 1024, "--drift-layers = ", layers, " must be in [0, 1024] (or 'full')");
+  WD_CHECK(!o.drift_only || layers > 0, "--drift-only needs --drift-layers");
+  WD_CHECK(o.drift_seeds >= 1, "--drift-seeds = ", o.drift_seeds, " must be >= 1");
+  for (int b : o.drift_batches) WD_CHECK(b >= 1 && b <= 4096, "drift batch = ", b, " must be in [1, 4096]");
+
+  const auto gpu = query_gpu();
+  std::unique_ptr<accuracy::Backend> backend;
+  const int max_batch = std::max(*std::max_element(o.batches.begin(), o.batches.end()),
+                                 *std::max_element(o.drift_batches.begin(), o.drift_batches.end()));
+#ifdef WD_HAVE_CUDA
+  if (gpu && !o.cpu) backend = accuracy::make_gpu_backend(shape, max_batch, c.output);
+#endif
+  if (!backend) backend = accuracy::make_cpu_backend(shape, c.output);
+
+  std::printf("accuracy %s: H=%d I=%d E=%d K=%d, %d seeds from %llu, outputs %s\n", c.preset.c_str(), shape.hidden,
+              shape.intermediate, shape.experts, shape.top_k, c.seeds, (unsigned long long)c.seed,
+              accuracy::to_string(c.output));
+  if (backend->gpu())
+    std::printf("GPU: %s, CUDA %s, driver %s | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
+                build_description().c_str());
+  else
+    std::printf("%s: every number below comes from CPU models of the paths (FP32 reference, classical CPU "
+                "reference), not from GPU kernels\n",
+                gpu ? "--cpu" : "no CUDA GPU");
+  for (Path p : accuracy::kAllPaths) std::printf("  %-15s %s\n", accuracy::to_string(p), backend->describe(p).c_str());
+  std::fflush(stdout);
+
+  auto progress = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  Json doc;
+  Json header = {{"tool", "warpdecode accuracy"}, {"source", backend->source()}};
+  if (backend->gpu() && gpu) {
+    header["card"] = gpu->name;
+    header["sms"] = gpu->sms;
+    header["driver"] = gpu->driver;
+    header["cuda_runtime"] = gpu->cuda_runtime;
+    header["sm_clock_mhz"] = gpu->sm_clock_mhz;
+    header["mem_clock_mhz"] = gpu->mem_clock_mhz;
+    header["max_sm_clock_mhz"] = gpu->max_sm_clock_mhz;
+  }
+  header["commit"] = build_commit();
+  header["build"] = build_description();
+  header["command"] = command_line();
+  header["time_utc"] = std::time(nullptr);
+  header["output"] = accuracy::to_string(c.output);
+  Json paths;
+  for (Path p : accuracy::kAllPaths) paths[accuracy::to_string(p)] = backend->describe(p);
+  header["paths"] = paths;
+  header["weights"] = "synthetic: BF16 N(0, 0.02) (SyntheticSpec defaults), one seed per layer; FP8 formats quantized from them";
+  header["method"] =
+      "one layer: FP64 router's routing given to every path; each path vs wd::reference::moe_experts (FP64) on the "
+      "weights it ran; drift: r += moe(bf16(rmsnorm(r))) per layer, each path with its own router and residual stream";
+  doc["header"] = header;
+  doc["records"] = Json::array();
+  doc["drift"] = Json::array();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!o.drift_only) {
+    const auto recs = accuracy::measure_layer(*backend, c, progress);
+    print_layer(recs);
+    for (const auto& r : recs) doc["records"].push_back(accuracy::to_json(r));
+  }
+  if (layers > 0) {
+    accuracy::DriftOptions d = c;
+    d.layers = layers;
+    d.batches = o.drift_batches;
+    d.seeds = o.drift_seeds;
+    if (!o.drift_inputs.empty()) {
+      d.inputs.clear();
+      for (const auto& k : o.drift_inputs) d.inputs.push_back(accuracy::parse_input_kind(k));
+    }
+    for (const auto& r : accuracy::measure_drift(*backend, d, progress)) {
+      print_drift(r);
+      doc["drift"].push_back(accuracy::to_json(r));
+    }
+  }
+  std::printf("# %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << doc.dump(2) << "\n";
+    WD_CHECK(out.good(), "cannot write '", o.json, "'");
+    std::printf("# wrote %s\n", o.json.c_str());
+  }
+}
+
+}  // namespace
+
+void add_accuracy(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "accuracy", "Error of warp decode and the classical paths against the FP64 reference (one layer, and through a stack)");
+  auto o = std::make_shared<Opts>();
+  o->shape.add_to(cmd);
+  cmd->add_option("--format", o->formats, "Weight formats: mxfp8, fp8-block128, bf16")->delimiter(',')->capture_default_str();
+  cmd->add_option("--batch,-b", o->batches, "Batch sizes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--inputs", o->inputs, "Activations: gaussian, outliers")->delimiter(',')->capture_default_str();
+  cmd->add_option("--seeds", o->seeds, "Random seeds (weights and inputs) per measurement")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "First seed")->capture_default_str();
+  cmd->add_option("--output", o->output, "What the paths write: bf16 or fp32")->capture_default_str();
+  cmd->add_option("--drift-layers", o->drift_layers, "Also measure drift through this many layers ('full': the preset's)")
+      ->capture_default_str();
+  cmd->add_option("--drift-batch", o->drift_batches, "Batch sizes of the drift study")->delimiter(',')->capture_default_str();
+  cmd->add_option("--drift-inputs", o->drift_inputs, "Activations of the drift study (default: --inputs)")->delimiter(',');
+  cmd->add_option("--drift-seeds", o->drift_seeds, "Seeds of the drift study")->capture_default_str();
+  cmd->add_option("--residual", o->residual, "Residual stream of the paths in the drift study: fp32 or bf16")
+      ->capture_default_str();
+  cmd->add_flag("--drift-only", o->drift_only, "Skip the one-layer measurement");
+  cmd->add_flag("--cpu", o->cpu, "Run the CPU models even where a GPU is present");
+  cmd->add_option("--json", o->json, "Also write the records as JSON to this file");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace wd::cli
