@@ -117,12 +117,12 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
   // pass while experts rarely share tokens (B <= 8), four beyond; two neuron
   // pairs per warp at B = 1 and four from B = 32; one output per moe_down warp
-  // only at B <= 2; the hardware E4M3 convert always; PDL only at B = 1.
+  // only at B <= 2; the hardware E4M3 convert always; PDL never (no gain).
   c.gate_up_tokens_per_pass = batch <= 8 ? 1 : 4;
   c.gate_up_neurons_per_warp = batch == 1 ? 2 : (batch >= 32 ? 4 : 1);
   c.down_rows_per_warp = batch <= 2 ? 1 : 4;
   c.mx8_int_decode = false;
-  c.programmatic_launch = batch == 1;
+  c.programmatic_launch = false;
   return c;
 }
 
