@@ -1,0 +1,92 @@
+// `warpdecode accuracy` and `warpdecode report` as a user runs them, on the
+// CPU models (--cpu: the same numbers whether or not the machine has a GPU).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(WD_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/wd-accuracy-cli-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST(CliAccuracy, CpuModelsEndToEndThenReport) {
+  TempDir t;
+  const std::string json = (t.path / "acc.json").string();
+  const Result r = run("accuracy --preset tiny --cpu --seeds 2 --batch 2,5 --format mxfp8,bf16 --drift-layers 3 "
+                       "--drift-batch 3 --drift-seeds 1 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("CPU models of the paths"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# drift tiny mxfp8, B = 3"), std::string::npos) << r.output;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["header"]["source"], "cpu-model");
+  EXPECT_FALSE(doc["header"].contains("card"));  // CPU models: no card figures in the header
+  EXPECT_NE(doc["header"]["command"].get<std::string>().find("accuracy --preset tiny"), std::string::npos);
+  ASSERT_EQ(doc["records"].size(), 2u * 2u * 2u);
+  for (const auto& rec : doc["records"]) {
+    EXPECT_EQ(rec["source"], "cpu-model");
+    EXPECT_TRUE(rec["err_warp"].is_number());
+  }
+  ASSERT_EQ(doc["drift"].size(), 2u * 2u);  // (mxfp8, bf16) x (gaussian, outliers): --drift-inputs defaults to --inputs
+  EXPECT_EQ(doc["drift"][0]["depth"].size(), 3u);
+
+  const Result rep = run("report --accuracy " + json + " --out " + (t.path / "report").string());
+  ASSERT_EQ(rep.status, 0) << rep.output;
+  std::ifstream md(t.path / "report" / "REPORT.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(text.find("| tiny | mxfp8 | 2 | gaussian | cpu-model |"), std::string::npos) << text;
+  EXPECT_NE(text.find("CPU models of the paths"), std::string::npos) << text;
+}
+
+TEST(CliAccuracy, ErrorsNameTheBadValue) {
+  auto expect_error = [](const std::string& args, const std::string& msg) {
+    const Result r = run(args);
+    EXPECT_NE(r.status, 0) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(msg), std::string::npos) << args << "\n" << r.output;
+  };
+  expect_error("accuracy --preset tiny --cpu --format fp4", "fp4");
+  expect_error("accuracy --preset tiny --cpu --inputs uniform", "uniform");
+  expect_error("accuracy --preset tiny --cpu --drift-layers many", "--drift-layers 'many'");
+  expect_error("accuracy --preset tiny --cpu --seeds 0", "seeds = 0");
+  expect_error("accuracy --preset tiny --cpu --drift-only", "--drift-only needs --drift-layers");
+  expect_error("report --out /tmp/wd-nothing", "give --moe and/or --accuracy");
+}
+
+}  // namespace

@@ -1,0 +1,302 @@
+// The accuracy harness on the CPU: compact expert copies against the full
+// layer, the CPU models end to end on the tiny preset, NaN handling, drift,
+// and the JSON records.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "accuracy/experts.h"
+#include "accuracy/harness.h"
+#include "warpdecode/error.h"
+#include "warpdecode/reference.h"
+#include "warpdecode/weights.h"
+
+namespace wd::accuracy {
+namespace {
+
+MoeShape tiny() { return preset_shape("tiny"); }
+
+MoeWeights layer(WeightFormat f, uint64_t seed) {
+  SyntheticSpec spec;
+  spec.seed = seed;
+  MoeWeights bf = MoeWeights::synthetic(tiny(), spec);
+  if (f == WeightFormat::kMXFP8) return bf.to_mxfp8();
+  if (f == WeightFormat::kFP8Block128) return bf.to_fp8_block128();
+  return bf;
+}
+
+const CopyToHost kMemcpy = [](void* d, const void* s, size_t n) { std::memcpy(d, s, n); };
+
+template <typename T>
+bool same_expert(const std::vector<T>& compact, size_t j, const std::vector<T>& full, size_t e) {
+  const size_t n = full.size() / size_t(tiny().experts);
+  return compact.size() % n == 0 && std::memcmp(&compact[j * n], &full[e * n], n * sizeof(T)) == 0;
+}
+
+TEST(AccuracyExperts, SliceHoldsExactlyTheAskedExperts) {
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+    const MoeWeights w = layer(f, 3);
+    const HostExperts h = slice_experts(w.view(), {9, 2, 9, 15, 0}, kMemcpy);
+    ASSERT_EQ(h.ids, (std::vector<int32_t>{0, 2, 9, 15})) << to_string(f);
+    EXPECT_EQ(h.shape.experts, 4);
+    EXPECT_EQ(h.format, f);
+    EXPECT_NO_THROW(h.view().validate());
+    for (size_t j = 0; j < h.ids.size(); ++j) {
+      const size_t e = size_t(h.ids[j]);
+      EXPECT_TRUE(same_expert(h.router, j, w.router, e));
+      if (f == WeightFormat::kBF16) {
+        EXPECT_TRUE(same_expert(h.gate_up_bf16, j, w.gate_up_bf16, e));
+        EXPECT_TRUE(same_expert(h.down_bf16, j, w.down_bf16, e));
+      } else {
+        EXPECT_TRUE(same_expert(h.gate_up_q, j, w.gate_up_q, e)) << to_string(f);
+        EXPECT_TRUE(same_expert(h.down_q, j, w.down_q, e)) << to_string(f);
+      }
+      if (f == WeightFormat::kMXFP8) {
+        EXPECT_TRUE(same_expert(h.gate_up_scales, j, w.gate_up_scales, e));
+        EXPECT_TRUE(same_expert(h.down_scales, j, w.down_scales, e));
+      }
+      if (f == WeightFormat::kFP8Block128) {
+        EXPECT_TRUE(same_expert(h.gate_up_block_scales, j, w.gate_up_block_scales, e));
+        EXPECT_TRUE(same_expert(h.down_block_scales, j, w.down_block_scales, e));
+      }
+    }
+    EXPECT_EQ(h.remap({15, 0, 9}), (std::vector<int32_t>{3, 0, 2}));
+    EXPECT_THROW(h.remap({1}), InvalidArgument);
+  }
+  EXPECT_THROW(slice_experts(layer(WeightFormat::kBF16, 3).view(), {16}, kMemcpy), InvalidArgument);
+}
+
+// The judge on the compact layer computes the same bits as on the full one.
+TEST(AccuracyExperts, ReferenceOnCompactLayerEqualsFullLayer) {
+  const int B = 5;
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+    const MoeWeights w = layer(f, 11);
+    const auto x = synthetic_input(B, tiny().hidden, 5, InputKind::kOutliers);
+    const reference::Routing full_r = reference::router(w.view(), x.data(), B);
+    const reference::Routing only_r = reference::router(router_only_view(tiny(), w.router.data()), x.data(), B);
+    ASSERT_EQ(full_r.ids, only_r.ids);
+    ASSERT_EQ(full_r.weights, only_r.weights);
+    const auto full = reference::moe_experts(w.view(), x.data(), full_r.ids.data(), full_r.weights.data(), B,
+                                             reference::Precision::kFP64);
+    const HostExperts h = slice_experts(w.view(), full_r.ids, kMemcpy);
+    const auto compact = reference::moe_experts(h.view(), x.data(), h.remap(full_r.ids).data(), full_r.weights.data(),
+                                                B, reference::Precision::kFP64);
+    EXPECT_EQ(full, compact) << to_string(f);
+  }
+}
+
+Common tiny_options() {
+  Common o;
+  o.preset = "tiny";
+  o.shape = tiny();
+  o.formats = {WeightFormat::kMXFP8, WeightFormat::kBF16, WeightFormat::kFP8Block128};
+  o.batches = {1, 6};
+  o.inputs = {InputKind::kGaussian, InputKind::kOutliers};
+  o.seeds = 3;
+  o.seed = 7;
+  return o;
+}
+
+TEST(AccuracyHarness, CpuModelsOnTheTinyPreset) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  ASSERT_FALSE(backend->gpu());
+  EXPECT_EQ(backend->source(), "cpu-model");
+  const Common o = tiny_options();
+  const auto recs = measure_layer(*backend, o);
+  ASSERT_EQ(recs.size(), 3u * 2u * 2u);
+  for (const auto& r : recs) {
+    SCOPED_TRACE(std::string(to_string(r.format)) + " B=" + std::to_string(r.batch) + " " + to_string(r.inputs));
+    EXPECT_EQ(r.source, "cpu-model");
+    EXPECT_EQ(r.seeds, 3);
+    const auto& warp = r.paths[int(Path::kWarp)];
+    const auto& bf16 = r.paths[int(Path::kClassicalBf16)];
+    const auto& fp8 = r.paths[int(Path::kClassicalFp8)];
+    ASSERT_TRUE(warp.runs && bf16.runs);
+    EXPECT_EQ(warp.rel_l2.count, 3u);
+    EXPECT_EQ(warp.weights, r.format == WeightFormat::kBF16 ? WeightFormat::kBF16 : WeightFormat::kMXFP8);
+    EXPECT_EQ(bf16.weights, WeightFormat::kBF16);
+    // The FP32 model with a BF16 output: one BF16 rounding (2^-9 relative at most).
+    EXPECT_GT(warp.rel_l2.median, 0.0);
+    EXPECT_LT(warp.rel_l2.worst, 4e-3);
+    EXPECT_LE(warp.rel_l2.median, warp.rel_l2.worst);
+    EXPECT_LT(warp.rel_l2.median, bf16.rel_l2.median);  // BF16 intermediates round more than once
+    EXPECT_LT(bf16.rel_l2.worst, 1e-2);
+    EXPECT_GT(r.ratio_bf16_over_warp.median, 1.0);
+    if (r.format == WeightFormat::kBF16) {
+      EXPECT_FALSE(fp8.runs);
+      EXPECT_EQ(r.weight_quant.count, 0u);
+      EXPECT_EQ(r.ratio_fp8_over_warp.count, 0u);
+    } else {
+      ASSERT_TRUE(fp8.runs);
+      EXPECT_EQ(fp8.weights, r.format);
+      // FP8 activations: 3-bit mantissas, errors of a few percent.
+      EXPECT_GT(fp8.rel_l2.median, 5e-3);
+      EXPECT_LT(fp8.rel_l2.worst, 0.0625);
+      EXPECT_GT(r.ratio_fp8_over_warp.worst, 1.0);
+      EXPECT_LE(r.ratio_fp8_over_warp.worst, r.ratio_fp8_over_warp.median);
+      EXPECT_EQ(r.weight_quant.count, 3u);
+      EXPECT_GT(r.weight_quant.median, 1e-3);  // 3-bit mantissas of the weights
+    }
+  }
+}
+
+TEST(AccuracyHarness, Deterministic) {
+  Common o = tiny_options();
+  o.formats = {WeightFormat::kMXFP8};
+  o.batches = {3};
+  auto a = make_cpu_backend(tiny(), OutputFormat::kFP32, 1);
+  auto b = make_cpu_backend(tiny(), OutputFormat::kFP32, 0);
+  const auto ra = measure_layer(*a, o), rb = measure_layer(*b, o);
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t i = 0; i < ra.size(); ++i) EXPECT_EQ(to_json(ra[i]).dump(), to_json(rb[i]).dump());
+  // FP32 outputs: the FP32 model is within FP32 accumulation of FP64.
+  EXPECT_LT(ra[0].paths[int(Path::kWarp)].rel_l2.worst, 1e-5);
+}
+
+// A backend whose classical FP8 path writes NaN: the errors are NaN, the
+// JSON null, and nothing is dropped.
+class NaNFp8 final : public Backend {
+ public:
+  explicit NaNFp8(std::unique_ptr<Backend> b) : b_(std::move(b)) {}
+  bool gpu() const override { return false; }
+  std::string describe(Path p) const override { return b_->describe(p); }
+  void set_layer(uint64_t seed, const std::vector<WeightFormat>& f) override { b_->set_layer(seed, f); }
+  const std::vector<uint16_t>& router() const override { return b_->router(); }
+  HostExperts slice(WeightFormat f, const std::vector<int32_t>& ids) override { return b_->slice(f, ids); }
+  PathRouting route(Path p, WeightFormat f, const uint16_t* x, int batch) override { return b_->route(p, f, x, batch); }
+  std::vector<double> experts(Path p, WeightFormat f, const uint16_t* x, const PathRouting& r, int batch) override {
+    auto y = b_->experts(p, f, x, r, batch);
+    if (p == Path::kClassicalFp8) y[y.size() / 2] = NAN;
+    return y;
+  }
+
+ private:
+  std::unique_ptr<Backend> b_;
+};
+
+TEST(AccuracyHarness, NonFiniteOutputsShowAsNull) {
+  NaNFp8 backend(make_cpu_backend(tiny(), OutputFormat::kBF16));
+  Common o = tiny_options();
+  o.formats = {WeightFormat::kMXFP8};
+  o.batches = {2};
+  o.inputs = {InputKind::kGaussian};
+  const auto recs = measure_layer(backend, o);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(std::isnan(recs[0].paths[int(Path::kClassicalFp8)].rel_l2.median));
+  const Json j = to_json(recs[0]);
+  EXPECT_TRUE(j["err_classical_fp8"].is_null());
+  EXPECT_TRUE(j["ratio_fp8_over_warp"].is_null());
+  EXPECT_TRUE(j["err_warp"].is_number());
+
+  DriftOptions d;
+  static_cast<Common&>(d) = o;
+  d.layers = 3;
+  const auto drift = measure_drift(backend, d);
+  ASSERT_EQ(drift.size(), 1u);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_TRUE(std::isnan(drift[0].rel_l2[int(Path::kClassicalFp8)][l].median)) << "depth " << l + 1;
+    EXPECT_TRUE(std::isfinite(drift[0].rel_l2[int(Path::kWarp)][l].median)) << "depth " << l + 1;
+  }
+}
+
+TEST(AccuracyHarness, JsonHasTheIssueFields) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  Common o = tiny_options();
+  o.formats = {WeightFormat::kMXFP8, WeightFormat::kBF16};
+  o.batches = {4};
+  o.inputs = {InputKind::kOutliers};
+  o.seeds = 2;
+  const auto recs = measure_layer(*backend, o);
+  ASSERT_EQ(recs.size(), 2u);
+  const Json mx = to_json(recs[0]), bf = to_json(recs[1]);
+  for (const char* k : {"preset", "format", "batch", "inputs", "err_warp", "err_classical_bf16", "err_classical_fp8",
+                        "ratio_fp8_over_warp", "err_weight_quant", "source", "seeds", "worst"})
+    EXPECT_TRUE(mx.contains(k)) << k;
+  EXPECT_EQ(mx["preset"], "tiny");
+  EXPECT_EQ(mx["format"], "mxfp8");
+  EXPECT_EQ(mx["batch"], 4);
+  EXPECT_EQ(mx["inputs"], "outliers");
+  EXPECT_EQ(mx["source"], "cpu-model");
+  EXPECT_DOUBLE_EQ(mx["ratio_fp8_over_warp"].get<double>(), recs[0].ratio_fp8_over_warp.median);
+  EXPECT_EQ(mx["weights"]["warp"], "mxfp8");
+  EXPECT_TRUE(bf["err_classical_fp8"].is_null());
+  EXPECT_TRUE(bf["ratio_fp8_over_warp"].is_null());
+  EXPECT_TRUE(bf["err_weight_quant"].is_null());
+}
+
+TEST(AccuracyDrift, ErrorsPerDepthOnTheTinyPreset) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  DriftOptions d;
+  d.preset = "tiny";
+  d.shape = tiny();
+  d.formats = {WeightFormat::kMXFP8};
+  d.batches = {4};
+  d.inputs = {InputKind::kGaussian, InputKind::kOutliers};
+  d.seeds = 2;
+  d.layers = tiny().num_layers;
+  const auto recs = measure_drift(*backend, d);
+  ASSERT_EQ(recs.size(), 2u);
+  for (const auto& r : recs) {
+    ASSERT_EQ(r.layers, 4);
+    for (Path p : kAllPaths) {
+      ASSERT_TRUE(r.runs[int(p)]);
+      ASSERT_EQ(r.rel_l2[int(p)].size(), 4u);
+      for (const auto& s : r.rel_l2[int(p)]) {
+        EXPECT_TRUE(std::isfinite(s.median));
+        EXPECT_GT(s.median, 0.0);
+      }
+    }
+    // Each layer adds error: more at the bottom of the stack than after one layer.
+    EXPECT_GT(r.rel_l2[int(Path::kWarp)][3].median, r.rel_l2[int(Path::kWarp)][0].median);
+    EXPECT_GT(r.ratio_fp8_over_warp[3].median, 1.0);
+    ASSERT_EQ(r.weight_quant.size(), 4u);
+    const Json j = to_json(r);
+    EXPECT_EQ(j["depth"].size(), 4u);
+    EXPECT_EQ(j["err_warp"].size(), 4u);
+    EXPECT_EQ(j["reroutes"]["warp"].size(), 4u);
+    EXPECT_EQ(j["residual"], "fp32");
+  }
+}
+
+TEST(AccuracyDrift, OneLayerStackIsTheFirstLayerPlusTheResidual) {
+  // Depth 1 of the FP64-judged warp model: r1 = x + moe(bf16(rmsnorm(x)));
+  // its error against the FP64 stack is that layer's error scaled by
+  // ‖moe‖/‖r1‖, so it is far below the one-layer figure.
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  DriftOptions d;
+  d.preset = "tiny";
+  d.shape = tiny();
+  d.formats = {WeightFormat::kBF16};
+  d.batches = {3};
+  d.inputs = {InputKind::kGaussian};
+  d.seeds = 1;
+  d.layers = 1;
+  const auto r = measure_drift(*backend, d);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].runs[int(Path::kClassicalFp8)]);
+  EXPECT_LT(r[0].rel_l2[int(Path::kWarp)][0].median, 1e-3);
+  EXPECT_TRUE(to_json(r[0])["err_classical_fp8"].is_null());
+}
+
+TEST(AccuracyHarness, RejectsBadOptions) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  Common o = tiny_options();
+  o.seeds = 0;
+  EXPECT_THROW(measure_layer(*backend, o), InvalidArgument);
+  o = tiny_options();
+  o.batches = {0};
+  EXPECT_THROW(measure_layer(*backend, o), InvalidArgument);
+  DriftOptions d;
+  static_cast<Common&>(d) = tiny_options();
+  d.layers = 0;
+  EXPECT_THROW(measure_drift(*backend, d), InvalidArgument);
+  EXPECT_THROW(parse_input_kind("uniform"), InvalidArgument);
+  EXPECT_THROW(parse_output_format("fp16"), InvalidArgument);
+  EXPECT_THROW(parse_residual_format("fp64"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace wd::accuracy
