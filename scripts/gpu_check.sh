@@ -42,9 +42,16 @@ else
     cmake --build build-device -j "$(nproc)" --target warpdecode_classical_gpu_tests >"$LOG/build-classical.log" 2>&1 ||
       note "classical     test build FAILED (logs/build-classical.log)"
   fi
+  # The accuracy harness's GPU tests (issue 5), if this tree has them (a failure here is reported, not fatal).
+  if [ -f tests/accuracy/CMakeLists.txt ]; then
+    cmake --build build-device -j "$(nproc)" --target warpdecode_accuracy_gpu_tests >"$LOG/build-accuracy.log" 2>&1 ||
+      note "accuracy      test build FAILED (logs/build-accuracy.log)"
+  fi
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
     ln -sf bench/decode_rate "$BIN/decode_rate" &&
     { [ -x "$BIN/tests/classical/warpdecode_classical_gpu_tests" ] && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests" || true; } && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests"
+  [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
+    ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
   note "binaries      built here in $(( $(date +%s) - t0 )) s"
 fi
 
@@ -116,6 +123,15 @@ if [ "$MODE" != bench ]; then
   fi
 fi
 
+# The accuracy harness end to end on the GPU kernels (issue 5; tiny preset, a few seconds).
+if [ "$MODE" != bench ] && [ -x "$BIN/warpdecode_accuracy_gpu_tests" ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_accuracy_gpu_tests" >"$LOG/accuracy-gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  FAILED  \]|Failure|finding|fp8/warp" "$LOG/accuracy-gpu-tests.log" | head -30
+  note "accuracy      tests rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/accuracy-gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+fi
+
 case "$MODE" in
   quick) BENCH=(--preset qwen3-30b-a3b --batch 1,8,32) ;;
   *) BENCH=(--preset qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b --batch 1,2,4,8,16,32,64) ;;
@@ -129,6 +145,16 @@ if [ "$MODE" = full ]; then
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
     --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
   note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
+fi
+
+# Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
+# outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
+# rewritten after each part, so a timeout in the drift keeps the one-layer records.
+if [ "$MODE" = full ]; then
+  t0=$(date +%s)
+  timeout 300 "$BIN/warpdecode" accuracy --preset qwen3-30b-a3b --format mxfp8 --batch 8,32 --inputs gaussian,outliers \
+    --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1
+  note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-accuracy.json"
 fi
 
 # PyTorch peers (HF eager loop, torch._grouped_mm pipeline), same method; PEERS=0 skips.
@@ -150,5 +176,6 @@ echo "==================== summary ===================="
   grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
     {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
   [ -f "$LOG/bench-classical.log" ] && grep -vE "^#" "$LOG/bench-classical.log" | tail -60
+  [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45
 } | tee "$OUT/summary.txt"
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOG"

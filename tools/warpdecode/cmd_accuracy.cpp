@@ -172,11 +172,20 @@ void run(const Opts& o) {
   doc["records"] = Json::array();
   doc["drift"] = Json::array();
 
+  // Written after each part, so that a run stopped during the (long) drift
+  // study keeps its one-layer records.
+  auto write_json = [&] {
+    if (o.json.empty()) return;
+    std::ofstream out(o.json);
+    out << doc.dump(2) << "\n";
+    WD_CHECK(out.good(), "cannot write '", o.json, "'");
+  };
   const auto t0 = std::chrono::steady_clock::now();
   if (!o.drift_only) {
     const auto recs = accuracy::measure_layer(*backend, c, progress);
     print_layer(recs);
     for (const auto& r : recs) doc["records"].push_back(accuracy::to_json(r));
+    write_json();
   }
   if (layers > 0) {
     accuracy::DriftOptions d = c;
@@ -193,12 +202,8 @@ void run(const Opts& o) {
     }
   }
   std::printf("# %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    out << doc.dump(2) << "\n";
-    WD_CHECK(out.good(), "cannot write '", o.json, "'");
-    std::printf("# wrote %s\n", o.json.c_str());
-  }
+  write_json();
+  if (!o.json.empty()) std::printf("# wrote %s\n", o.json.c_str());
 }
 
 }  // namespace
