@@ -119,14 +119,15 @@ void run(const Opts& o) {
   }
   WD_CHECK(layers >= 0 && layers <= 1024, "--drift-layers = ", layers, " must be in [0, 1024] (or 'full')");
   WD_CHECK(!o.drift_only || layers > 0, "--drift-only needs --drift-layers");
+  WD_CHECK(!o.batches.empty() && !o.drift_batches.empty(), "--batch and --drift-batch need at least one size");
   WD_CHECK(o.drift_seeds >= 1, "--drift-seeds = ", o.drift_seeds, " must be >= 1");
   for (int b : o.drift_batches) WD_CHECK(b >= 1 && b <= 4096, "drift batch = ", b, " must be in [1, 4096]");
 
   const auto gpu = query_gpu();
   std::unique_ptr<accuracy::Backend> backend;
+#ifdef WD_HAVE_CUDA
   const int max_batch = std::max(*std::max_element(o.batches.begin(), o.batches.end()),
                                  *std::max_element(o.drift_batches.begin(), o.drift_batches.end()));
-#ifdef WD_HAVE_CUDA
   if (gpu && !o.cpu) backend = accuracy::make_gpu_backend(shape, max_batch, c.output);
 #endif
   if (!backend) backend = accuracy::make_cpu_backend(shape, c.output);
