@@ -64,13 +64,6 @@ std::vector<WeightFormat> formats_needed(const std::vector<WeightFormat>& reques
   return {s.begin(), s.end()};
 }
 
-// The FP64 reference y (B, H) on a backend's current layer in format f.
-std::vector<double> fp64_experts(Backend& backend, WeightFormat f, const uint16_t* x, const PathRouting& r, int batch) {
-  const HostExperts held = backend.slice(f, r.ids);
-  return reference::moe_experts(held.view(), x, held.remap(r.ids).data(), r.weights.data(), batch,
-                                reference::Precision::kFP64);
-}
-
 PathRouting fp64_router(const Backend& backend, const MoeShape& shape, const uint16_t* x, int batch) {
   reference::Routing r = reference::router(router_only_view(shape, backend.router().data()), x, batch);
   return PathRouting{std::move(r.ids), std::move(r.weights)};
@@ -98,13 +91,30 @@ std::vector<LayerRecord> measure_layer(Backend& backend, const Common& opt, cons
   const auto t0 = Clock::now();
   for (int seed = 0; seed < opt.seeds; ++seed) {
     backend.set_layer(layer_seed(opt.seed, seed, 0), needed);
+    // Inputs and FP64 routings of every (batch, inputs) case, then one host
+    // copy per format of the experts any of them is routed to.
+    std::map<std::pair<size_t, size_t>, std::pair<std::vector<uint16_t>, PathRouting>> cases;
+    std::vector<int32_t> routed;
+    for (size_t bi = 0; bi < opt.batches.size(); ++bi)
+      for (size_t ki = 0; ki < opt.inputs.size(); ++ki) {
+        const int B = opt.batches[bi];
+        auto x = synthetic_input(B, s.hidden, input_seed(opt.seed, seed, B), opt.inputs[ki]);
+        PathRouting r = fp64_router(backend, s, x.data(), B);
+        routed.insert(routed.end(), r.ids.begin(), r.ids.end());
+        cases[{bi, ki}] = {std::move(x), std::move(r)};
+      }
+    std::map<WeightFormat, HostExperts> held;
+    for (WeightFormat f : needed) held.emplace(f, backend.slice(f, routed));
     for (size_t bi = 0; bi < opt.batches.size(); ++bi) {
       const int B = opt.batches[bi];
       for (size_t ki = 0; ki < opt.inputs.size(); ++ki) {
-        const auto x = synthetic_input(B, s.hidden, input_seed(opt.seed, seed, B), opt.inputs[ki]);
-        const PathRouting routing = fp64_router(backend, s, x.data(), B);
+        const auto& [x, routing] = cases[{bi, ki}];
         std::map<WeightFormat, std::vector<double>> ref;
-        for (WeightFormat f : needed) ref[f] = fp64_experts(backend, f, x.data(), routing, B);
+        for (WeightFormat f : needed) {
+          const HostExperts& h = held.at(f);
+          ref[f] = reference::moe_experts(h.view(), x.data(), h.remap(routing.ids).data(), routing.weights.data(), B,
+                                          reference::Precision::kFP64);
+        }
         std::map<std::pair<Path, WeightFormat>, std::vector<double>> ran;  // each (path, weights) once
         for (size_t fi = 0; fi < opt.formats.size(); ++fi) {
           const WeightFormat F = opt.formats[fi];
