@@ -69,9 +69,10 @@ TEST(AccuracyGpu, EndToEndTinyFp8FurtherThanWarp) {
     EXPECT_EQ(warp.rel_l2.non_finite + bf16.rel_l2.non_finite + fp8.rel_l2.non_finite, 0u);
     // Warp decode with a BF16 output: FP32 accumulation and one BF16 rounding (tests/gpu: 4e-3).
     EXPECT_LT(warp.rel_l2.worst, 4e-3);
-    // The classical paths within their own tests' bounds (tests/classical: BF16 1e-2, W8A8 2^-4).
+    // The classical paths: BF16 within tests/classical's 1e-2; W8A8 a few percent (the CPU model's
+    // worst over 60 seeds at B = 1 is 5.7e-2: tests/classical bounds single cases by 2^-4).
     EXPECT_LT(bf16.rel_l2.worst, 1e-2);
-    EXPECT_LT(fp8.rel_l2.worst, 0.0625);
+    EXPECT_LT(fp8.rel_l2.worst, 0.1);
     EXPECT_GT(r.ratio_fp8_over_warp.median, 1.0) << "finding: the classical FP8 path is not further from FP64 than warp decode";
     if (r.inputs == InputKind::kOutliers) {
       EXPECT_GT(r.ratio_fp8_over_warp.worst, 1.0) << "finding: with outlier inputs, some seed has FP8 at most as close as warp";
