@@ -7,6 +7,7 @@
 #     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32)
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: bench-moe only (full presets)
+#     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
 #   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
 #   are on the GPU machine) and packs their outputs as $OUT/*-fixture.tar.gz.
 #
@@ -58,10 +59,10 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
 "$BIN/warpdecode" info | tee "$LOG/info.txt"
 [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
-# Instruction mix of the two warp-decode kernels (no disassembler on the build machine).
+# SASS of the kernels, for their instruction mix (no disassembler on the build machine).
 if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$BIN/warpdecode_gpu_tests" > "$LOG/sass.txt" 2>/dev/null
-  awk '/Function :/{f=$3} /^ +\/\*[0-9a-f]+\*\//{split($0,a,"*/"); split(a[2],b," "); op=b[1]; if(op ~ /^@/) op=b[2]; sub(/\..*/,"",op); n[f" "op]++} END{for(k in n) print n[k], k}' "$LOG/sass.txt" | grep -E "moe_(gate_up|down)_kernel" | sort -k2,2 -k1,1nr > "$LOG/sass-mix.txt"
+  # opcode histogram per kernel: grep -oE "^ +/\*[0-9a-f]{4}\*/ +[A-Z0-9_.]+" on a function's lines
 fi
 
 if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
@@ -73,6 +74,21 @@ if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
     tar -C /tmp -czf "$OUT/$fx-fixture.tar.gz" "fixture-$fx" 2>/dev/null
     note "fixture       $fx rc=$rc ($(du -sh /tmp/fixture-$fx 2>/dev/null | cut -f1))"
   done
+fi
+
+if [ "$MODE" = profile ]; then
+  for fb in "mxfp8 8" "mxfp8 32" "bf16 1" "bf16 32"; do
+    set -- $fb
+    ncu --clock-control none --graph-profiling node -k regex:'moe_(gate_up|down)_kernel' --launch-skip 40 --launch-count 2 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
+      --section MemoryWorkloadAnalysis \
+      "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format "$1" --batch "$2" --calls 4 --replays 3 \
+      --no-router --no-classical >"$LOG/ncu-$1-$2.txt" 2>&1
+    echo "=== ncu $1 B=$2"
+    grep -E "moe_(gate_up|down)_kernel|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|L1/TEX Hit Rate|Stall|Duration" "$LOG/ncu-$1-$2.txt" | head -40
+  done
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  exit 0
 fi
 
 if [ "$MODE" != bench ]; then
