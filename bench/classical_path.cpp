@@ -59,7 +59,7 @@ std::string ClassicalPath::config() const { return "cl/" + config_.label(); }
 
 void ClassicalPath::prepare(const MoeShape& shape, int batch) {
   moe_ = std::make_unique<ClassicalMoe>(shape, batch);
-  config_ = fixed_ ? *fixed_ : ClassicalConfig::for_batch(shape, batch);
+  config_ = fixed_ ? *fixed_ : ClassicalConfig::for_batch(shape, batch, format_);
   if (format_ != held_format(format_) && converted_.empty()) {
     for (int i = 0; i < bench_.copies(); ++i)
       converted_.push_back(DeviceFp8BlockWeights::quantize(bench_.weights(i).view(), nullptr));
@@ -106,7 +106,7 @@ std::vector<ClassicalConfig> classical_sweep_configs() {
   for (bool pdl : {false, true}) {
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, pdl});
     if (ClassicalMoe::wgmma_available())
-      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
+      for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
   }
   return v;
 }
@@ -130,7 +130,7 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
                         {"batch", B},
                         {"path", path.name()},
                         {"config", path.config()},
-                        {"default_config", !config || config->label() == ClassicalConfig::for_batch(shape, B).label()},
+                        {"default_config", !config || config->label() == ClassicalConfig::for_batch(shape, B, f).label()},
                         {"us_median", m.experts.us_median},
                         {"us_min", m.experts.us_min},
                         {"us_max", m.experts.us_max},

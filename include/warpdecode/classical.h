@@ -56,12 +56,13 @@ class DeviceFp8BlockWeights {
 };
 
 // Per-call tuning. for_batch() picks T from the expected tokens per expert
-// (B·K/E) and the wgmma kernel for T >= 64 where the device has it.
+// m = B·K/E and the kernel from the format, as measured on the H200
+// (docs/CLASSICAL.md "Choosing the configuration").
 struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)
-  bool wgmma = false;    // sm_90a warpgroup GEMM (T = 64 or 128)
+  bool wgmma = false;    // sm_90a warpgroup GEMM (wgmma) instead of mma.sync
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
-  static ClassicalConfig for_batch(const MoeShape& shape, int batch);
+  static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
   std::string label() const;  // e.g. "t16", "t128/wgmma/pdl"
 };
 

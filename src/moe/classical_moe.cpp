@@ -83,16 +83,30 @@ size_t DeviceFp8BlockWeights::bytes() const {
 }
 
 // ---- ClassicalConfig -------------------------------------------------------------------
-ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch) {
-  // T covers an expert's tokens with high probability under uniform routing
-  // (mean m = B·K/E, spread ~ sqrt(m)), so that most experts are one block
-  // and their weights are streamed once.
+ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
+  // m = expected tokens per expert under uniform routing. H200 sweep (run 2,
+  // qwen3-30b-a3b, docs/CLASSICAL.md): T = 8 is fastest up to B = 64 (m = 4:
+  // 362 µs vs 376 at T = 16), the wgmma T = 64 tile from B = 256 (m = 16:
+  // 444 µs vs 486 at T = 32) through B = 1024 (617 µs vs 655 at T = 128);
+  // PDL saves 4-6 µs a layer at every B. FP8 weights take the wgmma kernel
+  // at decode too (sm_90 has no native E4M3 mma.sync: it runs as HMMA pairs).
   const double m = double(batch) * s.top_k / s.experts;
-  const double want = m + 3.0 * std::sqrt(m) + 1.0;
+  const bool wg = ClassicalMoe::wgmma_available();
   ClassicalConfig c;
-  c.tile_tokens = 8;
-  while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
-  c.wgmma = c.tile_tokens >= 64 && ClassicalMoe::wgmma_available();
+  c.pdl = true;
+  if (m <= 4.5) {
+    c.tile_tokens = 8;
+    c.wgmma = wg && format != WeightFormat::kBF16;
+  } else if (wg) {
+    c.tile_tokens = m <= 96 ? 64 : 128;
+    c.wgmma = true;
+  } else {
+    // Elsewhere: T covers an expert's tokens with high probability (mean m,
+    // spread ~ sqrt(m)), so that most experts are one block.
+    const double want = m + 3.0 * std::sqrt(m) + 1.0;
+    c.tile_tokens = 8;
+    while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
+  }
   return c;
 }
 
@@ -304,7 +318,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
                          cudaStream_t stream) const {
   WD_CHECK(ids && weights, "classical MoE: route needs ids and weights");
   const RoutingView r{batch, shape_.top_k, nullptr, nullptr};
-  const ClassicalConfig c = ClassicalConfig::for_batch(shape_, std::max(1, batch));
+  const ClassicalConfig c = ClassicalConfig::for_batch(shape_, std::max(1, batch), w.format);
   run_stage(ClassicalStage::kRouterGemm, w, x, r, MoeOutput{}, c, stream);
   kernels::TopKParams p{ws_->logits.data(), ids, weights, batch, shape_.experts, shape_.top_k,
                         shape_.norm_topk_prob ? 1 : 0};
@@ -313,7 +327,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            cudaStream_t stream) const {
-  experts(w, x, r, out, ClassicalConfig::for_batch(shape_, std::max(1, r.batch)), stream);
+  experts(w, x, r, out, ClassicalConfig::for_batch(shape_, std::max(1, r.batch), w.format), stream);
 }
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,

@@ -375,7 +375,7 @@ std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
   std::vector<ClassicalConfig> v;
   for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, false});
   if (ClassicalMoe::wgmma_available())
-    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, false});
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, true, false});
   if (with_pdl) {
     const size_t n = v.size();
     for (size_t i = 0; i < n; ++i) {
@@ -650,7 +650,7 @@ TEST(Classical, CapturesInACudaGraph) {
     WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     moe.route(layer.view(), dx.data(), B, const_cast<int32_t*>(moe.routing_ids()), const_cast<float*>(moe.routing_weights()), st);
     for (bool pdl : {false, true}) {
-      ClassicalConfig c = ClassicalConfig::for_batch(s, B);
+      ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
       c.pdl = pdl;
       moe.experts(layer.view(), dx.data(), RoutingView{B, s.top_k, moe.routing_ids(), moe.routing_weights()},
                   MoeOutput{y2.data(), OutputType::kFP32, nullptr}, c, st);

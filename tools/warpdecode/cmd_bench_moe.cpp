@@ -174,7 +174,7 @@ void run(const Opts& o) {
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
           if (o.classical_sweep)
             for (const auto& c : bench::classical_sweep_configs())
-              if (c.label() != ClassicalConfig::for_batch(shapes[si], B).label())
+              if (c.label() != ClassicalConfig::for_batch(shapes[si], B, f).label())
                 doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
         }
       }
