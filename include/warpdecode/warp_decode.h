@@ -31,6 +31,9 @@ class DeviceMoeWeights {
  public:
   // Uploads host weights (BF16 or MXFP8).
   static DeviceMoeWeights upload(const MoeWeights& host);
+  // Uploads weights described by a host view (e.g. a checkpoint's expert
+  // stack, include/warpdecode/model/expert_stack.h). BF16 or MXFP8.
+  static DeviceMoeWeights upload(const MoeWeightsView& host);
   // Generates synthetic weights on the device (bit-identical to
   // MoeWeights::synthetic(...) and, for MXFP8, to_mxfp8(rule)).
   static DeviceMoeWeights synthetic(const MoeShape& shape, const SyntheticSpec& spec,

@@ -25,29 +25,31 @@ DeviceMoeWeights::DeviceMoeWeights(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights& DeviceMoeWeights::operator=(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights::~DeviceMoeWeights() = default;
 
-namespace {
-template <typename T>
-DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
-  DeviceBuffer<uint8_t> d(v.size() * sizeof(T));
-  if (!v.empty()) WD_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
-}  // namespace
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) { return upload(host.view()); }
 
-DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) {
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host) {
+  host.validate();
+  WD_CHECK(host.space == MemorySpace::kHost, "DeviceMoeWeights::upload needs a host view");
+  WD_CHECK(host.format == WeightFormat::kBF16 || host.format == WeightFormat::kMXFP8,
+           "DeviceMoeWeights holds BF16 or MXFP8 weights, not ", to_string(host.format));
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
-  m.shape = host.shape();
-  m.format = host.format();
-  m.router = DeviceBuffer<uint16_t>(host.router);
-  if (m.format == WeightFormat::kBF16) {
-    m.gate_up = upload_bytes(host.gate_up_bf16);
-    m.down = upload_bytes(host.down_bf16);
-  } else {
-    m.gate_up = upload_bytes(host.gate_up_q);
-    m.down = upload_bytes(host.down_q);
-    m.gate_up_scales = upload_bytes(host.gate_up_scales);
-    m.down_scales = upload_bytes(host.down_scales);
+  m.shape = host.shape;
+  m.format = host.format;
+  const size_t E = m.shape.experts, H = m.shape.hidden, I = m.shape.intermediate;
+  const size_t elem = m.format == WeightFormat::kBF16 ? 2 : 1;
+  auto copy = [](const void* src, size_t bytes) {
+    DeviceBuffer<uint8_t> b(bytes);
+    if (bytes) WD_CUDA_CHECK(cudaMemcpy(b.data(), src, bytes, cudaMemcpyHostToDevice));
+    return b;
+  };
+  m.router = DeviceBuffer<uint16_t>(E * H);
+  WD_CUDA_CHECK(cudaMemcpy(m.router.data(), host.router, E * H * 2, cudaMemcpyHostToDevice));
+  m.gate_up = copy(host.gate_up, E * 2 * I * H * elem);
+  m.down = copy(host.down, E * H * I * elem);
+  if (m.format == WeightFormat::kMXFP8) {
+    m.gate_up_scales = copy(host.gate_up_scales, E * 2 * I * H / kMxBlock);
+    m.down_scales = copy(host.down_scales, E * H * I / kMxBlock);
   }
   return d;
 }
