@@ -106,7 +106,7 @@ std::vector<ClassicalConfig> classical_sweep_configs() {
   for (bool pdl : {false, true}) {
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, pdl});
     if (ClassicalMoe::wgmma_available())
-      for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
+      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
   }
   return v;
 }

@@ -28,15 +28,12 @@ template <WeightFormat F>
 void launch_format(const GroupedGemmParams& p, int tile_tokens, GemmKernel kernel, cudaStream_t stream, bool pdl) {
   if (kernel == GemmKernel::kWgmma) {
     switch (tile_tokens) {
-      case 8: return gemm::launch<F, 8, true>(p, stream, pdl);
-      case 16: return gemm::launch<F, 16, true>(p, stream, pdl);
-      case 32: return gemm::launch<F, 32, true>(p, stream, pdl);
       case 64: return gemm::launch<F, 64, true>(p, stream, pdl);
       case 128: return gemm::launch<F, 128, true>(p, stream, pdl);
       default: break;
     }
-    throw InvalidArgument(detail::concat("classical GEMM: tile_tokens = ", tile_tokens,
-                                         " (allowed: 8, 16, 32, 64, 128)"));
+    throw InvalidArgument(detail::concat("classical GEMM: the wgmma kernel takes tile_tokens 64 or 128, not ",
+                                         tile_tokens));
   }
   switch (tile_tokens) {
     case 8: return gemm::launch<F, 8, false>(p, stream, pdl);

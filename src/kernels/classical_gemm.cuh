@@ -18,9 +18,7 @@
 // memory, 128-byte rows XOR-swizzled by 16-byte chunk (the wgmma SW128 K-major
 // layout, so the mma.sync and wgmma kernels share loads and layout).
 //   mma.sync kernel: warps tile (BW × T); m16n8k16 BF16 or m16n8k32 E4M3.
-//   wgmma kernel (sm_90a): warpgroups × 64 weight rows, m64nTk16/k32 (T = 8
-//   ... 128: decode tiles are one warpgroup, native E4M3 QGMMA where sm_90's
-//   E4M3 mma.sync is emulated with HMMA).
+//   wgmma kernel (sm_90a): 2 warpgroups × 64 weight rows, m64nTk16/k32.
 // FP8: MMA partial sums over one 128-K block (FP8 block-128) or one 32-K
 // block (MXFP8, per-row E8M0 scales) are promoted into the FP32 accumulator
 // with their scales (DeepGEMM-style), never accumulated across scale blocks.
@@ -60,7 +58,7 @@ struct GroupedGemmParams {
 
 enum class GemmKernel { kMmaSync, kWgmma };
 
-// tile_tokens T: 8, 16, 32, 64 or 128, on mma.sync or wgmma (sm_90a only).
+// tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a only).
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (classical_launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.

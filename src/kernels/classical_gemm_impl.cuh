@@ -39,17 +39,16 @@ template <WeightFormat F, int kT, bool kWgmma>
 struct Config {
   static constexpr bool kFp8 = F != WeightFormat::kBF16;
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
-  static constexpr bool kPersistent = kT <= 32;
+  static constexpr bool kPersistent = !kWgmma && kT <= 32;
   // FP8 at T = 128 on mma.sync: 64 weight rows, so that the accumulators and
   // the per-stage partial sums (2 x 32 floats a thread) fit without spilling.
   static constexpr bool kNarrow = !kWgmma && kFp8 && kT == 128;
-  static constexpr int kBW = (kT <= 32 || kNarrow) ? 64 : 128;
-  static constexpr int kWW = kWgmma ? kBW / 16 : (kT <= 32 ? 4 : (kT == 64 || kNarrow ? 4 : 2));
+  static constexpr int kBW = kWgmma ? 128 : ((kT <= 32 || kNarrow) ? 64 : 128);
+  static constexpr int kWW = kWgmma ? 8 : (kT <= 32 ? 4 : (kT == 64 || kNarrow ? 4 : 2));
   static constexpr int kWT = kWgmma ? 1 : (kT <= 32 ? 1 : (kT == 64 || kNarrow ? 2 : 4));
-  static constexpr bool kWgmmaPrefill = kWgmma && !kPersistent;
-  static constexpr int kStages = kWgmmaPrefill ? (kFp8 ? (kT == 128 ? 5 : 4) : 3) : (kT <= 16 ? 10 : (kT == 32 ? 8 : 4));
+  static constexpr int kStages = kWgmma ? (kFp8 ? (kT == 128 ? 5 : 4) : 3) : (kT <= 16 ? 10 : (kT == 32 ? 8 : 4));
   static_assert(kStages >= 3, "the wgmma refill of slot kt-1 needs 3 stages");
-  static constexpr int kMinBlocks = kWgmmaPrefill ? (kFp8 ? 1 : 2) : (kT <= 32 ? 2 : 1);
+  static constexpr int kMinBlocks = kWgmma ? (kFp8 ? 1 : 2) : (kT <= 32 ? 2 : 1);
   static constexpr int kWarps = kWW * kWT, kThreads = kWarps * 32;
   static constexpr int kElemBytes = kFp8 ? 1 : 2;
   static constexpr int kStageK = kRowBytes / kElemBytes;  // K elements per stage
@@ -79,7 +78,7 @@ struct Config {
   static_assert(kWM % 16 == 0 && kWN % 8 == 0, "warp tile must be whole m16 x n8 tiles");
   static_assert(kNT == 1 || kNT % 2 == 0, "B fragments are loaded two n-tiles at a time");
   static_assert(kWBytes % 1024 == 0 && kABytes % 1024 == 0, "tiles must keep 1024-byte alignment");
-  static_assert(!kWgmma || (kWW * 16 == kBW && kWT == 1 && kMT == 1), "wgmma: warpgroups of 64 weight rows");
+  static_assert(!kWgmma || (kBW == 128 && kWW == 8 && kWT == 1 && kMT == 1), "wgmma: 2 warpgroups x 64 rows");
   static_assert(!kFp8 || kBW <= 128, "FP8 block-128: one weight scale per block");
   static_assert(kSmemBytes * kMinBlocks <= 227 * 1024, "shared memory of kMinBlocks blocks per SM");
 };
@@ -355,61 +354,10 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
     cp_async_commit();  // group s: (all the prologue's weights and) stage s's activations
   }
 
-#if WD_WGMMA_AVAILABLE
-  // wgmma shapes m64nTk16 (BF16) / m64nTk32 (E4M3); warpgroup wg owns weight
-  // rows [64·wg, 64·wg+64) of the tile.
-  const int wg = warp >> 2;
-  auto desc_a = [&](int slot) { return wgmma::sw128_desc(smem + C::kWOff + slot * C::kWBytes + wg * 64 * kRowBytes); };
-  auto desc_b = [&](int slot) { return wgmma::sw128_desc(smem + C::kAOff + slot * C::kABytes); };
-  auto mma_bf16 = [&](float (&d)[C::kAcc], uint64_t da, uint64_t db) {
-    if constexpr (!kWgmma) return;
-    else if constexpr (kT == 128) wgmma::wgmma_m64n128_bf16(d, da, db, 1);
-    else if constexpr (kT == 64) wgmma::wgmma_m64n64_bf16(d, da, db, 1);
-    else if constexpr (kT == 32) wgmma::wgmma_m64n32_bf16(d, da, db, 1);
-    else if constexpr (kT == 16) wgmma::wgmma_m64n16_bf16(d, da, db, 1);
-    else wgmma::wgmma_m64n8_bf16(d, da, db, 1);
-  };
-  auto mma_fp8 = [&](float (&d)[C::kAcc], uint64_t da, uint64_t db, int scale_d) {
-    if constexpr (!kWgmma) return;
-    else if constexpr (kT == 128) wgmma::wgmma_m64n128_e4m3(d, da, db, scale_d);
-    else if constexpr (kT == 64) wgmma::wgmma_m64n64_e4m3(d, da, db, scale_d);
-    else if constexpr (kT == 32) wgmma::wgmma_m64n32_e4m3(d, da, db, scale_d);
-    else if constexpr (kT == 16) wgmma::wgmma_m64n16_e4m3(d, da, db, scale_d);
-    else wgmma::wgmma_m64n8_e4m3(d, da, db, scale_d);
-  };
-#endif
-
-  if constexpr (!C::kWgmmaPrefill) {
-    // mma.sync (or, for decode tiles, wgmma waited each stage): 4 K steps of
-    // 32 bytes per stage; stages s+1 .. s+kStages-1 are in flight while s is
-    // consumed, across tile boundaries.
+  if constexpr (!kWgmma) {
+    // mma.sync: 4 K steps of 32 bytes per stage; stages s+1 .. s+kStages-1
+    // are in flight while s is consumed, across tile boundaries.
     auto compute = [&](int slot) {
-#if WD_WGMMA_AVAILABLE
-      if constexpr (kWgmma) {
-        const uint64_t da = desc_a(slot), db = desc_b(slot);
-        if constexpr (!C::kFp8) {
-          wgmma::fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) mma_bf16(acc, da + 2 * ks, db + 2 * ks);
-          wgmma::commit();
-          wgmma::wait<0>();
-        } else {
-          float tmp[C::kAcc];
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) {
-            if (C::kMx || ks == 0) wgmma::fence();
-            mma_fp8(tmp, da + 2 * ks, db + 2 * ks, (C::kMx || ks == 0) ? 0 : 1);
-            if (C::kMx || ks == 3) {
-              wgmma::commit();
-              wgmma::wait<0>();
-              promote(tmp, slot, ks);
-            }
-          }
-        }
-        return;
-      }
-#endif
-      if constexpr (!kWgmma) {
       const uint32_t sw = smem + C::kWOff + slot * C::kWBytes;
       const uint32_t sa = smem + C::kAOff + slot * C::kABytes;
       float tmp[C::kFp8 ? C::kAcc : 1];
@@ -450,15 +398,11 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
         if constexpr (C::kFp8)
           if (C::kMx || ks == 3) promote(tmp, slot, ks);
       }
-      }
     };
     int cs_kt = 0, cs_j = 0;
     Coord cs = coord(0);
     for (int s = 0; s < steps; ++s) {
       cp_async_wait<C::kStages - 2>();
-#if WD_WGMMA_AVAILABLE
-      if constexpr (kWgmma) wgmma::fence_proxy_async();
-#endif
       __syncthreads();  // stage s visible to all; stage s-1 fully consumed
       load_next((s + C::kStages - 1) % C::kStages);
       cp_async_commit();
@@ -477,6 +421,17 @@ __global__ void __launch_bounds__(Config<F, kT, kWgmma>::kThreads, Config<F, kT,
     // stage's MMAs sum into a second register set that is promoted with the
     // scales once they are done (a second set to keep in flight does not fit
     // in the registers: spills at T = 128); MXFP8 promotes every K step.
+    const int wg = warp >> 2;
+    auto desc_a = [&](int slot) { return wgmma::sw128_desc(smem + C::kWOff + slot * C::kWBytes + wg * 64 * kRowBytes); };
+    auto desc_b = [&](int slot) { return wgmma::sw128_desc(smem + C::kAOff + slot * C::kABytes); };
+    auto mma_bf16 = [&](float (&d)[C::kAcc], uint64_t da, uint64_t db) {
+      if constexpr (kT == 128) wgmma::wgmma_m64n128_bf16(d, da, db, 1);
+      else wgmma::wgmma_m64n64_bf16(d, da, db, 1);
+    };
+    auto mma_fp8 = [&](float (&d)[C::kAcc], uint64_t da, uint64_t db, int scale_d) {
+      if constexpr (kT == 128) wgmma::wgmma_m64n128_e4m3(d, da, db, scale_d);
+      else wgmma::wgmma_m64n64_e4m3(d, da, db, scale_d);
+    };
     float tmp[C::kFp8 ? C::kAcc : 1];
     auto stage_begin = [&](int kt) {
       cp_async_wait<C::kStages - 2>();
@@ -545,9 +500,6 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
 
 // Explicit instantiations live in classical_gemm_{bf16,fp8}.cu.
 #define WD_CLASSICAL_GEMM_INSTANCES(F)                                                   \
-  template void launch<F, 8, true>(const GroupedGemmParams&, cudaStream_t, bool);             \
-  template void launch<F, 16, true>(const GroupedGemmParams&, cudaStream_t, bool);            \
-  template void launch<F, 32, true>(const GroupedGemmParams&, cudaStream_t, bool);            \
   template void launch<F, 8, false>(const GroupedGemmParams&, cudaStream_t, bool);            \
   template void launch<F, 16, false>(const GroupedGemmParams&, cudaStream_t, bool);           \
   template void launch<F, 32, false>(const GroupedGemmParams&, cudaStream_t, bool);           \

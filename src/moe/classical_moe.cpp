@@ -88,15 +88,15 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // qwen3-30b-a3b, docs/CLASSICAL.md): T = 8 is fastest up to B = 64 (m = 4:
   // 362 µs vs 376 at T = 16), the wgmma T = 64 tile from B = 256 (m = 16:
   // 444 µs vs 486 at T = 32) through B = 1024 (617 µs vs 655 at T = 128);
-  // PDL saves 4-6 µs a layer at every B. FP8 weights take the wgmma kernel
-  // at decode too (sm_90 has no native E4M3 mma.sync: it runs as HMMA pairs).
+  // PDL saves 4-6 µs a layer at every B. The same choice for every format
+  // (FP8 block-128 swept alike: T = 8 then T = 64 on wgmma).
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
   ClassicalConfig c;
   c.pdl = true;
+  (void)format;
   if (m <= 4.5) {
     c.tile_tokens = 8;
-    c.wgmma = wg && format != WeightFormat::kBF16;
   } else if (wg) {
     c.tile_tokens = m <= 96 ? 64 : 128;
     c.wgmma = true;

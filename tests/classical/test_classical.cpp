@@ -375,7 +375,7 @@ std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
   std::vector<ClassicalConfig> v;
   for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, false});
   if (ClassicalMoe::wgmma_available())
-    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, true, false});
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, false});
   if (with_pdl) {
     const size_t n = v.size();
     for (size_t i = 0; i < n; ++i) {
