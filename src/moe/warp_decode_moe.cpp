@@ -25,7 +25,32 @@ DeviceMoeWeights::DeviceMoeWeights(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights& DeviceMoeWeights::operator=(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights::~DeviceMoeWeights() = default;
 
-DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) { return upload(host.view()); }
+namespace {
+template <typename T>
+DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
+  DeviceBuffer<uint8_t> d(v.size() * sizeof(T));
+  if (!v.empty()) WD_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+}  // namespace
+
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) {
+  DeviceMoeWeights d;
+  Impl& m = *d.impl_;
+  m.shape = host.shape();
+  m.format = host.format();
+  m.router = DeviceBuffer<uint16_t>(host.router);
+  if (m.format == WeightFormat::kBF16) {
+    m.gate_up = upload_bytes(host.gate_up_bf16);
+    m.down = upload_bytes(host.down_bf16);
+  } else {
+    m.gate_up = upload_bytes(host.gate_up_q);
+    m.down = upload_bytes(host.down_q);
+    m.gate_up_scales = upload_bytes(host.gate_up_scales);
+    m.down_scales = upload_bytes(host.down_scales);
+  }
+  return d;
+}
 
 DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host) {
   host.validate();

@@ -374,6 +374,32 @@ TEST(WarpDecode, ClearErrorsForWhatItCannotTake) {
   EXPECT_THROW(moe.forward(layer.host.view(), x.data(), 2, out, nullptr), InvalidArgument);  // host weights
 }
 
+TEST(WarpDecode, UploadFromAHostViewEqualsUploadFromWeights) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(160, 96, 20, 6);
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights from_view = DeviceMoeWeights::upload(layer.host.view());
+    EXPECT_EQ(from_view.bytes(), layer.dev.bytes());
+    WarpDecodeMoe moe(s, 16);
+    const int B = 7;
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<int32_t> ids(r.ids);
+    DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
+    DeviceBuffer<float> y1(size_t(B) * s.hidden), y2(size_t(B) * s.hidden);
+    y1.fill_bytes(0xFF);
+    y2.fill_bytes(0xFF);
+    const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
+    moe.experts(layer.dev.view(), dx.data(), rv, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, nullptr);
+    moe.experts(from_view.view(), dx.data(), rv, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, nullptr);
+    EXPECT_EQ(y1.download(), y2.download()) << name(f);
+  }
+  MoeWeightsView device_view = DeviceMoeWeights::upload(Layer::make(s, WeightFormat::kBF16, 1).host).view();
+  EXPECT_THROW(DeviceMoeWeights::upload(device_view), InvalidArgument);  // not a host view
+}
+
 // Small and quick: the case run under compute-sanitizer (memcheck, racecheck).
 TEST(WarpDecode, SanitizerCase) {
   WD_REQUIRE_GPU();
