@@ -11,7 +11,9 @@
 #   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
 #   are on the GPU machine) and packs their outputs as $OUT/*-fixture.tar.gz.
 #
-# Results and logs go to $OUT (default ./gpu-out). Dependencies: the system's
+# Results and logs go to $OUT (default ./gpu-out). A copy of the tree without
+# .git records the commit from .git-commit: before sending the tree, run
+# `git describe --always --dirty --abbrev=12 > .git-commit` and carry it. Dependencies: the system's
 # (GoogleTest, nlohmann-json, CLI11), or .deps/ brought along (fetch_deps.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
