@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "warpdecode/error.h"
 #include "warpdecode/formats.h"
 #include "warpdecode/layout.h"
 
@@ -79,8 +80,6 @@ struct Bf16Codec {
       w[2 * i + 1] = bf16_hi(v[i]);
     }
   }
-  // Elements [8·half, 8·half + 8) of the chunk (half is 0: a chunk is 8).
-  __device__ __forceinline__ static void decode8(const uint4& raw, int half, float (&w)[8]) { decode(raw, w); }
   // Elements [4·quarter, 4·quarter + 4) of the chunk (quarter is 0 or 1).
   __device__ __forceinline__ static void decode4(const uint4& raw, int quarter, float (&w)[4]) {
     const uint32_t a = quarter ? raw.z : raw.x, b = quarter ? raw.w : raw.y;
@@ -114,25 +113,8 @@ struct Mx8Codec {
   static constexpr int kChunkElems = 16;
   static constexpr int kElemBytes = 1;
   static constexpr bool kScaled = true;
-  __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
-    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (D == Mx8Decode::kInt) {
-        e4m3x4_to_float_int(v[i], w + 4 * i);
-      } else {
-        const float2 a = e4m3x2_to_float2(v[i]);
-        const float2 b = e4m3x2_to_float2(v[i] >> 16);
-        w[4 * i] = a.x;
-        w[4 * i + 1] = a.y;
-        w[4 * i + 2] = b.x;
-        w[4 * i + 3] = b.y;
-      }
-    }
-  }
-  // Elements [4·quarter, 4·quarter + 4) of the chunk (quarter is 0..3).
-  __device__ __forceinline__ static void decode4(const uint4& raw, int quarter, float (&w)[4]) {
-    const uint32_t v = quarter == 0 ? raw.x : quarter == 1 ? raw.y : quarter == 2 ? raw.z : raw.w;
+  // Four E4M3 codes of one 32-bit word -> floats, exactly.
+  __device__ __forceinline__ static void decode_word(uint32_t v, float* w) {
     if constexpr (D == Mx8Decode::kInt) {
       e4m3x4_to_float_int(v, w);
     } else {
@@ -144,24 +126,34 @@ struct Mx8Codec {
       w[3] = b.y;
     }
   }
-  // Elements [8·half, 8·half + 8) of the chunk (half is 0 or 1).
-  __device__ __forceinline__ static void decode8(const uint4& raw, int half, float (&w)[8]) {
-    const uint32_t v[2] = {half ? raw.z : raw.x, half ? raw.w : raw.y};
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      if constexpr (D == Mx8Decode::kInt) {
-        e4m3x4_to_float_int(v[i], w + 4 * i);
-      } else {
-        const float2 a = e4m3x2_to_float2(v[i]);
-        const float2 b = e4m3x2_to_float2(v[i] >> 16);
-        w[4 * i] = a.x;
-        w[4 * i + 1] = a.y;
-        w[4 * i + 2] = b.x;
-        w[4 * i + 3] = b.y;
-      }
-    }
+  __device__ __forceinline__ static void decode(const uint4& raw, float (&w)[kChunkElems]) {
+    decode_word(raw.x, w);
+    decode_word(raw.y, w + 4);
+    decode_word(raw.z, w + 8);
+    decode_word(raw.w, w + 12);
+  }
+  // Elements [4·quarter, 4·quarter + 4) of the chunk (quarter is 0..3).
+  __device__ __forceinline__ static void decode4(const uint4& raw, int quarter, float (&w)[4]) {
+    decode_word(quarter == 0 ? raw.x : quarter == 1 ? raw.y : quarter == 2 ? raw.z : raw.w, w);
   }
 };
+
+// Calls launch(Codec{}) with the codec of a weight format: the one place the
+// warp-decode launchers turn a run-time format into a template argument.
+// Throws for formats warp decode does not stream.
+template <typename Launch>
+void with_codec(WeightFormat format, bool mx8_int_decode, const char* op, Launch&& launch) {
+  switch (format) {
+    case WeightFormat::kBF16: launch(Bf16Codec{}); return;
+    case WeightFormat::kMXFP8:
+      if (mx8_int_decode) launch(Mx8Codec<Mx8Decode::kInt>{});
+      else launch(Mx8Codec<Mx8Decode::kCvt>{});
+      return;
+    default:
+      throw InvalidArgument(detail::concat(op, ": weight format ", to_string(format),
+                                           " is not supported by warp decode (bf16, mxfp8)"));
+  }
+}
 
 // Scale of chunk c of a row whose scales start at `row_scales`.
 __device__ __forceinline__ float chunk_scale(const uint8_t* row_scales, int chunk) {

@@ -167,16 +167,8 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_down: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down: weights and h must be 16-byte aligned");
-  switch (format) {
-    case WeightFormat::kBF16: launch<Bf16Codec>(p, stream); break;
-    case WeightFormat::kMXFP8:
-      if (p.mx8_int_decode) launch<Mx8Codec<Mx8Decode::kInt>>(p, stream);
-      else launch<Mx8Codec<Mx8Decode::kCvt>>(p, stream);
-      break;
-    default:
-      throw InvalidArgument(detail::concat("moe_down: weight format ", to_string(format),
-                                           " is not supported by warp decode"));
-  }
+  with_codec(format, p.mx8_int_decode != 0, "moe_down",
+             [&](auto codec) { launch<decltype(codec)>(p, stream); });
 }
 
 }  // namespace wd::kernels

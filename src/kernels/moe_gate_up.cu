@@ -235,16 +235,8 @@ void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_gate_up: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up: weights and x must be 16-byte aligned");
-  switch (format) {
-    case WeightFormat::kBF16: launch<Bf16Codec>(p, stream); break;
-    case WeightFormat::kMXFP8:
-      if (p.mx8_int_decode) launch<Mx8Codec<Mx8Decode::kInt>>(p, stream);
-      else launch<Mx8Codec<Mx8Decode::kCvt>>(p, stream);
-      break;
-    default:
-      throw InvalidArgument(detail::concat("moe_gate_up: weight format ", to_string(format),
-                                           " is not supported by warp decode"));
-  }
+  with_codec(format, p.mx8_int_decode != 0, "moe_gate_up",
+             [&](auto codec) { launch<decltype(codec)>(p, stream); });
 }
 
 }  // namespace wd::kernels
