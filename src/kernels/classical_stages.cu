@@ -9,6 +9,7 @@
 #include "core/cuda_check.h"
 #include "kernels/classical_launch.cuh"
 #include "kernels/common.cuh"
+#include "kernels/topk.cuh"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
 
@@ -74,60 +75,11 @@ __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
   constexpr int kPerLane = kMaxTopKExperts / kWarpSize;
   wait_for_previous_kernel();
   allow_next_kernel();
-  const int b = global_warp(), lane = threadIdx.x % kWarpSize;
+  const int b = global_warp();
   if (b >= p.batch) return;
-  const int E = p.experts;
-  const float* lg = p.logits + size_t(b) * E;
-  float v[kPerLane];
-  float mx = -FLT_MAX;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int e = j * kWarpSize + lane;
-    v[j] = e < E ? lg[e] : -FLT_MAX;
-    mx = fmaxf(mx, v[j]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j)
-    if (j * kWarpSize + lane < E) sum += expf(v[j] - mx);
-  sum = warp_sum(sum);
-  float my_p = 0.0f;
-  int my_e = 0;
-  for (int k = 0; k < p.top_k; ++k) {
-    float best = -INFINITY;
-    int best_e = INT_MAX;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int e = j * kWarpSize + lane;
-      if (e < E && v[j] > best) {
-        best = v[j];
-        best_e = e;
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(kFullMask, best, o);
-      const int oe = __shfl_xor_sync(kFullMask, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j)
-      if (j * kWarpSize + lane == best_e) v[j] = -INFINITY;
-    if (lane == k) {
-      my_e = best_e;
-      my_p = expf(best - mx) / sum;
-    }
-  }
-  const float top_sum = warp_sum(lane < p.top_k ? my_p : 0.0f);
-  if (lane < p.top_k) {
-    p.ids[size_t(b) * p.top_k + lane] = my_e;
-    p.weights[size_t(b) * p.top_k + lane] = p.norm_topk_prob ? my_p / top_sum : my_p;
-  }
+  warp_softmax_topk<kPerLane>(p.logits + size_t(b) * p.experts, p.experts, p.top_k,
+                              p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+                              p.weights + size_t(b) * p.top_k);
 }
 
 // ---- stage 3: align (counts, padding, sorted rows) ----------------------------------

@@ -6,6 +6,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
+#include "kernels/topk.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -38,60 +39,8 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   __syncthreads();
   if (warp != 0) return;
 
-  // Lane l holds experts l, l+32, ... (fixed order: deterministic sums).
-  float v[kMaxPerLane];
-  float mx = -FLT_MAX;
-#pragma unroll
-  for (int j = 0; j < kMaxPerLane; ++j) {
-    const int e = j * kWarpSize + lane;
-    v[j] = e < E ? s_logits[e] : -FLT_MAX;
-    mx = fmaxf(mx, v[j]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kMaxPerLane; ++j)
-    if (j * kWarpSize + lane < E) sum += expf(v[j] - mx);
-  sum = warp_sum(sum);
-
-  // Lane k keeps the k-th pick, so the picks stay in registers.
-  float my_p = 0.0f;
-  int my_e = 0;
-  for (int k = 0; k < p.top_k; ++k) {
-    // Lane-local best (lowest index on ties), then a warp arg-max.
-    float best = -INFINITY;
-    int best_e = INT_MAX;
-#pragma unroll
-    for (int j = 0; j < kMaxPerLane; ++j) {
-      const int e = j * kWarpSize + lane;
-      if (e < E && v[j] > best) {
-        best = v[j];
-        best_e = e;
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(kFullMask, best, o);
-      const int oe = __shfl_xor_sync(kFullMask, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kMaxPerLane; ++j)
-      if (j * kWarpSize + lane == best_e) v[j] = -INFINITY;  // taken
-    if (lane == k) {
-      my_e = best_e;
-      my_p = expf(best - mx) / sum;
-    }
-  }
-  const float top_sum = warp_sum(my_p);
-  if (lane < p.top_k) {
-    p.ids[size_t(b) * p.top_k + lane] = my_e;
-    p.weights[size_t(b) * p.top_k + lane] = p.norm_topk_prob ? my_p / top_sum : my_p;
-  }
+  warp_softmax_topk<kMaxPerLane>(s_logits, E, p.top_k, p.norm_topk_prob != 0,
+                                 p.ids + size_t(b) * p.top_k, p.weights + size_t(b) * p.top_k);
 }
 
 }  // namespace
