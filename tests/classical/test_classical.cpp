@@ -34,6 +34,8 @@
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
 
+#include "test_support.h"
+
 namespace wd {
 namespace {
 
@@ -79,27 +81,8 @@ struct Layer {
   }
 };
 
-struct HostRouting {
-  std::vector<int32_t> ids;
-  std::vector<double> w;
-};
-HostRouting random_routing(int B, int E, int K, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  HostRouting r;
-  std::vector<int32_t> perm(E);
-  for (int b = 0; b < B; ++b) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), g);
-    double sum = 0;
-    std::vector<double> ws(K);
-    for (int k = 0; k < K; ++k) sum += ws[k] = 0.1 + std::uniform_real_distribution<double>(0, 1)(g);
-    for (int k = 0; k < K; ++k) {
-      r.ids.push_back(perm[k]);
-      r.w.push_back(ws[k] / sum);
-    }
-  }
-  return r;
-}
+using HostRouting = wd::test::HostRouting;
+using wd::test::random_routing;
 
 // Device inputs of one call.
 struct Inputs {

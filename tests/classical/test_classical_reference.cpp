@@ -14,6 +14,8 @@
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
 
+#include "test_support.h"
+
 namespace wd {
 namespace {
 
@@ -154,27 +156,8 @@ TEST(ActivationQuant, ScaleCodesAndRoundTrip) {
   for (int i = 0; i < 128; ++i) EXPECT_EQ(q[i], 0);
 }
 
-struct Routed {
-  std::vector<int32_t> ids;
-  std::vector<double> w;
-};
-Routed random_routing(int B, int E, int K, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  Routed r;
-  std::vector<int32_t> perm(E);
-  for (int b = 0; b < B; ++b) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), g);
-    double sum = 0;
-    std::vector<double> ws(K);
-    for (int k = 0; k < K; ++k) sum += ws[k] = 0.1 + std::uniform_real_distribution<double>(0, 1)(g);
-    for (int k = 0; k < K; ++k) {
-      r.ids.push_back(perm[k]);
-      r.w.push_back(ws[k] / sum);
-    }
-  }
-  return r;
-}
+using Routed = wd::test::HostRouting;
+using wd::test::random_routing;
 
 // The stated accuracy of the classical path against the exact FP64 layer on
 // the same (dequantized) weights:

@@ -9,26 +9,14 @@
 
 #include "model_files.h"
 
+#include "test_support.h"
+
 namespace wd::model {
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr
-};
+using Result = wd::test::CliResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(WD_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Result run(const std::string& args) { return wd::test::run_cli(WD_CLI_PATH, args); }
 
 bool has(const Result& r, const std::string& s) { return r.output.find(s) != std::string::npos; }
 
