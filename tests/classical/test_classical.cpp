@@ -39,19 +39,8 @@
 namespace wd {
 namespace {
 
-uint64_t fresh_seed() {
-  static std::mt19937_64 g(std::random_device{}());
-  return g();
-}
-
-MoeShape make_shape(int H, int I, int E, int K) {
-  MoeShape s;
-  s.hidden = H;
-  s.intermediate = I;
-  s.experts = E;
-  s.top_k = K;
-  return s;
-}
+using wd::test::fresh_seed;
+using wd::test::make_shape;
 
 template <typename T>
 std::vector<T> download(const T* p, size_t n) {

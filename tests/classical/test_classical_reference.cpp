@@ -19,14 +19,7 @@
 namespace wd {
 namespace {
 
-MoeShape make_shape(int H, int I, int E, int K) {
-  MoeShape s;
-  s.hidden = H;
-  s.intermediate = I;
-  s.experts = E;
-  s.top_k = K;
-  return s;
-}
+using wd::test::make_shape;
 
 // E4M3 rounding bound of one value v quantized with scale s: half an ulp,
 // 2^-4 relative in the normal range (|v/s| >= 2^-6), 2^-10·s absolute below.

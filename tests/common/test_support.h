@@ -12,7 +12,26 @@
 #include <string>
 #include <vector>
 
+#include "warpdecode/layout.h"
+
 namespace wd::test {
+
+// A fresh seed per call, from a generator seeded once per process by the
+// system: GPU tests draw new random inputs on every run.
+inline uint64_t fresh_seed() {
+  static std::mt19937_64 g(std::random_device{}());
+  return g();
+}
+
+// A custom MoE shape (norm_topk_prob on, one layer).
+inline MoeShape make_shape(int H, int I, int E, int K) {
+  MoeShape s;
+  s.hidden = H;
+  s.intermediate = I;
+  s.experts = E;
+  s.top_k = K;
+  return s;
+}
 
 struct CliResult {
   int status;          // exit status; -1 if the process did not exit normally

@@ -24,19 +24,8 @@
 namespace wd {
 namespace {
 
-uint64_t fresh_seed() {
-  static std::mt19937_64 g(std::random_device{}());
-  return g();
-}
-
-MoeShape make_shape(int H, int I, int E, int K) {
-  MoeShape s;
-  s.hidden = H;
-  s.intermediate = I;
-  s.experts = E;
-  s.top_k = K;
-  return s;
-}
+using wd::test::fresh_seed;
+using wd::test::make_shape;
 
 // One layer's weights on host and device, in one format.
 struct Layer {
