@@ -38,6 +38,7 @@ else
   echo "building here: $why"
   prefix=()
   [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+  [ -s .git-commit ] && prefix+=(-DWD_BUILD_COMMIT="$(head -1 .git-commit)")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
     cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
