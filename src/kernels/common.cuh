@@ -42,6 +42,41 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
   return r;
 }
 
+// The L2 policy of streamed weight loads: evict-first lets weights that have
+// been consumed make way for the lines prefetched ahead of them (prefetch_l2);
+// evict-normal is the hardware default.
+__device__ __forceinline__ uint64_t l2_stream_policy(bool evict_first) {
+  uint64_t pol;
+  if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+// ld_stream with an L2 policy from l2_stream_policy.
+__device__ __forceinline__ uint4 ld_stream(const void* p, uint64_t pol) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p), "l"(pol));
+  return r;
+}
+
+// Asks for [p, p + bytes) to be brought into L2 ahead of the loads that will
+// read it. A hint: it holds no register or shared memory and nothing waits
+// for it, so one lane can keep kilobytes in flight on behalf of its warp —
+// more than the warp's registers could (the kernels are latency-bound
+// without it: docs/PERF_LOG.md). 16-byte aligned ranges go to the bulk (TMA)
+// prefetch; others (small: scale rows) are prefetched per 128-byte line.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (((a | bytes) & 15u) == 0) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  } else {
+    for (uintptr_t l = a & ~uintptr_t(127); l < a + bytes; l += 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(l));
+  }
+}
+
 // Activations and intermediates are read by many warps: cached loads.
 __device__ __forceinline__ uint4 ld_cached(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
 

@@ -58,6 +58,18 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   const int total = K * chunks;       // the warp's flat list of chunks
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(I) * Codec::kElemBytes;
+  const uint64_t pol = l2_stream_policy(p.evict_first != 0);
+
+  // L2 prefetch of the warp's rows of the experts of sorted slots [from, to):
+  // lane j holds slot j, whose kRows rows d0.. form one contiguous block.
+  const int nrows = min(kRows, H - d0);
+  auto prefetch_slots = [&](int from, int to) {
+    if (lane >= from && lane < to && nrows > 0) {
+      const size_t row = size_t(my_expert) * H + d0;
+      prefetch_l2(w + row * row_bytes, uint32_t(nrows * row_bytes));
+      if constexpr (Codec::kScaled) prefetch_l2(p.scales + row * (I / kMxBlock), uint32_t(nrows * (I / kMxBlock)));
+    }
+  };
 
   // One round: kRound chunks per lane of each of the kRows rows, with the
   // entry (sorted slot) and chunk index of each.
@@ -77,7 +89,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
           const size_t row = size_t(ex) * H + min(d0 + r, H - 1);
-          rd.raw[u][r] = ld_stream(w + row * row_bytes + size_t(rd.cc[u]) * 16);
+          rd.raw[u][r] = ld_stream(w + row * row_bytes + size_t(rd.cc[u]) * 16, pol);
           if constexpr (Codec::kScaled)
             rd.sc[u][r] = chunk_scale(p.scales + row * (I / kMxBlock), rd.cc[u]);
         }
@@ -91,9 +103,19 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   // Double buffering: the next round is in flight while this one is computed.
   Round cur, nxt;
   load_round(0, cur);
+  int prefetched = 0;  // sorted slots [0, prefetched) have been asked for
+  auto prefetch_ahead = [&](int chunk) {
+    const int want = min(K, chunk / chunks + 1 + p.prefetch_experts);
+    if (p.prefetch_experts > 0 && want > prefetched) {
+      prefetch_slots(prefetched, want);
+      prefetched = want;
+    }
+  };
+  prefetch_ahead(0);
   // Everything above reads only routing and weights; h is moe_gate_up's output.
   if (p.programmatic_launch) pdl_wait();
   for (int base = 0; base < total; base += kStep) {
+    prefetch_ahead(base + kStep);
     if (base + kStep < total) load_round(base + kStep, nxt);
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
@@ -163,6 +185,7 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.top_k >= 1 && p.top_k <= kMaxTopK, "moe_down: K = ", p.top_k, " must be in [1, 16]");
   WD_CHECK(p.rows_per_warp == 1 || p.rows_per_warp == 4, "moe_down: rows_per_warp = ",
            p.rows_per_warp, " (allowed: 1, 4)");
+  WD_CHECK(p.prefetch_experts >= 0, "moe_down: prefetch_experts must be >= 0");
   WD_CHECK(p.weights && p.h && p.ids && p.route_w && p.y, "moe_down: a required pointer is null");
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_down: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,

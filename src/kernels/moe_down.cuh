@@ -21,8 +21,12 @@
 // Bytes: distinct experts × H·I·elem (+ scales) + B·K·I·4 of h (L2-hot) + y.
 //
 // With programmatic_launch, a block sorts its token's routing and issues its
-// first round of weight loads while moe_gate_up is still running, then waits
-// for it (griddepcontrol.wait) before the first read of h.
+// first round of weight loads (and its L2 prefetches) while moe_gate_up is
+// still running — moe_gate_up signals dependents as soon as its blocks start —
+// then waits for it (griddepcontrol.wait) before the first read of h.
+// With prefetch_experts = P > 0, lane j of a warp asks for the rows_per_warp
+// rows (one contiguous block) of the expert of sorted slot j, P slots ahead of
+// the loads (prefetch_l2).
 //
 // Batch invariance: y[b] depends only on token b's routing, h and the fixed
 // chunk-to-lane mapping and butterfly: nothing about other tokens.
@@ -53,6 +57,8 @@ struct DownParams {
   int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
   int programmatic_launch; // 1: may start while moe_gate_up finishes (PDL)
   int rows_per_warp;       // 1 or 4 outputs per warp (sharing each h chunk)
+  int prefetch_experts;    // >= 0: sorted slots whose rows a warp keeps requested into L2 ahead
+  int evict_first;         // 1: streamed weight loads are marked evict-first in L2
 };
 
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream);

@@ -44,6 +44,7 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   const int chunks = H / kC;
   const auto* w = static_cast<const uint8_t*>(p.weights);
   const size_t row_bytes = size_t(H) * Codec::kElemBytes;
+  const uint64_t pol = l2_stream_policy(p.evict_first != 0);
 
   // The four rows of neuron pair nw of this warp, and one round of their loads.
   auto rows_of = [&](int nw, const uint8_t* (&rp)[kRows], const uint8_t* (&sp)[kRows]) {
@@ -64,9 +65,23 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
       if (c < chunks)
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
-          raw[u][r] = ld_stream(rp[r] + size_t(c) * 16);
+          raw[u][r] = ld_stream(rp[r] + size_t(c) * 16, pol);
           if constexpr (Codec::kScaled) sc[u][r] = chunk_scale(sp[r], c);
         }
+    }
+  };
+
+  // L2 prefetch of neuron pair nw's rows: gate rows i0, i0 + 1 and up rows
+  // i0, i0 + 1 are two contiguous blocks (i0 and I even), plus their scales.
+  auto prefetch_pair = [&](int nw) {
+    if (lane != 0 || nw >= p.neurons_per_warp) return;
+    const int i0 = ((blockIdx.x * p.neurons_per_warp + nw) * kWarps + warp) * 2;
+    if (i0 >= I) return;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const size_t row = size_t(e) * 2 * I + (half ? I : 0) + i0;
+      prefetch_l2(w + row * row_bytes, uint32_t(2 * row_bytes));
+      if constexpr (Codec::kScaled) prefetch_l2(p.scales + row * (H / kMxBlock), uint32_t(2 * (H / kMxBlock)));
     }
   };
 
@@ -80,6 +95,8 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
     const uint8_t* sp[kRows];
     if (rows_of(0, rp, sp) < I) load_round(rp, sp, 0, raw, sc);
   }
+  for (int nw = 0; nw < p.prefetch_pairs; ++nw) prefetch_pair(nw);
+  pdl_trigger();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
   const int step = kUnroll * kWarpSize;
 
@@ -102,6 +119,7 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
       const uint8_t* sp[kRows];
       const int i0 = rows_of(nw, rp, sp);
       if (i0 >= I) break;
+      if (t0 == 0 && p.prefetch_pairs > 0) prefetch_pair(nw + p.prefetch_pairs);
       float acc[kTokens][kRows];
 #pragma unroll
       for (int t = 0; t < kTokens; ++t)
@@ -228,6 +246,7 @@ void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream
   WD_CHECK(p.tokens_per_pass == 1 || p.tokens_per_pass == 4, "moe_gate_up: tokens_per_pass = ",
            p.tokens_per_pass, " (allowed: 1, 4)");
   WD_CHECK(p.neurons_per_warp >= 1, "moe_gate_up: neurons_per_warp must be >= 1");
+  WD_CHECK(p.prefetch_pairs >= 0, "moe_gate_up: prefetch_pairs must be >= 0");
   WD_CHECK(moe_gate_up_smem(p) <= kMaxSmem, "moe_gate_up: batch ", p.batch, " × top-k ", p.top_k,
            " routing entries and H = ", p.hidden, " need ", moe_gate_up_smem(p),
            " bytes of shared memory, more than the ", kMaxSmem, " a block may use");

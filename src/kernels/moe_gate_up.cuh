@@ -21,6 +21,14 @@
 // block), I even; pointers 16-byte aligned.
 // Bytes: distinct experts × 2I·H·elem (+ scales), plus B·H·2 of x.
 //
+// Latency: a warp's registers hold two rounds of loads, too few bytes in
+// flight for HBM at these sizes; with prefetch_pairs > 0, lane 0 of each warp
+// also asks the TMA unit to bring the rows of its next neuron pairs into L2
+// (prefetch_l2), so the register loads mostly hit L2. Every block signals
+// programmatic dependents (pdl_trigger) once its first loads are out, so a
+// PDL-launched moe_down can start its own weight prefetch while this kernel
+// runs.
+//
 // Batch invariance: a token's h depends only on its own row data, the fixed
 // chunk-to-lane mapping and the fixed butterfly order, never on kTokens, on
 // the other tokens of the expert or on the block schedule.
@@ -48,6 +56,8 @@ struct GateUpParams {
   int tokens_per_pass;     // 1 or 4: tokens sharing one load of the rows
   int neurons_per_warp;    // >= 1: neuron pairs each warp computes in turn
   int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
+  int prefetch_pairs;      // >= 0: neuron pairs a warp keeps requested into L2 ahead of its loads
+  int evict_first;         // 1: streamed weight loads are marked evict-first in L2
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

@@ -154,8 +154,10 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
 }
 
 std::string WarpDecodeConfig::label() const {
+  auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
-         "/dn" + std::to_string(down_rows_per_warp) + (mx8_int_decode ? "/int" : "/cvt") + (programmatic_launch ? "/pdl" : "");
+         pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
+         (mx8_int_decode ? "/int" : "/cvt") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
 }
 
 struct WarpDecodeMoe::Workspace {
@@ -228,6 +230,8 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.tokens_per_pass = config.gate_up_tokens_per_pass;
   g.neurons_per_warp = config.gate_up_neurons_per_warp;
   g.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
+  g.prefetch_pairs = config.gate_up_prefetch;
+  g.evict_first = config.evict_first ? 1 : 0;
   if (which != Kernels::kDown) kernels::moe_gate_up(g, w.format, stream);
 
   kernels::DownParams d{};
@@ -247,6 +251,8 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
   d.programmatic_launch = config.programmatic_launch ? 1 : 0;
   d.rows_per_warp = config.down_rows_per_warp;
+  d.prefetch_experts = config.down_prefetch;
+  d.evict_first = config.evict_first ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);

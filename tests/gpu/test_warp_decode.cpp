@@ -277,6 +277,9 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
       c.down_rows_per_warp = v < 3 ? 1 : 4;
       c.mx8_int_decode = v % 2 == 0;
       c.programmatic_launch = v != 3;
+      c.gate_up_prefetch = v % 3;
+      c.down_prefetch = 3 * (v % 3);
+      c.evict_first = v >= 2;
       configs.push_back(c);
     }
     for (int B : Bs)

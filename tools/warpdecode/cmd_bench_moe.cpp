@@ -51,6 +51,20 @@ std::vector<WarpDecodeConfig> sweep_configs(int batch) {
   for (int n : {1, 4}) { auto c = d; c.down_rows_per_warp = n; add(c); }
   { auto c = d; c.mx8_int_decode = !d.mx8_int_decode; add(c); }
   { auto c = d; c.programmatic_launch = !d.programmatic_launch; add(c); }
+  for (int n : {0, 1, 2}) { auto c = d; c.gate_up_prefetch = n; add(c); }
+  for (int n : {0, 2, 8}) { auto c = d; c.down_prefetch = n; add(c); }
+  { auto c = d; c.evict_first = !d.evict_first; add(c); }
+  // Latency hiding together: prefetch in both kernels, evict-first, PDL.
+  for (int gp : {1, 2})
+    for (int dp : {2, 8}) {
+      auto c = d;
+      c.gate_up_prefetch = gp;
+      c.down_prefetch = dp;
+      c.evict_first = true;
+      add(c);
+      c.programmatic_launch = true;
+      add(c);
+    }
   return v;
 }
 
