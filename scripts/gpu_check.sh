@@ -8,6 +8,9 @@
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: bench-moe only (full presets)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
+#     sweep: warp-decode GPU tests, then every kernel configuration of
+#            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; B = 1..64),
+#            summarised as the best configurations per format and batch
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
 #   mode, within ACCURACY_TIMEOUT seconds (default 300).
 #   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
@@ -92,6 +95,34 @@ if [ "$MODE" = profile ]; then
     echo "=== ncu $1 B=$2"
     grep -E "moe_(gate_up|down)_kernel|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|L1/TEX Hit Rate|Stall|Duration" "$LOG/ncu-$1-$2.txt" | head -40
   done
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  exit 0
+fi
+
+if [ "$MODE" = sweep ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode.*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
+  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  "$BIN/warpdecode" bench-moe --preset "${SWEEP_PRESETS:-qwen3-30b-a3b}" --batch 1,2,4,8,16,32,64 --no-classical --no-router \
+    --sweep "$@" --json "$OUT/sweep.json" >"$LOG/sweep.log" 2>&1
+  note "sweep         rc=$? -> $OUT/sweep.json"
+  grep -E "^# measured" "$LOG/sweep.log"
+  python3 - "$OUT/sweep.json" <<'PY'
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+g = collections.defaultdict(list)
+for r in d["records"]:
+    if r.get("path") == "warp":
+        g[(r["preset"], r["format"], r["batch"])].append(r)
+for (p, f, b), rs in g.items():
+    rs.sort(key=lambda r: r["us_median"])
+    dflt = next((r for r in rs if r.get("default_config")), rs[-1])
+    top = "  ".join(f'{r["config"]} {r["us_median"]:.1f}' for r in rs[:4])
+    print(f'{p:15s} {f:6s} {b:3d} default {dflt["config"]} {dflt["us_median"]:.1f} ({dflt["pct_read_bw"]:.0f}%) | best {rs[0]["us_median"]:.1f} ({rs[0]["pct_read_bw"]:.0f}%): {top}')
+PY
+  printf '%s\n' "${SUMMARY[@]}"
   tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
   exit 0
 fi
