@@ -85,7 +85,11 @@ if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
 fi
 
 if [ "$MODE" = profile ]; then
-  for fb in "mxfp8 8" "mxfp8 32" "bf16 1" "bf16 32"; do
+  # Per-kernel times of the default configurations first (graph replay, no profiler).
+  "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --batch 1,2,8,32 --no-classical --no-router --stages \
+    --json "$OUT/stages.json" >"$LOG/stages.log" 2>&1
+  grep -vE "^#" "$LOG/stages.log" | awk '{print $1, $2, $3, $4, $5, $(NF-1), $NF}' | column -t
+  for fb in "mxfp8 1" "bf16 1" "mxfp8 8" "mxfp8 32"; do
     set -- $fb
     ncu --clock-control none --graph-profiling node -k regex:'moe_(gate_up|down)_kernel' --launch-skip 40 --launch-count 2 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \

@@ -139,17 +139,22 @@ size_t DeviceMoeWeights::bytes() const {
 }
 
 // ---- WarpDecodeMoe ---------------------------------------------------------------
-WarpDecodeConfig WarpDecodeConfig::for_batch(int batch) {
+WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   WarpDecodeConfig c;
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
-  // pass while experts rarely share tokens (B <= 8), four beyond; two neuron
-  // pairs per warp at B = 1 and four from B = 32; one output per moe_down warp
-  // only at B <= 2; the hardware E4M3 convert always; PDL never (no gain).
-  c.gate_up_tokens_per_pass = batch <= 8 ? 1 : 4;
+  // pass while experts rarely share tokens (B <= 8; MXFP8 up to 16), four
+  // beyond; two neuron pairs per warp at B = 1 and four from B = 32; one
+  // output per moe_down warp only at B = 1; the hardware E4M3 convert always;
+  // evict-first streaming loads always (3-5 % faster at every B); PDL at
+  // small batches, where the launch of moe_down is a large part of the time.
+  // L2 prefetch ahead of the loads measured slower everywhere (off).
+  const bool mx8 = format == WeightFormat::kMXFP8;
+  c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
   c.gate_up_neurons_per_warp = batch == 1 ? 2 : (batch >= 32 ? 4 : 1);
-  c.down_rows_per_warp = batch <= 2 ? 1 : 4;
+  c.down_rows_per_warp = batch == 1 ? 1 : 4;
   c.mx8_int_decode = false;
-  c.programmatic_launch = false;
+  c.evict_first = true;
+  c.programmatic_launch = batch <= 8;
   return c;
 }
 
@@ -206,7 +211,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch), stream);
+  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch, w.format), stream);
 }
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
