@@ -64,6 +64,7 @@ struct WarpDecodeConfig {
   int gate_up_prefetch = 0;          // neuron pairs a gate_up warp keeps requested into L2 ahead
   int down_prefetch = 0;             // routed experts a down warp keeps requested into L2 ahead
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
+  bool down_stage_h = false;         // moe_down blocks stage their token's h in shared memory
   // The measured default for a batch size and weight format.
   static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"

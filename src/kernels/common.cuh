@@ -211,12 +211,12 @@ __device__ __forceinline__ void load_bf16_activations(const uint16_t* x, int ele
   }
 }
 
-// FP32 chunk of kElems elements (4 per 16-byte load).
+// FP32 chunk of kElems elements from shared or global memory (generic loads).
 template <int kElems>
-__device__ __forceinline__ void load_f32(const float* p, int elem, float (&out)[kElems]) {
+__device__ __forceinline__ void load_f32_any(const float* p, int elem, float (&out)[kElems]) {
 #pragma unroll
   for (int j = 0; j < kElems / 4; ++j) {
-    const float4 r = __ldg(reinterpret_cast<const float4*>(p + elem) + j);
+    const float4 r = reinterpret_cast<const float4*>(p + elem)[j];
     out[4 * j] = r.x;
     out[4 * j + 1] = r.y;
     out[4 * j + 2] = r.z;

@@ -30,7 +30,9 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   int my_expert, my_bk;
   float my_w;
   {
+    // Both loads go out together: the routing weight is not on the sort's path.
     const int e = lane < K ? __ldg(p.ids + b * K + lane) : INT_MAX;
+    const float wv = lane < K ? __ldg(p.route_w + b * K + lane) : 0.0f;
     int rank = 0;
     for (int m = 0; m < K; ++m) {
       const int om = __shfl_sync(kFullMask, e, m);
@@ -40,7 +42,6 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
     my_expert = INT_MAX;
     my_bk = 0;
     my_w = 0.0f;
-    const float wv = lane < K ? __ldg(p.route_w + b * K + lane) : 0.0f;
     for (int m = 0; m < K; ++m) {
       const int rm = __shfl_sync(kFullMask, rank, m);
       const int em = __shfl_sync(kFullMask, e, m);
@@ -114,6 +115,16 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   prefetch_ahead(0);
   // Everything above reads only routing and weights; h is moe_gate_up's output.
   if (p.programmatic_launch) pdl_wait();
+  // Token b's h (K, I): staged once per block in shared memory, or read from
+  // global memory by each warp (every warp of the block reads all of it).
+  const float* hb = p.h + size_t(b) * K * I;
+  if (p.stage_h) {
+    extern __shared__ float4 s_h4[];
+    const float4* src = reinterpret_cast<const float4*>(hb);
+    for (int i = threadIdx.x; i < K * I / 4; i += kThreads) s_h4[i] = __ldg(src + i);
+    __syncthreads();
+    hb = reinterpret_cast<const float*>(s_h4);
+  }
   for (int base = 0; base < total; base += kStep) {
     prefetch_ahead(base + kStep);
     if (base + kStep < total) load_round(base + kStep, nxt);
@@ -124,7 +135,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
       const float rw = __shfl_sync(kFullMask, my_w, src);
       if (base + u * kWarpSize + lane >= total) continue;
       float a[kC];
-      load_f32(p.h + size_t(bk) * I, cur.cc[u] * kC, a);
+      load_f32_any(hb + size_t(bk - b * K) * I, cur.cc[u] * kC, a);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         float wv[kC];
@@ -159,7 +170,11 @@ void launch_rows(const DownParams& p, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(p.batch, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows));
   cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = moe_down_smem(p);
   cfg.stream = stream;
+  if (cfg.dynamicSmemBytes > 48 * 1024)
+    WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<Codec, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(cfg.dynamicSmemBytes)));
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
@@ -176,6 +191,10 @@ void launch(const DownParams& p, cudaStream_t stream) {
 
 }  // namespace
 
+size_t moe_down_smem(const DownParams& p) {
+  return p.stage_h ? size_t(p.top_k) * p.intermediate * sizeof(float) : 0;
+}
+
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.batch >= 1 && p.batch <= 65535, "moe_down: batch = ", p.batch, " must be in [1, 65535]");
   WD_CHECK(p.intermediate > 0 && p.intermediate % kMxBlock == 0, "moe_down: I = ",
@@ -186,6 +205,9 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.rows_per_warp == 1 || p.rows_per_warp == 4, "moe_down: rows_per_warp = ",
            p.rows_per_warp, " (allowed: 1, 4)");
   WD_CHECK(p.prefetch_experts >= 0, "moe_down: prefetch_experts must be >= 0");
+  WD_CHECK(moe_down_smem(p) <= kMoeDownMaxStagedH, "moe_down: staging h of K = ", p.top_k, " × I = ",
+           p.intermediate, " needs ", moe_down_smem(p), " bytes of shared memory, more than ", kMoeDownMaxStagedH,
+           " (use stage_h = 0)");
   WD_CHECK(p.weights && p.h && p.ids && p.route_w && p.y, "moe_down: a required pointer is null");
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_down: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,

@@ -28,6 +28,10 @@
 // rows (one contiguous block) of the expert of sorted slot j, P slots ahead of
 // the loads (prefetch_l2).
 //
+// With stage_h, a block first copies its token's h (K·I FP32, read by all of
+// its warps) into shared memory: one read of h per block instead of one per
+// warp, and the dot products' h operands come from shared memory.
+//
 // Batch invariance: y[b] depends only on token b's routing, h and the fixed
 // chunk-to-lane mapping and butterfly: nothing about other tokens.
 #pragma once
@@ -59,7 +63,14 @@ struct DownParams {
   int rows_per_warp;       // 1 or 4 outputs per warp (sharing each h chunk)
   int prefetch_experts;    // >= 0: sorted slots whose rows a warp keeps requested into L2 ahead
   int evict_first;         // 1: streamed weight loads are marked evict-first in L2
+  int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
 };
+
+// The most shared memory moe_down stages h in (bytes).
+constexpr size_t kMoeDownMaxStagedH = 200 * 1024;
+
+// Dynamic shared memory moe_down needs for these parameters (bytes).
+size_t moe_down_smem(const DownParams& p);
 
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream);
 

@@ -162,6 +162,7 @@ std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
+         (down_stage_h ? "s" : "") +
          (mx8_int_decode ? "/int" : "/cvt") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
 }
 
@@ -258,6 +259,10 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.rows_per_warp = config.down_rows_per_warp;
   d.prefetch_experts = config.down_prefetch;
   d.evict_first = config.evict_first ? 1 : 0;
+  // Staging h needs K·I FP32 of shared memory per block: shapes beyond the
+  // kernel's limit read h from global memory instead (same bits).
+  d.stage_h = config.down_stage_h ? 1 : 0;
+  if (kernels::moe_down_smem(d) > kernels::kMoeDownMaxStagedH) d.stage_h = 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);

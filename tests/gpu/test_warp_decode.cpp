@@ -280,6 +280,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
       c.gate_up_prefetch = v % 3;
       c.down_prefetch = 3 * (v % 3);
       c.evict_first = v >= 2;
+      c.down_stage_h = v % 2 == 1;
       configs.push_back(c);
     }
     for (int B : Bs)

@@ -54,6 +54,8 @@ std::vector<WarpDecodeConfig> sweep_configs(int batch, WeightFormat format) {
   for (int n : {0, 1}) { auto c = d; c.gate_up_prefetch = n; add(c); }
   for (int n : {0, 2}) { auto c = d; c.down_prefetch = n; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; add(c); }
+  { auto c = d; c.down_stage_h = !d.down_stage_h; add(c); }
+  { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
   return v;
 }
