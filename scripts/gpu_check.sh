@@ -9,7 +9,7 @@
 #     bench: bench-moe only (full presets)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
 #     sweep: warp-decode GPU tests, then every kernel configuration of
-#            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; B = 1..64),
+#            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
 #   mode, within ACCURACY_TIMEOUT seconds (default 300).
@@ -109,7 +109,7 @@ if [ "$MODE" = sweep ]; then
   rc=$?
   grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
-  "$BIN/warpdecode" bench-moe --preset "${SWEEP_PRESETS:-qwen3-30b-a3b}" --batch 1,2,4,8,16,32,64 --no-classical --no-router \
+  "$BIN/warpdecode" bench-moe --preset "${SWEEP_PRESETS:-qwen3-30b-a3b}" --batch "${SWEEP_BATCHES:-1,2,4,8,16,32,64}" --no-classical --no-router \
     --sweep "$@" --json "$OUT/sweep.json" >"$LOG/sweep.log" 2>&1
   note "sweep         rc=$? -> $OUT/sweep.json"
   grep -E "^# measured" "$LOG/sweep.log"

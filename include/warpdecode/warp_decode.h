@@ -64,6 +64,7 @@ struct WarpDecodeConfig {
   int gate_up_prefetch = 0;          // neuron pairs a gate_up warp keeps requested into L2 ahead
   int down_prefetch = 0;             // routed experts a down warp keeps requested into L2 ahead
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
+  bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
   bool down_stage_h = false;         // moe_down blocks stage their token's h in shared memory
   // The measured default for a batch size and weight format.
   static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16);

@@ -17,16 +17,17 @@ size_t smem_bytes(int entries, int tokens, int hidden) {
   return ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16 + size_t(tokens) * hidden * sizeof(float);
 }
 
-// At most 128 registers: two blocks (16 warps) per SM keep enough loads in flight.
-template <typename Codec, int kTokens>
-__global__ void __launch_bounds__(kThreads, 2)
+// kUnroll: 16-byte chunks per lane per row in one round of loads. The next
+// round is always in flight while the current one is computed (double
+// buffering), so a warp keeps 2·kUnroll·kRows 16-byte loads outstanding.
+// Registers: at most 128 (two blocks, 16 warps per SM), or 80 with one
+// token and kUnroll = 1 (three blocks, 24 warps: more warps to hide the
+// decode latency, fewer loads each).
+template <typename Codec, int kTokens, int kUnroll>
+__global__ void __launch_bounds__(kThreads, (kTokens == 1 && kUnroll == 1) ? 3 : 2)
 moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   constexpr int kC = Codec::kChunkElems;
   constexpr int kQuarters = kC / 4;
-  // 16-byte chunks per lane per row in one round of loads. The next round is
-  // always in flight while the current one is computed (double buffering), so
-  // a warp keeps 2·kUnroll·kRows 16-byte loads outstanding.
-  constexpr int kUnroll = kTokens == 1 ? 2 : 1;
   extern __shared__ __align__(16) unsigned char s_dyn[];
   __shared__ int s_warp_counts[kWarps];
 
@@ -211,12 +212,12 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   }
 }
 
-template <typename Codec, int kTokens>
+template <typename Codec, int kTokens, int kUnroll>
 void launch_variant(const GateUpParams& p, cudaStream_t stream) {
   const int per_block = kWarps * 2 * p.neurons_per_warp;
   const dim3 grid((p.intermediate + per_block - 1) / per_block, p.batch * p.top_k);
   const size_t smem = smem_bytes(p.batch * p.top_k, kTokens, p.hidden);
-  auto* k = &moe_gate_up_kernel<Codec, kTokens>;
+  auto* k = &moe_gate_up_kernel<Codec, kTokens, kUnroll>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   k<<<grid, kThreads, smem, stream>>>(p);
   WD_CUDA_CHECK_LAUNCH();
@@ -224,8 +225,9 @@ void launch_variant(const GateUpParams& p, cudaStream_t stream) {
 
 template <typename Codec>
 void launch(const GateUpParams& p, cudaStream_t stream) {
-  if (p.tokens_per_pass == 1) launch_variant<Codec, 1>(p, stream);
-  else launch_variant<Codec, 4>(p, stream);
+  if (p.tokens_per_pass == 4) launch_variant<Codec, 4, 1>(p, stream);
+  else if (p.narrow_rounds) launch_variant<Codec, 1, 1>(p, stream);
+  else launch_variant<Codec, 1, 2>(p, stream);
 }
 
 }  // namespace

@@ -58,6 +58,8 @@ struct GateUpParams {
   int mx8_int_decode;      // MXFP8 only: 1 integer decoder, 0 hardware convert
   int prefetch_pairs;      // >= 0: neuron pairs a warp keeps requested into L2 ahead of its loads
   int evict_first;         // 1: streamed weight loads are marked evict-first in L2
+  int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
+                           // (80 registers, 24 warps per SM) instead of 2 (16 warps)
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

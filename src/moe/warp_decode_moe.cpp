@@ -143,15 +143,18 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   WarpDecodeConfig c;
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
   // pass while experts rarely share tokens (B <= 8; MXFP8 up to 16), four
-  // beyond; two neuron pairs per warp at B = 1 and four from B = 32; one
+  // beyond; two neuron pairs per warp at B = 1 (MXFP8: up to B = 16), four
+  // from B = 16 (BF16) or 32 (MXFP8), one otherwise; one
   // output per moe_down warp only at B = 1; the hardware E4M3 convert always;
   // evict-first streaming loads always (3-5 % faster at every B); PDL at
   // small batches, where the launch of moe_down is a large part of the time.
-  // L2 prefetch ahead of the loads measured slower everywhere (off).
+  // L2 prefetch ahead of the loads measured slower everywhere (off); h staged
+  // in shared memory only helps BF16 at B = 1 (-11 %).
   const bool mx8 = format == WeightFormat::kMXFP8;
   c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
-  c.gate_up_neurons_per_warp = batch == 1 ? 2 : (batch >= 32 ? 4 : 1);
+  c.gate_up_neurons_per_warp = batch == 1 || (mx8 && batch <= 16) ? 2 : (batch >= 16 ? 4 : 1);
   c.down_rows_per_warp = batch == 1 ? 1 : 4;
+  c.down_stage_h = batch == 1 && !mx8;
   c.mx8_int_decode = false;
   c.evict_first = true;
   c.programmatic_launch = batch <= 8;
@@ -161,7 +164,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
 std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
-         pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
+         (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
          (mx8_int_decode ? "/int" : "/cvt") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
 }
@@ -238,6 +241,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
   g.prefetch_pairs = config.gate_up_prefetch;
   g.evict_first = config.evict_first ? 1 : 0;
+  g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   if (which != Kernels::kDown) kernels::moe_gate_up(g, w.format, stream);
 
   kernels::DownParams d{};

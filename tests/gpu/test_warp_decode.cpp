@@ -281,6 +281,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
       c.down_prefetch = 3 * (v % 3);
       c.evict_first = v >= 2;
       c.down_stage_h = v % 2 == 1;
+      c.gate_up_narrow = v == 2 || v == 4;
       configs.push_back(c);
     }
     for (int B : Bs)

@@ -55,6 +55,8 @@ std::vector<WarpDecodeConfig> sweep_configs(int batch, WeightFormat format) {
   for (int n : {0, 2}) { auto c = d; c.down_prefetch = n; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; add(c); }
+  if (d.gate_up_tokens_per_pass == 1)
+    for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
   return v;
