@@ -12,7 +12,8 @@
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
-#   mode, within ACCURACY_TIMEOUT seconds (default 300).
+#   mode, within ACCURACY_TIMEOUT seconds (default 300); ACCURACY=0 skips it
+#   in full mode. CLASSICAL_BENCH=0 skips the side-by-side bench in full mode.
 #   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
 #   are on the GPU machine) and packs their outputs as $OUT/*-fixture.tar.gz.
 #
@@ -182,7 +183,7 @@ t0=$(date +%s)
 # Warp decode alone first (the committed figures), then beside the classical path.
 "$BIN/warpdecode" bench-moe "${BENCH[@]}" --no-classical "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
 note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
-if [ "$MODE" = full ]; then
+if [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ]; then
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
     --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
@@ -192,7 +193,7 @@ fi
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
 # rewritten after each part, so a timeout in the drift keeps the one-layer records.
-if [ "$MODE" = full ] || [ "${ACCURACY:-0}" = 1 ]; then
+if { [ "$MODE" = full ] && [ "${ACCURACY:-1}" = 1 ]; } || [ "${ACCURACY:-0}" = 1 ]; then
   t0=$(date +%s)
   timeout "${ACCURACY_TIMEOUT:-300}" "$BIN/warpdecode" accuracy --preset qwen3-30b-a3b --format mxfp8 --batch 8,32 --inputs gaussian,outliers \
     --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1

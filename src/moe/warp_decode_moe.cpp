@@ -143,8 +143,9 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   WarpDecodeConfig c;
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
   // pass while experts rarely share tokens (B <= 8; MXFP8 up to 16), four
-  // beyond; two neuron pairs per warp at B = 1 (MXFP8: up to B = 16), four
-  // from B = 16 (BF16) or 32 (MXFP8), one otherwise; one
+  // beyond; at B <= 2 narrow rounds (24 warps per SM) and one neuron pair
+  // per warp (-7 % at B = 1); else two neuron pairs per warp for MXFP8 up to
+  // B = 16, four from B = 16 (BF16) or 32 (MXFP8), one otherwise; one
   // output per moe_down warp only at B = 1; the hardware E4M3 convert always;
   // evict-first streaming loads always (3-5 % faster at every B); PDL at
   // small batches, where the launch of moe_down is a large part of the time.
@@ -152,7 +153,8 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   // in shared memory only helps BF16 at B = 1 (-11 %).
   const bool mx8 = format == WeightFormat::kMXFP8;
   c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
-  c.gate_up_neurons_per_warp = batch == 1 || (mx8 && batch <= 16) ? 2 : (batch >= 16 ? 4 : 1);
+  c.gate_up_narrow = batch <= 2;
+  c.gate_up_neurons_per_warp = batch <= 2 ? 1 : mx8 && batch <= 16 ? 2 : (batch >= 16 ? 4 : 1);
   c.down_rows_per_warp = batch == 1 ? 1 : 4;
   c.down_stage_h = batch == 1 && !mx8;
   c.mx8_int_decode = false;
