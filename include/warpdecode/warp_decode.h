@@ -66,6 +66,7 @@ struct WarpDecodeConfig {
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
   bool down_stage_h = false;         // moe_down blocks stage their token's h in shared memory
+                                     // (applied where K·I·4 <= 48 KB, else ignored)
   // The measured default for a batch size and weight format.
   static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"

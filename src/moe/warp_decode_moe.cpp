@@ -139,6 +139,10 @@ size_t DeviceMoeWeights::bytes() const {
 }
 
 // ---- WarpDecodeMoe ---------------------------------------------------------------
+namespace {
+constexpr size_t kStageHMaxBytes = 48 * 1024;  // WarpDecodeConfig::down_stage_h applies up to this
+}  // namespace
+
 WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   WarpDecodeConfig c;
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
@@ -265,10 +269,12 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.rows_per_warp = config.down_rows_per_warp;
   d.prefetch_experts = config.down_prefetch;
   d.evict_first = config.evict_first ? 1 : 0;
-  // Staging h needs K·I FP32 of shared memory per block: shapes beyond the
-  // kernel's limit read h from global memory instead (same bits).
+  // Staging h takes K·I FP32 of shared memory per block. It pays only while
+  // that stays small (measured on the H200: 24 KB on qwen3-30b-a3b -7 % at
+  // B = 1; 80 KB on qwen3-coder-480b-a35b +21 %, occupancy falls), so larger
+  // h are read from global memory (same bits either way).
   d.stage_h = config.down_stage_h ? 1 : 0;
-  if (kernels::moe_down_smem(d) > kernels::kMoeDownMaxStagedH) d.stage_h = 0;
+  if (kernels::moe_down_smem(d) > kStageHMaxBytes) d.stage_h = 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);
