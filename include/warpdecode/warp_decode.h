@@ -67,8 +67,8 @@ struct WarpDecodeConfig {
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
   bool down_stage_h = false;         // moe_down blocks stage their token's h in shared memory
                                      // (applied where K·I·4 <= 48 KB, else ignored)
-  // The measured default for a batch size and weight format.
-  static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16);
+  // The measured default for a batch size, weight format and hidden size.
+  static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16, int hidden = 2048);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
 };
 

@@ -143,14 +143,14 @@ namespace {
 constexpr size_t kStageHMaxBytes = 48 * 1024;  // WarpDecodeConfig::down_stage_h applies up to this
 }  // namespace
 
-WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
+WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format, int hidden) {
   WarpDecodeConfig c;
   // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
   // pass while experts rarely share tokens (B <= 8; MXFP8 up to 16), four
   // beyond; at B <= 2 narrow rounds (24 warps per SM) and one neuron pair
   // per warp (-7 % at B = 1); else two neuron pairs per warp for MXFP8 up to
   // B = 16, four from B = 16 (BF16) or 32 (MXFP8), one otherwise; one
-  // output per moe_down warp only at B = 1; the hardware E4M3 convert always;
+  // output per moe_down warp only in one wave (below); the hardware E4M3 convert always;
   // evict-first streaming loads always (3-5 % faster at every B); PDL at
   // small batches, where the launch of moe_down is a large part of the time.
   // L2 prefetch ahead of the loads measured slower everywhere (off); h staged
@@ -159,7 +159,10 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format) {
   c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
   c.gate_up_narrow = batch <= 2;
   c.gate_up_neurons_per_warp = batch <= 2 ? 1 : mx8 && batch <= 16 ? 2 : (batch >= 16 ? 4 : 1);
-  c.down_rows_per_warp = batch == 1 ? 1 : 4;
+  // One output per moe_down warp only while its grid (B·H/4 blocks) still
+  // fits one wave: qwen3-30b-a3b at B = 1 (H = 2048); at H = 4096 and 6144
+  // four outputs per warp measured 11-23 % faster already at B = 1.
+  c.down_rows_per_warp = batch * hidden <= 2048 ? 1 : 4;
   c.down_stage_h = batch == 1 && !mx8;
   c.mx8_int_decode = false;
   c.evict_first = true;
@@ -221,7 +224,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch, w.format), stream);
+  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch, w.format, shape_.hidden), stream);
 }
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,

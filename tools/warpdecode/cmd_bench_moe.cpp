@@ -38,8 +38,8 @@ struct Opts {
 std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
 // The default configuration, then each knob changed alone (one at a time).
-std::vector<WarpDecodeConfig> sweep_configs(int batch, WeightFormat format) {
-  const WarpDecodeConfig d = WarpDecodeConfig::for_batch(batch, format);
+std::vector<WarpDecodeConfig> sweep_configs(int batch, WeightFormat format, int hidden) {
+  const WarpDecodeConfig d = WarpDecodeConfig::for_batch(batch, format, hidden);
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
     for (const auto& o : v)
@@ -129,7 +129,7 @@ void run(const Opts& o) {
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(B, f) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B, f)};
+                             : o.sweep ? sweep_configs(B, f, shapes[si].hidden) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B, f, shapes[si].hidden)};
         for (const auto& cfg : configs) {
           bench::Options opt;
           opt.calls = o.calls;
@@ -139,7 +139,7 @@ void run(const Opts& o) {
           opt.stages = o.stages;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
-          if (config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f))) warp_us = m.experts.us_median;
+          if (config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f, shapes[si].hidden))) warp_us = m.experts.us_median;
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
           const double pct = 100.0 * tbps / bw.read_tbps;
           std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
@@ -153,7 +153,7 @@ void run(const Opts& o) {
                                 {"batch", B},
                                 {"path", path.name()},
                                 {"config", config_label(cfg)},
-                                {"default_config", config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f))},
+                                {"default_config", config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f, shapes[si].hidden))},
                                 {"us_median", m.experts.us_median},
                                 {"us_min", m.experts.us_min},
                                 {"us_max", m.experts.us_max},
