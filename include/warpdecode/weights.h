@@ -55,6 +55,35 @@ class MoeWeights {
   WeightFormat format_ = WeightFormat::kBF16;
 };
 
+// The host view of anything that holds a layer's tensors as vectors under
+// MoeWeights' member names (router, gate_up_bf16, down_bf16, gate_up_q,
+// down_q, gate_up_scales, down_scales, gate_up_block_scales,
+// down_block_scales): MoeWeights, the checkpoint's model::ExpertStack and the
+// accuracy harness's compact layers. The one place those names map to a view.
+template <typename Holder>
+MoeWeightsView host_moe_view(const Holder& h, const MoeShape& shape, WeightFormat format) {
+  MoeWeightsView v;
+  v.shape = shape;
+  v.format = format;
+  v.space = MemorySpace::kHost;
+  v.router = h.router.data();
+  if (format == WeightFormat::kBF16) {
+    v.gate_up = h.gate_up_bf16.data();
+    v.down = h.down_bf16.data();
+    return v;
+  }
+  v.gate_up = h.gate_up_q.data();
+  v.down = h.down_q.data();
+  if (format == WeightFormat::kMXFP8) {
+    v.gate_up_scales = h.gate_up_scales.data();
+    v.down_scales = h.down_scales.data();
+  } else {
+    v.gate_up_block_scales = h.gate_up_block_scales.data();
+    v.down_block_scales = h.down_block_scales.data();
+  }
+  return v;
+}
+
 // Quantize rows x cols (cols % 32 == 0) to MXFP8: q (rows, cols), scales (rows, cols/32).
 void quantize_mxfp8(const uint16_t* bf16, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
                     MxScaleRule rule);

@@ -4,6 +4,7 @@
 
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
+#include "warpdecode/weights.h"
 
 namespace wd::accuracy {
 namespace {
@@ -76,28 +77,7 @@ HostExperts slice_experts(const MoeWeightsView& full, std::vector<int32_t> ids, 
   return h;
 }
 
-MoeWeightsView HostExperts::view() const {
-  MoeWeightsView v;
-  v.shape = shape;
-  v.format = format;
-  v.space = MemorySpace::kHost;
-  v.router = router.data();
-  if (format == WeightFormat::kBF16) {
-    v.gate_up = gate_up_bf16.data();
-    v.down = down_bf16.data();
-  } else {
-    v.gate_up = gate_up_q.data();
-    v.down = down_q.data();
-    if (format == WeightFormat::kMXFP8) {
-      v.gate_up_scales = gate_up_scales.data();
-      v.down_scales = down_scales.data();
-    } else {
-      v.gate_up_block_scales = gate_up_block_scales.data();
-      v.down_block_scales = down_block_scales.data();
-    }
-  }
-  return v;
-}
+MoeWeightsView HostExperts::view() const { return host_moe_view(*this, shape, format); }
 
 std::vector<int32_t> HostExperts::remap(const std::vector<int32_t>& layer_ids) const {
   std::vector<int32_t> out(layer_ids.size());

@@ -139,28 +139,7 @@ MoeWeights MoeWeights::to_fp8_block128() const {
   return q;
 }
 
-MoeWeightsView MoeWeights::view() const {
-  MoeWeightsView v;
-  v.shape = shape_;
-  v.format = format_;
-  v.space = MemorySpace::kHost;
-  v.router = router.data();
-  if (format_ == WeightFormat::kBF16) {
-    v.gate_up = gate_up_bf16.data();
-    v.down = down_bf16.data();
-  } else if (format_ == WeightFormat::kMXFP8) {
-    v.gate_up = gate_up_q.data();
-    v.gate_up_scales = gate_up_scales.data();
-    v.down = down_q.data();
-    v.down_scales = down_scales.data();
-  } else {
-    v.gate_up = gate_up_q.data();
-    v.gate_up_block_scales = gate_up_block_scales.data();
-    v.down = down_q.data();
-    v.down_block_scales = down_block_scales.data();
-  }
-  return v;
-}
+MoeWeightsView MoeWeights::view() const { return host_moe_view(*this, shape_, format_); }
 
 std::vector<uint16_t> synthetic_input(int batch, int hidden, uint64_t seed, InputKind kind) {
   WD_CHECK(batch >= 1, "batch = ", batch, " must be >= 1");

@@ -97,28 +97,10 @@ MoeWeightsView ExpertStack::view() const {
   WD_CHECK(format != StackFormat::kFp8Block || (block_rows == kFp8BlockSize && block_cols == kFp8BlockSize),
            "fp8-block experts with ", block_rows, "x", block_cols, " blocks have no MoE view (layout.h's "
            "fp8-block128 needs 128x128): load them as bf16 or mxfp8");
-  MoeWeightsView v;
-  v.shape = shape;
-  v.space = MemorySpace::kHost;
-  v.router = router.data();
-  if (format == StackFormat::kFp8Block) {
-    v.format = WeightFormat::kFP8Block128;  // the same bytes and scale layout
-    v.gate_up = gate_up_q.data();
-    v.gate_up_block_scales = gate_up_block_scales.data();
-    v.down = down_q.data();
-    v.down_block_scales = down_block_scales.data();
-  } else if (format == StackFormat::kBF16) {
-    v.format = WeightFormat::kBF16;
-    v.gate_up = gate_up_bf16.data();
-    v.down = down_bf16.data();
-  } else {
-    v.format = WeightFormat::kMXFP8;
-    v.gate_up = gate_up_q.data();
-    v.gate_up_scales = gate_up_scales.data();
-    v.down = down_q.data();
-    v.down_scales = down_scales.data();
-  }
-  return v;
+  const WeightFormat f = format == StackFormat::kBF16    ? WeightFormat::kBF16
+                        : format == StackFormat::kMXFP8 ? WeightFormat::kMXFP8
+                                                        : WeightFormat::kFP8Block128;  // same bytes and scale layout
+  return host_moe_view(*this, shape, f);
 }
 
 size_t ExpertStack::bytes() const {
