@@ -41,6 +41,7 @@ namespace {
 
 using wd::test::fresh_seed;
 using wd::test::make_shape;
+using wd::test::unambiguous_inputs;
 
 template <typename T>
 std::vector<T> download(const T* p, size_t n) {
@@ -513,14 +514,7 @@ TEST(Classical, RouterMatchesReference) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     ClassicalMoe moe(s, 200);
     for (int B : {1, 7, 200}) {
-      std::vector<uint16_t> x;
-      reference::Routing r;
-      for (int attempt = 0;; ++attempt) {
-        ASSERT_LT(attempt, 50);
-        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        r = reference::router(layer.host.view(), x.data(), B);
-        if (reference::min_topk_gap(r, s.experts) > 1e-4) break;
-      }
+      const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       DeviceBuffer<uint16_t> dx(x);
       DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
       DeviceBuffer<float> w(size_t(B) * s.top_k);
@@ -544,12 +538,7 @@ TEST(Classical, ForwardAndDispatch) {
     MoeDispatch moe(s, 64, table);
     for (int B : {3, 40}) {
       EXPECT_EQ(moe.choose(f, B), f == WeightFormat::kFP8Block128 || B >= 16 ? MoePath::kClassical : MoePath::kWarp);
-      std::vector<uint16_t> x;
-      reference::Routing r;
-      do {
-        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        r = reference::router(layer.host.view(), x.data(), B);
-      } while (reference::min_topk_gap(r, s.experts) <= 1e-4);
+      const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
                                                 reference::Precision::kFP64);
       DeviceBuffer<uint16_t> dx(x);

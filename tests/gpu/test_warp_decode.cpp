@@ -26,6 +26,7 @@ namespace {
 
 using wd::test::fresh_seed;
 using wd::test::make_shape;
+using wd::test::unambiguous_inputs;
 
 // One layer's weights on host and device, in one format.
 struct Layer {
@@ -157,14 +158,7 @@ TEST(WarpDecode, RouterMatchesReference) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     WarpDecodeMoe moe(s, 64);
     for (int B : {1, 7, 64}) {
-      std::vector<uint16_t> x;
-      reference::Routing r;
-      for (int attempt = 0;; ++attempt) {  // no near-ties may decide the top-k
-        ASSERT_LT(attempt, 50);
-        x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        r = reference::router(layer.host.view(), x.data(), B);
-        if (reference::min_topk_gap(r, s.experts) > 1e-4) break;
-      }
+      const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       DeviceBuffer<uint16_t> dx(x);
       DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
       DeviceBuffer<float> w(size_t(B) * s.top_k);
@@ -184,12 +178,7 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
   const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
   WarpDecodeMoe moe(s, 16);
   const int B = 11;
-  std::vector<uint16_t> x;
-  reference::Routing r;
-  do {
-    x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-    r = reference::router(layer.host.view(), x.data(), B);
-  } while (reference::min_topk_gap(r, s.experts) <= 1e-4);
+  const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
   const auto ref = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
                                           reference::Precision::kFP64);
   DeviceBuffer<uint16_t> dx(x);
