@@ -8,6 +8,8 @@
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: bench-moe only (full presets)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
+#     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
+#             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH), to $OUT
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
@@ -100,6 +102,19 @@ if [ "$MODE" = profile ]; then
     echo "=== ncu $1 B=$2"
     grep -E "moe_(gate_up|down)_kernel|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|L1/TEX Hit Rate|Stall|Duration" "$LOG/ncu-$1-$2.txt" | head -40
   done
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  exit 0
+fi
+
+if [ "$MODE" = source ]; then
+  for k in down gate_up; do
+    ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_kernel" --launch-skip 20 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
+      "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format mxfp8 --batch "${SOURCE_BATCH:-1}" --calls 4 \
+      --replays 3 --no-router --no-classical >"$OUT/ncu-source-$k.csv" 2>&1
+    note "ncu source    $k rc=$? ($(wc -l <"$OUT/ncu-source-$k.csv") lines)"
+  done
+  printf '%s\n' "${SUMMARY[@]}"
   tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
   exit 0
 fi
