@@ -43,8 +43,8 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 }
 
 // The L2 policy of streamed weight loads: evict-first lets weights that have
-// been consumed make way for the lines prefetched ahead of them (prefetch_l2);
-// evict-normal is the hardware default.
+// been consumed make way for data that is reused (measured 3-5 % faster on
+// the H200, docs/PERF_LOG.md v6); evict-normal is the hardware default.
 __device__ __forceinline__ uint64_t l2_stream_policy(bool evict_first) {
   uint64_t pol;
   if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
@@ -63,10 +63,11 @@ __device__ __forceinline__ uint4 ld_stream(const void* p, uint64_t pol) {
 
 // Asks for [p, p + bytes) to be brought into L2 ahead of the loads that will
 // read it. A hint: it holds no register or shared memory and nothing waits
-// for it, so one lane can keep kilobytes in flight on behalf of its warp —
-// more than the warp's registers could (the kernels are latency-bound
-// without it: docs/PERF_LOG.md). 16-byte aligned ranges go to the bulk (TMA)
-// prefetch; others (small: scale rows) are prefetched per 128-byte line.
+// for it, so one lane can keep kilobytes in flight on behalf of its warp.
+// (Measured 1-15 % slower in both kernels on the H200, docs/PERF_LOG.md v6:
+// the per-call options that use it are off by default.) 16-byte aligned
+// ranges go to the bulk (TMA) prefetch; others (small: scale rows) are
+// prefetched per 128-byte line.
 __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (((a | bytes) & 15u) == 0) {
