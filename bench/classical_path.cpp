@@ -175,7 +175,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       for (int B : ladder) {
         double warp_us = 0;
         if (warp_supports(f)) {
-          WarpPath wp(WarpDecodeConfig::for_batch(B, f, shape.hidden));
+          WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f));
           warp_us = mb.run(B, wp, opt).experts.us_median;
         }
         ClassicalPath cp(mb, f, std::nullopt);

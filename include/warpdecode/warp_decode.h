@@ -65,10 +65,9 @@ struct WarpDecodeConfig {
   int down_prefetch = 0;             // routed experts a down warp keeps requested into L2 ahead
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
-  bool down_stage_h = false;         // moe_down blocks stage their token's h in shared memory
-                                     // (applied where K·I·4 <= 48 KB, else ignored)
-  // The measured default for a batch size, weight format and hidden size.
-  static WarpDecodeConfig for_batch(int batch, WeightFormat format = WeightFormat::kBF16, int hidden = 2048);
+  bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
+  // The measured default for a layer shape, batch size and weight format.
+  static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
 };
 

@@ -139,31 +139,29 @@ size_t DeviceMoeWeights::bytes() const {
 }
 
 // ---- WarpDecodeMoe ---------------------------------------------------------------
-namespace {
-constexpr size_t kStageHMaxBytes = 48 * 1024;  // WarpDecodeConfig::down_stage_h applies up to this
-}  // namespace
-
-WarpDecodeConfig WarpDecodeConfig::for_batch(int batch, WeightFormat format, int hidden) {
+WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format) {
   WarpDecodeConfig c;
-  // From the sweeps of docs/PERF_LOG.md (qwen3-30b-a3b, H200): one token per
-  // pass while experts rarely share tokens (B <= 8; MXFP8 up to 16), four
-  // beyond; at B <= 2 narrow rounds (24 warps per SM) and one neuron pair
-  // per warp (-7 % at B = 1); else two neuron pairs per warp for MXFP8 up to
-  // B = 16, four from B = 16 (BF16) or 32 (MXFP8), one otherwise; one
-  // output per moe_down warp only in one wave (below); the hardware E4M3 convert always;
-  // evict-first streaming loads always (3-5 % faster at every B); PDL at
-  // small batches, where the launch of moe_down is a large part of the time.
-  // L2 prefetch ahead of the loads measured slower everywhere (off); h staged
-  // in shared memory only helps BF16 at B = 1 (-11 %).
+  // From the sweeps of docs/PERF_LOG.md (H200):
+  // - gate_up: one token per pass while experts rarely share tokens (B <= 8;
+  //   MXFP8 up to 16), four beyond. At B <= 2 narrow rounds (24 warps per SM)
+  //   and one neuron pair per warp (-7 % at B = 1); else two pairs for MXFP8
+  //   up to B = 16, four from B = 16 (BF16) or 32 (MXFP8), one otherwise.
+  // - down: one output per warp only while its grid (B·H/4 blocks) still fits
+  //   one wave, i.e. qwen3-30b-a3b at B = 1 (at H = 4096 and 6144 four per warp
+  //   measured 11-23 % faster already at B = 1). h staged in shared memory for
+  //   BF16 at B = 1 while it is at most 48 KB (24 KB on qwen3-30b-a3b: -11 %;
+  //   80 KB on qwen3-coder-480b-a35b: +21 %, occupancy falls).
+  // - both: the hardware E4M3 convert; evict-first streaming loads (3-5 %
+  //   faster at every B); PDL at B <= 8, where the launch of moe_down is a
+  //   large part of the time. L2 prefetch ahead of the loads measured slower
+  //   everywhere (off).
   const bool mx8 = format == WeightFormat::kMXFP8;
+  const size_t h_bytes = size_t(shape.top_k) * shape.intermediate * sizeof(float);
   c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
   c.gate_up_narrow = batch <= 2;
   c.gate_up_neurons_per_warp = batch <= 2 ? 1 : mx8 && batch <= 16 ? 2 : (batch >= 16 ? 4 : 1);
-  // One output per moe_down warp only while its grid (B·H/4 blocks) still
-  // fits one wave: qwen3-30b-a3b at B = 1 (H = 2048); at H = 4096 and 6144
-  // four outputs per warp measured 11-23 % faster already at B = 1.
-  c.down_rows_per_warp = batch * hidden <= 2048 ? 1 : 4;
-  c.down_stage_h = batch == 1 && !mx8;
+  c.down_rows_per_warp = batch * shape.hidden <= 2048 ? 1 : 4;
+  c.down_stage_h = batch == 1 && !mx8 && h_bytes <= 48 * 1024;
   c.mx8_int_decode = false;
   c.evict_first = true;
   c.programmatic_launch = batch <= 8;
@@ -224,7 +222,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, WarpDecodeConfig::for_batch(r.batch, w.format, shape_.hidden), stream);
+  experts(w, x, r, out, WarpDecodeConfig::for_batch(shape_, r.batch, w.format), stream);
 }
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
@@ -272,12 +270,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.rows_per_warp = config.down_rows_per_warp;
   d.prefetch_experts = config.down_prefetch;
   d.evict_first = config.evict_first ? 1 : 0;
-  // Staging h takes K·I FP32 of shared memory per block. It pays only while
-  // that stays small (measured on the H200: 24 KB on qwen3-30b-a3b -7 % at
-  // B = 1; 80 KB on qwen3-coder-480b-a35b +21 %, occupancy falls), so larger
-  // h are read from global memory (same bits either way).
   d.stage_h = config.down_stage_h ? 1 : 0;
-  if (kernels::moe_down_smem(d) > kStageHMaxBytes) d.stage_h = 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   kernels::moe_down(d, w.format, stream);

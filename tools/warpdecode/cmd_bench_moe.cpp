@@ -38,8 +38,7 @@ struct Opts {
 std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
 // The default configuration, then each knob changed alone (one at a time).
-std::vector<WarpDecodeConfig> sweep_configs(int batch, WeightFormat format, int hidden) {
-  const WarpDecodeConfig d = WarpDecodeConfig::for_batch(batch, format, hidden);
+std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
     for (const auto& o : v)
@@ -128,8 +127,9 @@ void run(const Opts& o) {
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
+        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(B, f, shapes[si].hidden) : std::vector<WarpDecodeConfig>{WarpDecodeConfig::for_batch(B, f, shapes[si].hidden)};
+                             : o.sweep ? sweep_configs(dflt) : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
           bench::Options opt;
           opt.calls = o.calls;
@@ -139,7 +139,8 @@ void run(const Opts& o) {
           opt.stages = o.stages;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
-          if (config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f, shapes[si].hidden))) warp_us = m.experts.us_median;
+          const bool is_default = config_label(cfg) == config_label(dflt);
+          if (is_default) warp_us = m.experts.us_median;
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
           const double pct = 100.0 * tbps / bw.read_tbps;
           std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
@@ -153,7 +154,7 @@ void run(const Opts& o) {
                                 {"batch", B},
                                 {"path", path.name()},
                                 {"config", config_label(cfg)},
-                                {"default_config", config_label(cfg) == config_label(WarpDecodeConfig::for_batch(B, f, shapes[si].hidden))},
+                                {"default_config", is_default},
                                 {"us_median", m.experts.us_median},
                                 {"us_min", m.experts.us_min},
                                 {"us_max", m.experts.us_max},
