@@ -121,7 +121,7 @@ fi
 
 if [ "$MODE" = sweep ]; then
   t0=$(date +%s)
-  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode.*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
+  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
   rc=$?
   grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
@@ -156,7 +156,7 @@ if [ "$MODE" != bench ]; then
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter=WarpDecode.SanitizerCase >"$LOG/sanitizer-$tool.log" 2>&1
+        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else

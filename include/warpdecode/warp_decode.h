@@ -51,8 +51,13 @@ class DeviceMoeWeights {
   std::unique_ptr<Impl> impl_;
 };
 
-// Per-call tuning of the two kernels. Every configuration computes the same
-// bits (batch invariance holds across them); they differ only in speed.
+// Per-call tuning of the two kernels. Two families: the scalar kernels
+// (tensor_cores = false; every other knob below) and the tensor-core kernels
+// (tensor_cores = true; only programmatic_launch and evict_first apply). All
+// configurations of one family compute the same bits (batch invariance holds
+// across them); the two families sum in different orders, so their bits differ
+// (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
+// I % 64 == 0 (every Qwen3-MoE shape): kernels::tensor_core_shape_ok.
 // The defaults (WarpDecodeConfig::for_batch) come from measurements recorded
 // in docs/PERF_LOG.md.
 struct WarpDecodeConfig {
@@ -66,6 +71,7 @@ struct WarpDecodeConfig {
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
   bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
+  bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
   // The measured default for a layer shape, batch size and weight format.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"

@@ -5,6 +5,7 @@
 #include "kernels/formats_device.cuh"
 #include "kernels/moe_down.cuh"
 #include "kernels/moe_gate_up.cuh"
+#include "kernels/moe_tc.cuh"
 #include "kernels/router.cuh"
 #include "kernels/synthetic.cuh"
 
@@ -169,6 +170,8 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
 }
 
 std::string WarpDecodeConfig::label() const {
+  if (tensor_cores)
+    return std::string("tc") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
@@ -249,7 +252,10 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.prefetch_pairs = config.gate_up_prefetch;
   g.evict_first = config.evict_first ? 1 : 0;
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
-  if (which != Kernels::kDown) kernels::moe_gate_up(g, w.format, stream);
+  if (which != Kernels::kDown) {
+    if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
+    else kernels::moe_gate_up(g, w.format, stream);
+  }
 
   kernels::DownParams d{};
   d.weights = w.down;
@@ -273,7 +279,8 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.stage_h = config.down_stage_h ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
-  kernels::moe_down(d, w.format, stream);
+  if (config.tensor_cores) kernels::moe_down_tc(d, w.format, stream);
+  else kernels::moe_down(d, w.format, stream);
 }
 
 void WarpDecodeMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch,

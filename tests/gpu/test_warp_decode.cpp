@@ -190,8 +190,7 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
 }
 
 // ---- odd routings ----------------------------------------------------------------------
-TEST(WarpDecode, OddRoutings) {
-  WD_REQUIRE_GPU();
+void check_odd_routings(const WarpDecodeConfig* config) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
@@ -220,10 +219,15 @@ TEST(WarpDecode, OddRoutings) {
         for (int b = 0; b < o.B; ++b) r.ids[b * K + 1] = r.ids[b * K];
       const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto ref = reference_y(layer, x, r, o.B);
-      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
-                   std::string(name(f)) + " " + o.what);
+      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32, config), 2e-5,
+                   std::string(name(f)) + " " + o.what + (config ? " " + config->label() : ""));
     }
   }
+}
+
+TEST(WarpDecode, OddRoutings) {
+  WD_REQUIRE_GPU();
+  check_odd_routings(nullptr);
 }
 
 // ---- residual -------------------------------------------------------------------------
@@ -380,6 +384,162 @@ TEST(WarpDecode, SanitizerCase) {
       WD_CUDA_CHECK(cudaDeviceSynchronize());
     }
   }
+}
+
+
+// ---- the tensor-core kernels (WarpDecodeConfig::tensor_cores) -------------------------
+// The same checks as above, on the tensor-core family. Its bits differ from
+// the scalar family's, so batch invariance is checked within the family.
+WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true) {
+  WarpDecodeConfig c;
+  c.tensor_cores = true;
+  c.programmatic_launch = pdl;
+  c.evict_first = evict_first;
+  return c;
+}
+
+TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
+  WD_REQUIRE_GPU();
+  // I = 192: 3 K ranges of one unit; tiny: I = 128, 2 ranges; E = 20, K = 6:
+  // many tokens share experts. B > 64 walks the experts once per 64 tokens.
+  const MoeShape shapes[] = {make_shape(256, 192, 20, 6), preset_shape("tiny")};
+  for (const MoeShape& s : shapes)
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      const Layer layer = Layer::make(s, f, fresh_seed());
+      WarpDecodeMoe moe(s, 256);
+      std::vector<int> batches;
+      for (int b = 1; b <= 70; ++b) batches.push_back(b);
+      for (int b : {96, 127, 128, 200, 256}) batches.push_back(b);
+      for (int B : batches) {
+        const WarpDecodeConfig cfg = tc_config(B % 2 == 0, B % 3 != 0);
+        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const auto ref = reference_y(layer, x, r, B);
+        const std::string what = std::string(name(f)) + " I=" + std::to_string(s.intermediate) + " B=" + std::to_string(B);
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5, what + " fp32");
+        if (B % 7 == 1) expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg), 4e-3, what + " bf16");
+      }
+    }
+}
+
+TEST(WarpDecodeTensorCores, RealShapes) {
+  WD_REQUIRE_GPU();
+  struct Case {
+    MoeShape s;
+    std::vector<int> batches;
+  };
+  MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
+  coder.experts = 16;  // I = 2560: 10 K ranges of 4 units
+  const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 64}},
+                        {preset_shape("qwen3-235b-a22b"), {1, 16}},  // 12 ranges of 2 units
+                        {coder, {1, 5}}};
+  const WarpDecodeConfig cfg = tc_config();
+  for (const auto& c : cases)
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      const Layer layer = Layer::make(c.s, f, fresh_seed());
+      WarpDecodeMoe moe(c.s, 64);
+      for (int B : c.batches) {
+        const auto x = synthetic_input(B, c.s.hidden, fresh_seed(), InputKind::kOutliers);
+        const auto r = random_routing(B, c.s.experts, c.s.top_k, fresh_seed());
+        const auto ref = reference_y(layer, x, r, B);
+        const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B);
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5, what + " fp32");
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg), 4e-3, what + " bf16");
+      }
+    }
+}
+
+TEST(WarpDecodeTensorCores, OddRoutings) {
+  WD_REQUIRE_GPU();
+  const WarpDecodeConfig cfg = tc_config();
+  check_odd_routings(&cfg);
+}
+
+TEST(WarpDecodeTensorCores, FusedResidualAdd) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  const WarpDecodeConfig cfg = tc_config();
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 80);
+    for (int B : {3, 70}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      std::vector<float> res(size_t(B) * s.hidden);
+      std::mt19937 g{unsigned(fresh_seed())};
+      for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
+      auto ref = reference_y(layer, x, r, B);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+      const std::string what = std::string(name(f)) + " B=" + std::to_string(B);
+      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg, &res), 2e-5, what + " fp32 + residual");
+      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg, &res), 4e-3, what + " bf16 + residual");
+    }
+  }
+}
+
+TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 80);
+    const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
+    const WarpDecodeConfig base = tc_config();
+    const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32, &base);
+    // Several positions in batches of other tokens (65, 80: the token in the
+    // second walk of 64), PDL and the L2 policy on and off.
+    const int Bs[] = {2, 9, 37, 64, 65, 80};
+    for (int B : Bs)
+      for (int v = 0; v < 2; ++v) {
+        const WarpDecodeConfig cfg = tc_config(v == 0, v == 1);
+        auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const int pos = B >= 65 && v == 0 ? 64 + int(fresh_seed() % (B - 64)) : int(fresh_seed() % B);
+        std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
+        std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
+        std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
+        const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg);
+        size_t diff = 0;
+        for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
+        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
+      }
+    const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto r = random_routing(64, s.experts, s.top_k, fresh_seed());
+    const auto a = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &base);
+    const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &base);
+    EXPECT_EQ(a, b);
+  }
+}
+
+// Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
+// B = 70 takes two walks of the token groups, the repeated expert the slow
+// bookkeeping path.
+TEST(WarpDecodeTensorCores, SanitizerCase) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 192, 20, 6);
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 70);
+    const WarpDecodeConfig cfg = tc_config();
+    for (int B : {1, 9, 70}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      if (B == 9) r.ids[1] = r.ids[0];
+      run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
+    }
+  }
+}
+
+TEST(WarpDecodeTensorCores, RefusesShapesItCannotTake) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(160, 96, 20, 6);  // H % 256 != 0
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, 1);
+  WarpDecodeMoe moe(s, 4);
+  const auto x = synthetic_input(2, s.hidden, 1, InputKind::kGaussian);
+  const auto r = random_routing(2, s.experts, s.top_k, 1);
+  const WarpDecodeConfig cfg = tc_config();
+  EXPECT_THROW(run_experts(moe, layer, x, r, 2, OutputType::kFP32, &cfg), InvalidArgument);
 }
 
 }  // namespace

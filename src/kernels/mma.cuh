@@ -1,0 +1,69 @@
+// Tensor-core building blocks of the tensor-core warp-decode kernels
+// (moe_gate_up_tc.cu, moe_down_tc.cu): one BF16 mma.sync tile and the exact
+// conversions that feed it.
+//
+// The tile is m16n8k16 (A 16×16 row-major, B 16×8 column-major, FP32 C).
+// Lane l = 4·g + q holds A rows g and g+8, B column g and C rows g, g+8 ×
+// columns 2q, 2q+1 (PTX ISA, "Matrix fragments for mma.m16n8k16").
+//
+// K permutation: a dot product does not care in which order k is visited,
+// only that A and B agree. Lane q of a row loads 16 contiguous bytes of that
+// row (8 BF16, or 16 E4M3 decoded to 8 words), so four lanes cover one
+// contiguous segment and every load is a full 16-byte vector. Word j of a
+// lane's data goes to the fragment slot of k16 step j/2: words 2s and 2s+1
+// are the "k = 2q, 2q+1" and "k = 2q+8, 2q+9" pairs of step s. A and B
+// fragments are built from the same words, so A·B is the exact segment dot
+// product: every BF16×BF16 product is exact in FP32.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kernels/common.cuh"
+
+namespace wd::kernels {
+
+// C += A·B on one m16n8k16 BF16 tile, FP32 accumulation.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Two floats -> BF16x2 (lo in the low half), round to nearest even.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// 16 E4M3 codes × 2^k (an E8M0 scale, passed as the float 2^k) -> 8 BF16x2
+// words, in element order. Exact: E4M3 -> F16 -> F32 is exact, × 2^k is
+// exact, and a value with a 4-bit significand is exact in BF16 (for scales
+// in the BF16 normal range, i.e. any real checkpoint's).
+__device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, float scale, uint32_t (&out)[8]) {
+  const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 a = e4m3x2_to_float2(v[i]);
+    const float2 b = e4m3x2_to_float2(v[i] >> 16);
+    out[2 * i] = pack_bf16x2(a.x * scale, a.y * scale);
+    out[2 * i + 1] = pack_bf16x2(b.x * scale, b.y * scale);
+  }
+}
+
+// FP32 -> hi + lo, both BF16: hi = bf16(v), lo = bf16(v - hi) (v - hi is
+// exact). hi + lo carries 16 significant bits: |v - hi - lo| <= 2^-17·|v|.
+// An FP32 operand is split this way so that two BF16 MMAs (hi, then lo)
+// reproduce its product with a BF16 weight to ~2^-17 instead of 2^-9.
+__device__ __forceinline__ void split_bf16x2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  const float2 hf = __bfloat1622float2(h);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = pack_bf16x2(a - hf.x, b - hf.y);
+}
+
+}  // namespace wd::kernels

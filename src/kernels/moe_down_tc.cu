@@ -1,0 +1,338 @@
+// moe_down on the tensor cores: see moe_tc.cuh for the mapping and the
+// numerics, mma.cuh for the fragment layout and the K permutation.
+#include "kernels/moe_tc.cuh"
+
+#include "core/cuda_check.h"
+#include "kernels/common.cuh"
+#include "kernels/expert_lists.cuh"
+#include "kernels/mma.cuh"
+
+namespace wd::kernels {
+namespace {
+
+constexpr int kTile = 16;       // output rows per block
+constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
+constexpr int kMaxSlices = 12;  // warps per block
+constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
+
+// One work item of a warp: one unit (16 rows × 64 elements of I) of one
+// expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
+// g+8 (BF16: two 16-byte chunks [8q, 8q+8) and [32+8q, 32+8q+8); E4M3: one,
+// [16q, 16q+16)) and the same 16 elements of its token's h.
+template <bool kMx8>
+struct Item {
+  static constexpr int kChunks = kMx8 ? 1 : 2;
+  uint4 a[2][kChunks];  // [row g / g+8][chunk]
+  float sc[2];          // MXFP8 scales of the two rows
+  float4 h[4];
+  int j, t, u;          // expert rank, token tile, unit
+};
+
+// Offset (elements) of float4 m of a lane's 16 elements within a unit.
+template <bool kMx8>
+__device__ __forceinline__ int h_offset(int q, int m) {
+  return kMx8 ? 16 * q + 4 * m : 8 * q + 4 * (m % 2) + 32 * (m / 2);
+}
+
+template <bool kMx8>
+__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
+moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
+  const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int slices = blockDim.x / kWarpSize;
+  const int g = lane / 4, q = lane % 4;
+  const int d0 = blockIdx.x * kTile;
+  const int kw = warp * units * kUnit;  // the warp's K range starts here
+  const int G = min(p.batch, kGroup);   // tokens per group (the accumulator's width)
+  const int ne_max = G * K, na_max = min(E, ne_max);
+  const uint64_t pol = l2_stream_policy(p.evict_first != 0);
+  constexpr int kElemBytes = kMx8 ? 1 : 2;
+  const auto* w = static_cast<const uint8_t*>(p.weights);
+
+  // Shared memory (8-byte aligned pieces first): per expert id, the group's
+  // tokens routed to it (bit t = token b0 + t); the warps' accumulators
+  // (slices × 16 rows × G tokens); the group's routing (ids, weights); its
+  // entries sorted by (expert rank, token); the distinct experts, ascending;
+  // and where each one's entries start.
+  extern __shared__ unsigned long long s_tokmask[];
+  float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
+  int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
+  float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
+  int* s_list = reinterpret_cast<int*>(s_w + ne_max);
+  int* s_exp = s_list + ne_max;
+  int* s_start = s_exp + na_max;  // na_max + 1
+  __shared__ uint32_t s_bits[kMaxExperts / 32];
+  __shared__ int s_wpre[kMaxExperts / 32];
+  __shared__ int s_na, s_items, s_dup;
+  const int words = (E + 31) / 32;
+
+  bool waited = false;
+  for (int b0 = 0; b0 < p.batch; b0 += kGroup) {
+    const int nb = min(kGroup, p.batch - b0), ne = nb * K;
+    // 1. Clear, and read the group's routing.
+    if (threadIdx.x == 0) s_dup = 0;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
+    for (int i = threadIdx.x; i < slices * kTile * G; i += blockDim.x) s_acc[i] = 0.0f;
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+      s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
+      s_w[i] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    __syncthreads();
+    // 2. Which experts, and which tokens of each.
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+      const int e = s_ids[i];
+      atomicOr(&s_bits[e >> 5], 1u << (e & 31));
+      const unsigned long long bit = 1ull << (i / K);
+      if (atomicOr(&s_tokmask[e], bit) & bit) s_dup = 1;  // a token routed twice to e
+    }
+    __syncthreads();
+    // A token routed twice to one expert (no router does that, but a caller's
+    // routing may) breaks "one entry per token and expert": then counts and
+    // positions come from a plain scan of the group's entries (slow, exact).
+    const bool dup = s_dup != 0;
+    // 3. Rank of each expert word (exclusive popcount prefix).
+    if (warp == 0) {
+      const int c = lane < words ? __popc(s_bits[lane]) : 0;
+      int incl = c;
+#pragma unroll
+      for (int o = 1; o < kWarpSize; o <<= 1) {
+        const int v = __shfl_up_sync(kFullMask, incl, o);
+        if (lane >= o) incl += v;
+      }
+      if (lane < words) s_wpre[lane] = incl - c;
+      if (lane == kWarpSize - 1) s_na = incl;
+    }
+    __syncthreads();
+    auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
+    // 4. The distinct experts in ascending id, with their token counts.
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+      if (s_bits[e >> 5] >> (e & 31) & 1u) {
+        const int j = rank(e);
+        s_exp[j] = e;
+        int cnt = __popcll(s_tokmask[e]);
+        if (dup) {
+          cnt = 0;
+          for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
+        }
+        s_start[j + 1] = cnt;
+      }
+    __syncthreads();
+    // 5. Where each expert's entries start; how many work items a warp has.
+    const int na = s_na;
+    if (warp == 0) {
+      int carry = 0, tiles = 0;
+      for (int base = 0; base < na; base += kWarpSize) {
+        const int c = base + lane < na ? s_start[base + lane + 1] : 0;
+        int incl = c;
+#pragma unroll
+        for (int o = 1; o < kWarpSize; o <<= 1) {
+          const int v = __shfl_up_sync(kFullMask, incl, o);
+          if (lane >= o) incl += v;
+        }
+        if (base + lane < na) s_start[base + lane + 1] = carry + incl;
+        carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
+        tiles += int(__reduce_add_sync(kFullMask, unsigned((c + 7) / 8)));
+      }
+      if (lane == 0) {
+        s_start[0] = 0;
+        s_items = tiles * units;
+      }
+    }
+    __syncthreads();
+    // 6. Entries sorted by (expert rank, token).
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+      const int e = s_ids[i], t = i / K;
+      int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
+      if (dup) {
+        pos = 0;
+        for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
+      }
+      s_list[s_start[rank(e)] + pos] = i;
+    }
+    __syncthreads();
+
+    // The warp's walk: items (j, t, u) in order, two in flight ahead of the
+    // one being computed.
+    const int items = s_items;
+    int lj = 0, lt = 0, lu = 0;  // the next item to load
+    auto advance = [&]() {
+      if (++lu == units) {
+        lu = 0;
+        if (++lt * 8 >= s_start[lj + 1] - s_start[lj]) {
+          lt = 0;
+          ++lj;
+        }
+      }
+    };
+    auto load_a = [&](Item<kMx8>& it) {
+      it.j = lj;
+      it.t = lt;
+      it.u = lu;
+      const int e = s_exp[lj];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const size_t row = size_t(e) * H + d0 + g + 8 * hh;
+        const uint8_t* base = w + (row * I + kw + lu * kUnit) * kElemBytes + q * 16;
+#pragma unroll
+        for (int c = 0; c < Item<kMx8>::kChunks; ++c) it.a[hh][c] = ld_stream(base + 64 * c, pol);
+        if constexpr (kMx8)
+          it.sc[hh] = e8m0_to_float(ld_byte(p.scales + row * (I / kMxBlock) + (kw + lu * kUnit + 16 * q) / kMxBlock));
+      }
+    };
+    auto load_h = [&](Item<kMx8>& it) {
+      const int idx = s_start[it.j] + it.t * 8 + g;
+      if (idx < s_start[it.j + 1]) {
+        const float* hp = p.h + (size_t(b0) * K + s_list[idx]) * I + kw + it.u * kUnit;
+#pragma unroll
+        for (int m = 0; m < 4; ++m) it.h[m] = __ldg(reinterpret_cast<const float4*>(hp + h_offset<kMx8>(q, m)));
+      } else {
+#pragma unroll
+        for (int m = 0; m < 4; ++m) it.h[m] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    };
+    float tile[4] = {0.f, 0.f, 0.f, 0.f};
+    auto compute = [&](const Item<kMx8>& it) {
+      if (it.u == 0)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) tile[c] = 0.0f;
+      uint32_t a[2][8], hi[8], lo[8];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        if constexpr (kMx8) {
+          e4m3x16_to_bf16x8(it.a[hh][0], it.sc[hh], a[hh]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            a[hh][4 * c] = it.a[hh][c].x; a[hh][4 * c + 1] = it.a[hh][c].y;
+            a[hh][4 * c + 2] = it.a[hh][c].z; a[hh][4 * c + 3] = it.a[hh][c].w;
+          }
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        split_bf16x2(it.h[m].x, it.h[m].y, hi[2 * m], lo[2 * m]);
+        split_bf16x2(it.h[m].z, it.h[m].w, hi[2 * m + 1], lo[2 * m + 1]);
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
+        mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
+      }
+      if (it.u == units - 1) {
+        // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
+        auto fold = [&](int cc) {
+          const int idx = s_start[it.j] + it.t * 8 + 2 * q + cc;
+          if (idx < s_start[it.j + 1]) {
+            const int ent = s_list[idx];
+            const float rw = s_w[ent];
+            float* acc = s_acc + (size_t(warp) * kTile + g) * G + ent / K;
+            acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
+            acc[8 * G] = __fmaf_rn(rw, tile[2 + cc], acc[8 * G]);
+          }
+        };
+        if (!dup) {
+          fold(0);  // the 8 columns are 8 distinct tokens: no two lanes share an accumulator
+          fold(1);
+        } else {
+          for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
+            if (q == col / 2) fold(col % 2);
+            __syncwarp();
+          }
+        }
+      }
+    };
+
+    Item<kMx8> buf[3];
+    if (items > 0) { load_a(buf[0]); advance(); }
+    if (items > 1) { load_a(buf[1]); advance(); }
+    // Everything above reads routing and weights only; h is moe_gate_up's output.
+    if (p.programmatic_launch && !waited) pdl_wait();
+    waited = true;
+    if (items > 0) load_h(buf[0]);
+    if (items > 1) load_h(buf[1]);
+    for (int n = 0; n < items; n += 3) {
+#pragma unroll
+      for (int s = 0; s < 3; ++s) {
+        if (n + s >= items) break;
+        if (n + s + 2 < items) {
+          load_a(buf[(s + 2) % 3]);
+          load_h(buf[(s + 2) % 3]);
+          advance();
+        }
+        compute(buf[s]);
+      }
+    }
+    __syncthreads();
+
+    // The warps' accumulators summed in warp order; then the residual.
+    for (int o = threadIdx.x; o < kTile * nb; o += blockDim.x) {
+      const int row = o / nb, t = o % nb;
+      float v = s_acc[size_t(row) * G + t];
+      for (int s = 1; s < slices; ++s) v += s_acc[(size_t(s) * kTile + row) * G + t];
+      const size_t out = size_t(b0 + t) * H + d0 + row;
+      if (p.out_fp32) {
+        if (p.residual) v += static_cast<const float*>(p.residual)[out];
+        static_cast<float*>(p.y)[out] = v;
+      } else {
+        if (p.residual) v += bf16_to_float(static_cast<const uint16_t*>(p.residual)[out]);
+        static_cast<uint16_t*>(p.y)[out] = float_to_bf16(v);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+size_t smem_bytes(const DownParams& p, int slices) {
+  const size_t G = size_t(p.batch < kGroup ? p.batch : kGroup), ne = G * p.top_k;
+  const size_t na = size_t(p.experts) < ne ? size_t(p.experts) : ne;
+  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 12 + (2 * na + 1) * 4;
+}
+
+template <bool kMx8>
+void launch(const DownParams& p, cudaStream_t stream) {
+  const int slices = down_tc_slices(p.intermediate);
+  const int units = p.intermediate / kUnit / slices;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(p.hidden / kTile);
+  cfg.blockDim = dim3(slices * kWarpSize);
+  cfg.dynamicSmemBytes = smem_bytes(p, slices);
+  cfg.stream = stream;
+  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(cfg.dynamicSmemBytes)));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = p.programmatic_launch ? 1 : 0;
+  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_tc_kernel<kMx8>, p, units));
+}
+
+}  // namespace
+
+int down_tc_slices(int intermediate) {
+  if (intermediate <= 0 || intermediate % kUnit != 0) return 0;
+  const int n = intermediate / kUnit;
+  for (int u = 1; u <= n; ++u)
+    if (n % u == 0 && n / u <= kMaxSlices) return n / u;
+  return 0;
+}
+
+void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
+  WD_CHECK(p.batch >= 1, "moe_down_tc: batch = ", p.batch, " must be >= 1");
+  WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_down_tc: H = ", p.hidden, ", I = ",
+           p.intermediate, " do not fit the tensor-core kernels; use the scalar kernels (tensor_cores = false)");
+  WD_CHECK(p.experts >= 1 && p.experts <= kMaxExperts, "moe_down_tc: E = ", p.experts, " out of range");
+  WD_CHECK(p.top_k >= 1 && p.top_k <= 16, "moe_down_tc: K = ", p.top_k, " must be in [1, 16]");
+  WD_CHECK(p.weights && p.h && p.ids && p.route_w && p.y, "moe_down_tc: a required pointer is null");
+  WD_CHECK(format == WeightFormat::kBF16 || (format == WeightFormat::kMXFP8 && p.scales),
+           "moe_down_tc: weights must be BF16, or MXFP8 with scales");
+  WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
+           "moe_down_tc: weights and h must be 16-byte aligned");
+  WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
+           ", K = ", p.top_k, " need more shared memory than a block may use");
+  if (format == WeightFormat::kBF16) launch<false>(p, stream);
+  else launch<true>(p, stream);
+}
+
+}  // namespace wd::kernels

@@ -1,0 +1,56 @@
+// Tensor-core variants of the two warp-decode kernels (moe_gate_up_tc.cu,
+// moe_down_tc.cu): the same outputs as moe_gate_up / moe_down, the same
+// parameters, the dot products on the tensor cores (BF16 mma.sync, FP32
+// accumulation; MXFP8 weights decoded exactly to BF16 in registers).
+//
+// Why: the scalar kernels give one token its own pass over an expert's rows
+// (FMA per weight per token, MXFP8 decode per weight per pass). From B ≈ 16
+// that arithmetic, not HBM, bounds them. Here one warp streams a weight tile
+// once for up to 8 tokens of the expert and the tensor cores do the
+// products, so the cost per weight no longer grows with the batch.
+//
+// moe_gate_up_tc: grid (I/16, B·K); block 4 warps. Block y owns the expert of
+//   routing entry y if that entry is its first occurrence (as moe_gate_up);
+//   the block computes 16 neurons of it (gate and up rows: two m16 tiles) for
+//   its tokens, 8 at a time (one n8 tile). Warp s takes the K range
+//   [s·H/4, (s+1)·H/4); the four FP32 partials are summed in shared memory in
+//   warp order, then h = silu(gate)·up is written (FP32, (B, K, I)).
+// moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(I)). Block x owns
+//   output rows [16x, 16x+16) for every token; warp s owns a K range of I.
+//   Per group of up to 64 tokens the block lists the group's distinct experts
+//   (ascending id) and, for each, its tokens (ascending); each warp walks all
+//   of them: the expert's 16×(its K range) weight tile times the tokens' h
+//   (FP32 split into BF16 hi + lo, two MMAs) into an FP32 tile, then
+//   acc[row][token] += w·tile in shared memory (each warp its own
+//   accumulator, each (row, token) owned by one lane at a time). The S
+//   accumulators are summed in warp order: y = Σ (+ residual).
+//
+// Numerics, and batch invariance: y[b] is Σ over b's experts in ascending id
+// of w·(Σ over the warp's K ranges in order, each a fixed chain of MMAs), and
+// h[b][k] a fixed chain of MMAs over each of the 4 K ranges summed in order.
+// Nothing depends on the other tokens: a token's column of an MMA depends
+// only on its own operands, and a skipped expert adds nothing. The bits
+// differ from the scalar kernels' (another summation order), so the two
+// families are each batch invariant, not equal to each other.
+//
+// Shapes: H % 256 == 0, I % 64 == 0 and I/64 <= 16 or I/64 splitting into at
+// most 16 equal ranges (every Qwen3-MoE shape). tensor_core_shape_ok() says
+// whether a shape qualifies.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/moe_down.cuh"
+#include "kernels/moe_gate_up.cuh"
+
+namespace wd::kernels {
+
+// Warps (K ranges of I) per moe_down_tc block for a given I; 0 if none fits.
+int down_tc_slices(int intermediate);
+
+bool tensor_core_shape_ok(int hidden, int intermediate);
+
+void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream);
+void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream);
+
+}  // namespace wd::kernels
