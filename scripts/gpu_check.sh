@@ -13,6 +13,9 @@
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
+#     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
+#              --families (the default beside the other kernel family, scalar /
+#              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
 #   mode, within ACCURACY_TIMEOUT seconds (default 300); ACCURACY=0 skips it
 #   in full mode. CLASSICAL_BENCH=0 skips the side-by-side bench in full mode.
@@ -113,6 +116,29 @@ if [ "$MODE" = source ]; then
       "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format mxfp8 --batch "${SOURCE_BATCH:-1}" --calls 4 \
       --replays 3 --no-router --no-classical >"$OUT/ncu-source-$k.csv" 2>&1
     note "ncu source    $k rc=$? ($(wc -l <"$OUT/ncu-source-$k.csv") lines)"
+  done
+  printf '%s\n' "${SUMMARY[@]}"
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  exit 0
+fi
+
+if [ "$MODE" = compare ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  FAILED  \]|Failure|rel_l2|max_rel" "$LOG/gpu-tests.log" | head -30
+  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
+      --gtest_filter='WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
+    note "sanitizer tc  $tool rc=$? $(grep -E 'ERROR SUMMARY' "$LOG/sanitizer-tc-$tool.log" | head -1)"
+  done
+  for p in ${COMPARE_PRESETS:-qwen3-30b-a3b}; do
+    "$BIN/warpdecode" bench-moe --preset "$p" --batch "${COMPARE_BATCHES:-1,2,4,8,16,32,64}" --no-classical --no-router \
+      --families "$@" --json "$OUT/compare-$p.json" >"$LOG/compare-$p.log" 2>&1
+    note "compare       $p rc=$? -> $OUT/compare-$p.json"
+    grep -E "^# measured" "$LOG/compare-$p.log" | head -2
+    grep -vE "^#" "$LOG/compare-$p.log" | awk '{print $1, $2, $3, $4, $5, $(NF-1), $NF}' | column -t
   done
   printf '%s\n' "${SUMMARY[@]}"
   tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs

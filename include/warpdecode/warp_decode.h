@@ -57,7 +57,7 @@ class DeviceMoeWeights {
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
-// I % 64 == 0 (every Qwen3-MoE shape): kernels::tensor_core_shape_ok.
+// I % 64 == 0 (every Qwen3-MoE shape): tensor_cores_fit().
 // The defaults (WarpDecodeConfig::for_batch) come from measurements recorded
 // in docs/PERF_LOG.md.
 struct WarpDecodeConfig {
@@ -74,6 +74,8 @@ struct WarpDecodeConfig {
   bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
   // The measured default for a layer shape, batch size and weight format.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format);
+  // Whether the tensor-core kernels take this shape.
+  static bool tensor_cores_fit(const MoeShape& shape);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
 };
 

@@ -169,6 +169,10 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
   return c;
 }
 
+bool WarpDecodeConfig::tensor_cores_fit(const MoeShape& shape) {
+  return kernels::tensor_core_shape_ok(shape.hidden, shape.intermediate);
+}
+
 std::string WarpDecodeConfig::label() const {
   if (tensor_cores)
     return std::string("tc") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");

@@ -28,7 +28,7 @@ struct Opts {
   std::string json;
   int calls = 16, replays = 30;
   double bw_gib = 4.0;
-  bool sweep = false, no_router = false, stages = false;
+  bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   std::string tune_json = "crossover.json";
   std::vector<int> tune_batches;
@@ -66,6 +66,16 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
     c.programmatic_launch = pdl;
     add(c);
   }
+  return v;
+}
+
+// The default, and the default of the other kernel family (scalar or
+// tensor cores) where the shape allows it: the two side by side.
+std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, const WarpDecodeConfig& d) {
+  std::vector<WarpDecodeConfig> v{d};
+  WarpDecodeConfig other = d;
+  other.tensor_cores = !d.tensor_cores;
+  if (!other.tensor_cores || WarpDecodeConfig::tensor_cores_fit(shape)) v.push_back(other);
   return v;
 }
 
@@ -137,7 +147,9 @@ void run(const Opts& o) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(dflt) : std::vector<WarpDecodeConfig>{dflt};
+                             : o.sweep ? sweep_configs(dflt)
+                             : o.families ? family_configs(shapes[si], dflt)
+                                          : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
           bench::Options opt;
           opt.calls = o.calls;
@@ -219,6 +231,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
+  cmd->add_flag("--families", o->families, "Time the default and the other kernel family (scalar / tensor cores)");
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
