@@ -53,7 +53,9 @@ class DeviceMoeWeights {
 
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
-// (tensor_cores = true; only programmatic_launch and evict_first apply). All
+// (tensor_cores = true; programmatic_launch, evict_first and the two
+// prefetch distances apply: gate_up_prefetch in 64-byte row chunks,
+// down_prefetch in work items, see moe_tc.cuh). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and

@@ -243,6 +243,28 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
 
+    // L2 prefetch of the weight tile of the item p.prefetch_experts items
+    // ahead of the one computed: lane l < 16 asks for its row's segment.
+    const int pf = p.prefetch_experts;
+    int pj = 0, pt = 0, pu = 0, pn = 0;  // the next item to prefetch
+    auto prefetch_next = [&]() {
+      if (pn >= items) return;
+      if (lane < kTile) {
+        const size_t row = size_t(s_exp[pj]) * H + d0 + lane;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(w + (row * I + kw + pu * kUnit) * kElemBytes));
+      }
+      ++pn;
+      if (++pu == units) {
+        pu = 0;
+        if (++pt * 8 >= s_start[pj + 1] - s_start[pj]) {
+          pt = 0;
+          ++pj;
+        }
+      }
+    };
+    if (pf > 0)
+      while (pn < 2 + pf && pn < items) prefetch_next();  // items 0, 1 are loaded below
+
     Item<kMx8> buf[3];
     if (items > 0) { load_a(buf[0]); advance(); }
     if (items > 1) { load_a(buf[1]); advance(); }
@@ -255,6 +277,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 #pragma unroll
       for (int s = 0; s < 3; ++s) {
         if (n + s >= items) break;
+        if (pf > 0) prefetch_next();
         if (n + s + 2 < items) {
           load_a(buf[(s + 2) % 3]);
           load_h(buf[(s + 2) % 3]);

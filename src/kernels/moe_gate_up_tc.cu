@@ -62,6 +62,20 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
     sp[r] = kMx8 ? p.scales + row * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
   }
 
+  // L2 prefetch, p.prefetch_pairs chunks ahead of the loads: lane l asks for
+  // one 64-byte row segment (row l/8 of the four row groups, g = l%8), so a
+  // warp's 32 lanes cover the 32 rows of a chunk with one instruction.
+  const uint8_t* pf_row;
+  {
+    const int r = lane / 8;
+    const size_t row = size_t(e) * 2 * I + (r >= 2 ? I : 0) + i0 + lane % 8 + (r % 2) * 8;
+    pf_row = w + (row * H + k0) * kElemBytes;
+  }
+  const int pf = p.prefetch_pairs;
+  auto prefetch = [&](int c) {
+    if (pf > 0 && c < nc) asm volatile("prefetch.global.L2 [%0];" ::"l"(pf_row + 64 * c));
+  };
+
   struct Round {
     uint4 a[kR][4];
     float sc[kR][4];
@@ -90,6 +104,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
 
   Round cur, nxt;
   load_a(cur, 0);  // out before the entry list is built: its latency overlaps that work
+  for (int c = kR; c < kR + pf; ++c) prefetch(c);
   pdl_trigger();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
@@ -99,6 +114,8 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
     load_x(cur, 0, xp);
     float acc[2][4] = {};
     for (int c0 = 0; c0 < nc; c0 += kR) {
+#pragma unroll
+      for (int u = 0; u < kR; ++u) prefetch(c0 + kR + pf + u);
       if (c0 + kR < nc) {
         load_a(nxt, c0 + kR);
         load_x(nxt, c0 + kR, xp);
