@@ -53,9 +53,7 @@ class DeviceMoeWeights {
 
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
-// (tensor_cores = true; programmatic_launch, evict_first and the two
-// prefetch distances apply: gate_up_prefetch in 64-byte row chunks,
-// down_prefetch in work items, see moe_tc.cuh). All
+// (tensor_cores = true; only programmatic_launch and evict_first apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -109,7 +107,9 @@ class WarpDecodeMoe {
 
   const int32_t* routing_ids() const;    // (max_batch, K), valid after forward()
   const float* routing_weights() const;  // (max_batch, K)
-  float* intermediate() const;           // h (max_batch, K, I) FP32
+  // h (max_batch, K, I): FP32 from the scalar kernels; from the tensor-core
+  // kernels each (token, slot) row is I BF16 hi then I BF16 lo (h = hi + lo).
+  float* intermediate() const;
   const MoeShape& shape() const { return shape_; }
   int max_batch() const { return max_batch_; }
 

@@ -40,30 +40,50 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-// 16 E4M3 codes × 2^k (an E8M0 scale, passed as the float 2^k) -> 8 BF16x2
-// words, in element order. Exact: E4M3 -> F16 -> F32 is exact, × 2^k is
-// exact, and a value with a 4-bit significand is exact in BF16 (for scales
-// in the BF16 normal range, i.e. any real checkpoint's).
-__device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, float scale, uint32_t (&out)[8]) {
+// 16 E4M3 codes times their block's E8M0 scale (code c, 2^(c-127)) -> 8
+// BF16x2 words, in element order. Exact (a 4-bit significand times a power of
+// two is a BF16 value). Five instructions per pair: the hardware E4M3x2 ->
+// F16x2 convert; F16 -> BF16 bits by moving the exponent and mantissa down
+// three places (the value × 2^-112: every E4M3 value, subnormals included, is
+// an F16 normal, and lands on a BF16 normal); × 2^(c-15) in one BF16x2
+// multiply. Scale codes above 142 (scales above 2^15, which no real weights
+// have) take an FP32 path, equally exact.
+__device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+  if (code <= 142u) {
+    const uint32_t m = ((code + 112u) << 7) * 0x10001u;  // BF16x2 2^(c-15), 2^(c-15)
+    const __nv_bfloat162 mul = *reinterpret_cast<const __nv_bfloat162*>(&m);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 a = e4m3x2_to_float2(v[i]);
-    const float2 b = e4m3x2_to_float2(v[i] >> 16);
-    out[2 * i] = pack_bf16x2(a.x * scale, a.y * scale);
-    out[2 * i + 1] = pack_bf16x2(b.x * scale, b.y * scale);
+    for (int i = 0; i < 8; ++i) {
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+          static_cast<__nv_fp8x2_storage_t>((v[i / 2] >> (16 * (i % 2))) & 0xFFFFu), __NV_E4M3);
+      const uint32_t x = uint32_t(h.x) | (uint32_t(h.y) << 16);
+      const uint32_t b = ((x >> 3) & 0x0FFF0FFFu) | (x & 0x80008000u);
+      const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&b), mul);
+      out[i] = *reinterpret_cast<const uint32_t*>(&r);
+    }
+  } else {
+    const float scale = e8m0_to_float(uint8_t(code));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 a = e4m3x2_to_float2(v[i]);
+      const float2 b = e4m3x2_to_float2(v[i] >> 16);
+      out[2 * i] = pack_bf16x2(a.x * scale, a.y * scale);
+      out[2 * i + 1] = pack_bf16x2(b.x * scale, b.y * scale);
+    }
   }
 }
 
 // FP32 -> hi + lo, both BF16: hi = bf16(v), lo = bf16(v - hi) (v - hi is
 // exact). hi + lo carries 16 significant bits: |v - hi - lo| <= 2^-17·|v|.
-// An FP32 operand is split this way so that two BF16 MMAs (hi, then lo)
-// reproduce its product with a BF16 weight to ~2^-17 instead of 2^-9.
-__device__ __forceinline__ void split_bf16x2(float a, float b, uint32_t& hi, uint32_t& lo) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  const float2 hf = __bfloat1622float2(h);
-  hi = *reinterpret_cast<const uint32_t*>(&h);
-  lo = pack_bf16x2(a - hf.x, b - hf.y);
+// moe_gate_up_tc stores h split this way, so that moe_down_tc's two BF16
+// MMAs (hi, then lo) reproduce its products with a BF16 weight to ~2^-17
+// instead of 2^-9.
+__device__ __forceinline__ void split_bf16(float v, uint16_t& hi, uint16_t& lo) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(v);
+  const __nv_bfloat16 l = __float2bfloat16_rn(v - __bfloat162float(h));
+  hi = *reinterpret_cast<const uint16_t*>(&h);
+  lo = *reinterpret_cast<const uint16_t*>(&l);
 }
 
 }  // namespace wd::kernels

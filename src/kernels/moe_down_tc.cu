@@ -18,20 +18,21 @@ constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
 // g+8 (BF16: two 16-byte chunks [8q, 8q+8) and [32+8q, 32+8q+8); E4M3: one,
-// [16q, 16q+16)) and the same 16 elements of its token's h.
+// [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo.
 template <bool kMx8>
 struct Item {
   static constexpr int kChunks = kMx8 ? 1 : 2;
   uint4 a[2][kChunks];  // [row g / g+8][chunk]
-  float sc[2];          // MXFP8 scales of the two rows
-  float4 h[4];
-  int j, t, u;          // expert rank, token tile, unit
+  uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
+  uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
+  int base, end;        // the tile's first sorted entry, the expert's end
+  int u;                // unit
 };
 
-// Offset (elements) of float4 m of a lane's 16 elements within a unit.
+// Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
 template <bool kMx8>
 __device__ __forceinline__ int h_offset(int q, int m) {
-  return kMx8 ? 16 * q + 4 * m : 8 * q + 4 * (m % 2) + 32 * (m / 2);
+  return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
 template <bool kMx8>
@@ -59,7 +60,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
   int* s_list = reinterpret_cast<int*>(s_w + ne_max);
-  int* s_exp = s_list + ne_max;
+  int* s_tok = s_list + ne_max;      // token (in the group) of sorted entry
+  float* s_ws = reinterpret_cast<float*>(s_tok + ne_max);  // its routing weight
+  int* s_exp = reinterpret_cast<int*>(s_ws + ne_max);
   int* s_start = s_exp + na_max;  // na_max + 1
   __shared__ uint32_t s_bits[kMaxExperts / 32];
   __shared__ int s_wpre[kMaxExperts / 32];
@@ -148,7 +151,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      s_list[s_start[rank(e)] + pos] = i;
+      const int idx = s_start[rank(e)] + pos;
+      s_list[idx] = i;
+      s_tok[idx] = t;
+      s_ws[idx] = s_w[i];
     }
     __syncthreads();
 
@@ -166,8 +172,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
     auto load_a = [&](Item<kMx8>& it) {
-      it.j = lj;
-      it.t = lt;
+      it.base = s_start[lj] + lt * 8;
+      it.end = s_start[lj + 1];
       it.u = lu;
       const int e = s_exp[lj];
 #pragma unroll
@@ -177,18 +183,23 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 #pragma unroll
         for (int c = 0; c < Item<kMx8>::kChunks; ++c) it.a[hh][c] = ld_stream(base + 64 * c, pol);
         if constexpr (kMx8)
-          it.sc[hh] = e8m0_to_float(ld_byte(p.scales + row * (I / kMxBlock) + (kw + lu * kUnit + 16 * q) / kMxBlock));
+          it.sc[hh] = ld_byte(p.scales + row * (I / kMxBlock) + (kw + lu * kUnit + 16 * q) / kMxBlock);
       }
     };
+    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
+    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
     auto load_h = [&](Item<kMx8>& it) {
-      const int idx = s_start[it.j] + it.t * 8 + g;
-      if (idx < s_start[it.j + 1]) {
-        const float* hp = p.h + (size_t(b0) * K + s_list[idx]) * I + kw + it.u * kUnit;
+      const int idx = it.base + g;
+      if (idx < it.end) {
+        const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
 #pragma unroll
-        for (int m = 0; m < 4; ++m) it.h[m] = __ldg(reinterpret_cast<const float4*>(hp + h_offset<kMx8>(q, m)));
+        for (int m = 0; m < 2; ++m) {
+          it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+          it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
+        }
       } else {
 #pragma unroll
-        for (int m = 0; m < 4; ++m) it.h[m] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int m = 0; m < 4; ++m) it.h[m] = make_uint4(0, 0, 0, 0);
       }
     };
     float tile[4] = {0.f, 0.f, 0.f, 0.f};
@@ -196,7 +207,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       if (it.u == 0)
 #pragma unroll
         for (int c = 0; c < 4; ++c) tile[c] = 0.0f;
-      uint32_t a[2][8], hi[8], lo[8];
+      uint32_t a[2][8];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         if constexpr (kMx8) {
@@ -209,11 +220,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
           }
         }
       }
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        split_bf16x2(it.h[m].x, it.h[m].y, hi[2 * m], lo[2 * m]);
-        split_bf16x2(it.h[m].z, it.h[m].w, hi[2 * m + 1], lo[2 * m + 1]);
-      }
+      const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
+      const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
@@ -222,11 +230,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       if (it.u == units - 1) {
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          const int idx = s_start[it.j] + it.t * 8 + 2 * q + cc;
-          if (idx < s_start[it.j + 1]) {
-            const int ent = s_list[idx];
-            const float rw = s_w[ent];
-            float* acc = s_acc + (size_t(warp) * kTile + g) * G + ent / K;
+          const int idx = it.base + 2 * q + cc;
+          if (idx < it.end) {
+            const float rw = s_ws[idx];
+            float* acc = s_acc + (size_t(warp) * kTile + g) * G + s_tok[idx];
             acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
             acc[8 * G] = __fmaf_rn(rw, tile[2 + cc], acc[8 * G]);
           }
@@ -243,28 +250,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
 
-    // L2 prefetch of the weight tile of the item p.prefetch_experts items
-    // ahead of the one computed: lane l < 16 asks for its row's segment.
-    const int pf = p.prefetch_experts;
-    int pj = 0, pt = 0, pu = 0, pn = 0;  // the next item to prefetch
-    auto prefetch_next = [&]() {
-      if (pn >= items) return;
-      if (lane < kTile) {
-        const size_t row = size_t(s_exp[pj]) * H + d0 + lane;
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(w + (row * I + kw + pu * kUnit) * kElemBytes));
-      }
-      ++pn;
-      if (++pu == units) {
-        pu = 0;
-        if (++pt * 8 >= s_start[pj + 1] - s_start[pj]) {
-          pt = 0;
-          ++pj;
-        }
-      }
-    };
-    if (pf > 0)
-      while (pn < 2 + pf && pn < items) prefetch_next();  // items 0, 1 are loaded below
-
     Item<kMx8> buf[3];
     if (items > 0) { load_a(buf[0]); advance(); }
     if (items > 1) { load_a(buf[1]); advance(); }
@@ -277,7 +262,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 #pragma unroll
       for (int s = 0; s < 3; ++s) {
         if (n + s >= items) break;
-        if (pf > 0) prefetch_next();
         if (n + s + 2 < items) {
           load_a(buf[(s + 2) % 3]);
           load_h(buf[(s + 2) % 3]);
@@ -309,7 +293,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 size_t smem_bytes(const DownParams& p, int slices) {
   const size_t G = size_t(p.batch < kGroup ? p.batch : kGroup), ne = G * p.top_k;
   const size_t na = size_t(p.experts) < ne ? size_t(p.experts) : ne;
-  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 12 + (2 * na + 1) * 4;
+  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 + (2 * na + 1) * 4;
 }
 
 template <bool kMx8>

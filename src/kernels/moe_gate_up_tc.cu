@@ -29,7 +29,7 @@ struct Chunk {
 
 template <bool kMx8>
 __global__ void __launch_bounds__(kThreads)
-moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
+moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
   constexpr int kR = C::kRound;
   extern __shared__ int32_t s_list[];
@@ -37,10 +37,21 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
   __shared__ float s_part[kSlices][8][kWarpSize];
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
-  const int e = __ldg(p.ids + blockIdx.y);
-  bool seen = false;
-  for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
-  if (__syncthreads_or(seen)) return;
+  // The block's expert. Few entries: that of entry blockIdx.y, unless an
+  // earlier entry has it (one load, one barrier). Many (entries > 2E): the
+  // blockIdx.y-th distinct expert, so that no grid row is wasted.
+  int e;
+  if (by_rank) {
+    __shared__ uint32_t s_present[kMaxExperts / 32];
+    __shared__ int s_expert;
+    e = find_distinct_expert(p.ids, entries, p.experts, blockIdx.y, s_present, &s_expert);
+    if (e < 0) return;
+  } else {
+    e = __ldg(p.ids + blockIdx.y);
+    bool seen = false;
+    for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
+    if (__syncthreads_or(seen)) return;
+  }
 
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, q = lane % 4;
@@ -62,23 +73,9 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
     sp[r] = kMx8 ? p.scales + row * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
   }
 
-  // L2 prefetch, p.prefetch_pairs chunks ahead of the loads: lane l asks for
-  // one 64-byte row segment (row l/8 of the four row groups, g = l%8), so a
-  // warp's 32 lanes cover the 32 rows of a chunk with one instruction.
-  const uint8_t* pf_row;
-  {
-    const int r = lane / 8;
-    const size_t row = size_t(e) * 2 * I + (r >= 2 ? I : 0) + i0 + lane % 8 + (r % 2) * 8;
-    pf_row = w + (row * H + k0) * kElemBytes;
-  }
-  const int pf = p.prefetch_pairs;
-  auto prefetch = [&](int c) {
-    if (pf > 0 && c < nc) asm volatile("prefetch.global.L2 [%0];" ::"l"(pf_row + 64 * c));
-  };
-
   struct Round {
     uint4 a[kR][4];
-    float sc[kR][4];
+    uint32_t sc[kR][4];  // raw E8M0 codes: nothing waits on the load until the compute
     uint4 x[kR][C::kXLoads];
   };
   auto load_a = [&](Round& rd, int c0) {
@@ -89,7 +86,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           rd.a[u][r] = ld_stream(rp[r] + 64 * c, pol);
-          if constexpr (kMx8) rd.sc[u][r] = e8m0_to_float(ld_byte(sp[r] + 2 * c));
+          if constexpr (kMx8) rd.sc[u][r] = ld_byte(sp[r] + 2 * c);
         }
     }
   };
@@ -104,7 +101,6 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
 
   Round cur, nxt;
   load_a(cur, 0);  // out before the entry list is built: its latency overlaps that work
-  for (int c = kR; c < kR + pf; ++c) prefetch(c);
   pdl_trigger();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
@@ -114,8 +110,6 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
     load_x(cur, 0, xp);
     float acc[2][4] = {};
     for (int c0 = 0; c0 < nc; c0 += kR) {
-#pragma unroll
-      for (int u = 0; u < kR; ++u) prefetch(c0 + kR + pf + u);
       if (c0 + kR < nc) {
         load_a(nxt, c0 + kR);
         load_x(nxt, c0 + kR, xp);
@@ -161,10 +155,14 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
         for (int s = 1; s < kSlices; ++s) v[j] += s_part[s][j][lane];
       }
       // C fragment: v[c] is row g + 8·(c/2), column 2q + c%2; gate v[0..3], up v[4..7].
+      // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16 lo.
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int col = t0 + 2 * q + c % 2;
-        if (col < n) p.h[size_t(s_list[col]) * I + i0 + g + 8 * (c / 2)] = silu(v[c]) * v[4 + c];
+        if (col < n) {
+          uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + g + 8 * (c / 2);
+          split_bf16(silu(v[c]) * v[4 + c], hrow[0], hrow[I]);
+        }
       }
     }
     __syncthreads();
@@ -173,11 +171,13 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p) {
 
 template <bool kMx8>
 void launch(const GateUpParams& p, cudaStream_t stream) {
-  const dim3 grid(p.intermediate / kTile, p.batch * p.top_k);
-  const size_t smem = size_t(p.batch) * p.top_k * sizeof(int32_t);
+  const int entries = p.batch * p.top_k;
+  const int by_rank = entries > 2 * p.experts;
+  const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
+  const size_t smem = size_t(entries) * sizeof(int32_t);
   auto* k = &moe_gate_up_tc_kernel<kMx8>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  k<<<grid, kThreads, smem, stream>>>(p);
+  k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,18 +9,21 @@
 // once for up to 8 tokens of the expert and the tensor cores do the
 // products, so the cost per weight no longer grows with the batch.
 //
-// moe_gate_up_tc: grid (I/16, B·K); block 4 warps. Block y owns the expert of
-//   routing entry y if that entry is its first occurrence (as moe_gate_up);
+// moe_gate_up_tc: grid (I/16, B·K, or E when B·K > 2E); block 4 warps. Block
+//   y owns the expert of routing entry y if that entry is its first
+//   occurrence (as moe_gate_up), or the y-th distinct expert of the batch;
 //   the block computes 16 neurons of it (gate and up rows: two m16 tiles) for
 //   its tokens, 8 at a time (one n8 tile). Warp s takes the K range
 //   [s·H/4, (s+1)·H/4); the four FP32 partials are summed in shared memory in
-//   warp order, then h = silu(gate)·up is written (FP32, (B, K, I)).
+//   warp order, then h = silu(gate)·up is written, split into BF16 hi + lo
+//   (mma.cuh split_bf16): per (token, slot), I BF16 hi then I BF16 lo, the
+//   same bytes as the scalar kernels' FP32 (B, K, I).
 // moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(I)). Block x owns
 //   output rows [16x, 16x+16) for every token; warp s owns a K range of I.
 //   Per group of up to 64 tokens the block lists the group's distinct experts
 //   (ascending id) and, for each, its tokens (ascending); each warp walks all
 //   of them: the expert's 16×(its K range) weight tile times the tokens' h
-//   (FP32 split into BF16 hi + lo, two MMAs) into an FP32 tile, then
+//   (hi and lo, two MMAs) into an FP32 tile, then
 //   acc[row][token] += w·tile in shared memory (each warp its own
 //   accumulator, each (row, token) owned by one lane at a time). The S
 //   accumulators are summed in warp order: y = Σ (+ residual).

@@ -176,9 +176,7 @@ bool WarpDecodeConfig::tensor_cores_fit(const MoeShape& shape) {
 std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
-    return std::string("tc") + (gate_up_prefetch > 0 ? "-gp" + std::to_string(gate_up_prefetch) : "") +
-           (down_prefetch > 0 ? "-dp" + std::to_string(down_prefetch) : "") + (evict_first ? "/ef" : "") +
-           (programmatic_launch ? "/pdl" : "");
+    return std::string("tc") + (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +

@@ -58,19 +58,15 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
     for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
-  // The tensor-core family: PDL on and off, L2 prefetch distances.
+  // The tensor-core family: PDL and the L2 policy on and off.
   for (bool pdl : {true, false})
-    for (int gp : {0, 4, 8})
-      for (int dp : {0, 4, 8}) {
-        if (!pdl && (gp || dp)) continue;
-        WarpDecodeConfig c;
-        c.tensor_cores = true;
-        c.evict_first = true;
-        c.programmatic_launch = pdl;
-        c.gate_up_prefetch = gp;
-        c.down_prefetch = dp;
-        add(c);
-      }
+    for (bool ef : {true, false}) {
+      WarpDecodeConfig c;
+      c.tensor_cores = true;
+      c.evict_first = ef;
+      c.programmatic_launch = pdl;
+      add(c);
+    }
   return v;
 }
 
