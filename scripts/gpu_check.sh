@@ -9,7 +9,8 @@
 #     bench: bench-moe only (full presets)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
 #     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
-#             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH), to $OUT
+#             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH, SOURCE_FORMAT;
+#             SOURCE_FAMILY=tc for the tensor-core kernels), to $OUT
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
@@ -110,11 +111,14 @@ if [ "$MODE" = profile ]; then
 fi
 
 if [ "$MODE" = source ]; then
+  # SOURCE_FAMILY=tc: the tensor-core kernels (bench-moe --families times both families).
+  suffix=kernel; fam=()
+  [ "${SOURCE_FAMILY:-scalar}" = tc ] && { suffix=tc_kernel; fam=(--families); }
   for k in down gate_up; do
-    ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_kernel" --launch-skip 20 --launch-count 1 \
+    ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
       --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
-      "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format mxfp8 --batch "${SOURCE_BATCH:-1}" --calls 4 \
-      --replays 3 --no-router --no-classical >"$OUT/ncu-source-$k.csv" 2>&1
+      "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}" --calls 4 \
+      --replays 3 --no-router --no-classical "${fam[@]}" >"$OUT/ncu-source-$k.csv" 2>&1
     note "ncu source    $k rc=$? ($(wc -l <"$OUT/ncu-source-$k.csv") lines)"
   done
   printf '%s\n' "${SUMMARY[@]}"

@@ -49,6 +49,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
   const auto* w = static_cast<const uint8_t*>(p.weights);
+  // Per expert, lane (g, q) reads row d0 + g (+8) from its K range on:
+  // offsets of its first byte and first scale within an expert.
+  const size_t expert_bytes = size_t(H) * I * kElemBytes, expert_scales = size_t(H) * (I / kMxBlock);
+  const size_t a_lane = (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
+  const size_t s_lane = size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
@@ -176,14 +181,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       it.end = s_start[lj + 1];
       it.u = lu;
       const int e = s_exp[lj];
+      const uint8_t* a = w + size_t(e) * expert_bytes + a_lane + lu * kUnit * kElemBytes;
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const size_t row = size_t(e) * H + d0 + g + 8 * hh;
-        const uint8_t* base = w + (row * I + kw + lu * kUnit) * kElemBytes + q * 16;
+      for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-        for (int c = 0; c < Item<kMx8>::kChunks; ++c) it.a[hh][c] = ld_stream(base + 64 * c, pol);
-        if constexpr (kMx8)
-          it.sc[hh] = ld_byte(p.scales + row * (I / kMxBlock) + (kw + lu * kUnit + 16 * q) / kMxBlock);
+        for (int c = 0; c < Item<kMx8>::kChunks; ++c)
+          it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
+      if constexpr (kMx8) {
+        const uint8_t* sc = p.scales + size_t(e) * expert_scales + s_lane + lu * (kUnit / kMxBlock);
+        it.sc[0] = ld_byte(sc);
+        it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
       }
     };
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
@@ -202,11 +209,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int m = 0; m < 4; ++m) it.h[m] = make_uint4(0, 0, 0, 0);
       }
     };
-    float tile[4] = {0.f, 0.f, 0.f, 0.f};
+    // Two accumulators, the hi and the lo products: two independent MMA
+    // chains, summed (hi + lo) once per tile.
+    float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
     auto compute = [&](const Item<kMx8>& it) {
       if (it.u == 0)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) tile[c] = 0.0f;
+        for (int c = 0; c < 4; ++c) tile[c] = tile_lo[c] = 0.0f;
       uint32_t a[2][8];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
@@ -225,9 +234,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
-        mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
+        mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }
       if (it.u == units - 1) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
           const int idx = it.base + 2 * q + cc;
