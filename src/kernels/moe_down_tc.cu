@@ -168,6 +168,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     const int items = s_items;
     int lj = 0, lt = 0, lu = 0;  // the next item to load
     auto advance = [&]() {
+      if (lj >= s_na) return;  // past the last item: stays there (loads of it are dummies)
       if (++lu == units) {
         lu = 0;
         if (++lt * 8 >= s_start[lj + 1] - s_start[lj]) {
@@ -176,11 +177,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         }
       }
     };
+    // Loads are unconditional: past the last item they re-read the last
+    // expert, and a column without a token reads another column's token (its
+    // products land in a column that is never folded). A load under a
+    // condition makes the compiler merge the buffer's old and new values with
+    // register moves, and a move of a register with a load in flight waits
+    // for the load, which undoes the pipelining (seen in the SASS stall
+    // samples).
     auto load_a = [&](Item<kMx8>& it) {
-      it.base = s_start[lj] + lt * 8;
-      it.end = s_start[lj + 1];
+      const int jj = min(lj, s_na - 1);
+      it.base = s_start[jj] + lt * 8;
+      it.end = s_start[jj + 1];
       it.u = lu;
-      const int e = s_exp[lj];
+      const int e = s_exp[jj];
       const uint8_t* a = w + size_t(e) * expert_bytes + a_lane + lu * kUnit * kElemBytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
@@ -196,17 +205,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
     const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
     auto load_h = [&](Item<kMx8>& it) {
-      const int idx = it.base + g;
-      if (idx < it.end) {
-        const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
+      const int idx = min(it.base + g, it.end - 1);
+      const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
-          it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
-          it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
-        }
-      } else {
-#pragma unroll
-        for (int m = 0; m < 4; ++m) it.h[m] = make_uint4(0, 0, 0, 0);
+      for (int m = 0; m < 2; ++m) {
+        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
@@ -262,22 +266,22 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     };
 
     Item<kMx8> buf[3];
-    if (items > 0) { load_a(buf[0]); advance(); }
-    if (items > 1) { load_a(buf[1]); advance(); }
+    load_a(buf[0]);
+    advance();
+    load_a(buf[1]);
+    advance();
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (p.programmatic_launch && !waited) pdl_wait();
     waited = true;
-    if (items > 0) load_h(buf[0]);
-    if (items > 1) load_h(buf[1]);
+    load_h(buf[0]);
+    load_h(buf[1]);
     for (int n = 0; n < items; n += 3) {
 #pragma unroll
       for (int s = 0; s < 3; ++s) {
         if (n + s >= items) break;
-        if (n + s + 2 < items) {
-          load_a(buf[(s + 2) % 3]);
-          load_h(buf[(s + 2) % 3]);
-          advance();
-        }
+        load_a(buf[(s + 2) % 3]);
+        load_h(buf[(s + 2) % 3]);
+        advance();
         compute(buf[s]);
       }
     }

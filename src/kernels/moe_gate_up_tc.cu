@@ -28,7 +28,7 @@ struct Chunk {
 };
 
 template <bool kMx8>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
   constexpr int kR = C::kRound;
@@ -62,85 +62,94 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   const auto* w = static_cast<const uint8_t*>(p.weights);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
 
-  // Rows gate g, gate g+8, up g, up g+8 of the tile; lane q's 16 bytes of
-  // chunk c of row r sit at rp[r] + 64·c; its scale at sp[r][2c].
-  const uint8_t* rp[4];
-  const uint8_t* sp[4];
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const size_t row = size_t(e) * 2 * I + (r >= 2 ? I : 0) + i0 + g + (r % 2) * 8;
-    rp[r] = w + (row * H + k0) * kElemBytes + q * 16;
-    sp[r] = kMx8 ? p.scales + row * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
-  }
+  // Rows gate g, gate g+8, up g, up g+8 of the tile: row r is row0 + (r%2)·8
+  // + (r/2)·I. Lane q's 16 bytes of chunk c of row r sit at
+  // a0 + r_off(r) + 64·c; its scale at s0 + s_off(r) + 2·c.
+  const size_t row0 = size_t(e) * 2 * I + i0 + g;
+  const uint8_t* a0 = w + (row0 * H + k0) * kElemBytes + q * 16;
+  const uint8_t* s0 = kMx8 ? p.scales + row0 * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
+  auto r_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * H * kElemBytes; };
+  auto s_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * (H / kMxBlock); };
 
   struct Round {
     uint4 a[kR][4];
     uint32_t sc[kR][4];  // raw E8M0 codes: nothing waits on the load until the compute
     uint4 x[kR][C::kXLoads];
   };
+  // Loads are unconditional (a round past the end re-reads the last one, and a
+  // column without a token reads another column's token): a load under a
+  // condition makes the compiler merge the buffer's old and new values with
+  // register moves, and a move of a register with a load in flight waits for
+  // the load, which undoes the double buffering (seen in the SASS stall
+  // samples). Columns without a token are never stored.
   auto load_a = [&](Round& rd, int c0) {
 #pragma unroll
     for (int u = 0; u < kR; ++u) {
-      const int c = c0 + u;
-      if (c < nc)
+      const int c = min(c0 + u, nc - 1);
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          rd.a[u][r] = ld_stream(rp[r] + 64 * c, pol);
-          if constexpr (kMx8) rd.sc[u][r] = ld_byte(sp[r] + 2 * c);
-        }
+      for (int r = 0; r < 4; ++r) {
+        rd.a[u][r] = ld_stream(a0 + r_off(r) + 64 * c, pol);
+        if constexpr (kMx8) rd.sc[u][r] = ld_byte(s0 + s_off(r) + 2 * c);
+      }
     }
   };
-  // xp: the lane's token's activations at its first element, or null (zeros).
   auto load_x = [&](Round& rd, int c0, const uint16_t* xp) {
 #pragma unroll
     for (int u = 0; u < kR; ++u)
 #pragma unroll
-      for (int j = 0; j < C::kXLoads; ++j)
-        rd.x[u][j] = xp && c0 + u < nc ? ld_cached(xp + (c0 + u) * C::kElems + 8 * j) : make_uint4(0, 0, 0, 0);
+      for (int j = 0; j < C::kXLoads; ++j) rd.x[u][j] = ld_cached(xp + min(c0 + u, nc - 1) * C::kElems + 8 * j);
+  };
+  auto compute = [&](const Round& rd, float (&acc)[2][4]) {
+#pragma unroll
+    for (int u = 0; u < kR; ++u) {
+      uint32_t xw[8];
+#pragma unroll
+      for (int j = 0; j < C::kXLoads; ++j) {
+        xw[4 * j] = rd.x[u][j].x; xw[4 * j + 1] = rd.x[u][j].y;
+        xw[4 * j + 2] = rd.x[u][j].z; xw[4 * j + 3] = rd.x[u][j].w;
+      }
+      // m-tile 0: gate rows g, g+8; m-tile 1: up rows g, g+8 (decoded one tile at a time).
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        uint32_t a[2][8];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int r = 2 * mt + hh;
+          if constexpr (kMx8) {
+            e4m3x16_to_bf16x8(rd.a[u][r], rd.sc[u][r], a[hh]);
+          } else {
+            a[hh][0] = rd.a[u][r].x; a[hh][1] = rd.a[u][r].y;
+            a[hh][2] = rd.a[u][r].z; a[hh][3] = rd.a[u][r].w;
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < C::kSteps; ++s)
+          mma_bf16(acc[mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+      }
+    }
   };
 
-  Round cur, nxt;
-  load_a(cur, 0);  // out before the entry list is built: its latency overlaps that work
+  // Two buffers, used alternately (never copied): one round in flight while
+  // the other is computed. nc is a multiple of kR (H % 256 == 0).
+  Round ra, rb;
+  load_a(ra, 0);  // out before the entry list is built: its latency overlaps that work
   pdl_trigger();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
   for (int t0 = 0; t0 < n; t0 += kTokens) {
-    const uint16_t* xp =
-        t0 + g < n ? p.x + size_t(s_list[t0 + g] / K) * H + k0 + q * C::kLaneElems : nullptr;
-    load_x(cur, 0, xp);
+    const uint16_t* xp = p.x + size_t(s_list[t0 + min(g, n - 1 - t0)] / K) * H + k0 + q * C::kLaneElems;
+    if (t0 > 0) load_a(ra, 0);
+    load_x(ra, 0, xp);
     float acc[2][4] = {};
-    for (int c0 = 0; c0 < nc; c0 += kR) {
-      if (c0 + kR < nc) {
-        load_a(nxt, c0 + kR);
-        load_x(nxt, c0 + kR, xp);
-      } else if (t0 + kTokens < n) {
-        load_a(nxt, 0);  // the next pass of tokens starts over
-      }
-#pragma unroll
-      for (int u = 0; u < kR; ++u) {
-        if (c0 + u >= nc) break;
-        uint32_t a[4][8], xw[8];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          if constexpr (kMx8) {
-            e4m3x16_to_bf16x8(cur.a[u][r], cur.sc[u][r], a[r]);
-          } else {
-            a[r][0] = cur.a[u][r].x; a[r][1] = cur.a[u][r].y;
-            a[r][2] = cur.a[u][r].z; a[r][3] = cur.a[u][r].w;
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < C::kXLoads; ++j) {
-          xw[4 * j] = cur.x[u][j].x; xw[4 * j + 1] = cur.x[u][j].y;
-          xw[4 * j + 2] = cur.x[u][j].z; xw[4 * j + 3] = cur.x[u][j].w;
-        }
-#pragma unroll
-        for (int s = 0; s < C::kSteps; ++s) {
-          mma_bf16(acc[0], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
-          mma_bf16(acc[1], a[2][2 * s], a[3][2 * s], a[2][2 * s + 1], a[3][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
-        }
-      }
-      cur = nxt;
+    for (int c0 = 0;; c0 += 2 * kR) {
+      load_a(rb, c0 + kR);
+      load_x(rb, c0 + kR, xp);
+      compute(ra, acc);
+      if (c0 + kR >= nc) break;
+      load_a(ra, c0 + 2 * kR);
+      load_x(ra, c0 + 2 * kR, xp);
+      compute(rb, acc);
+      if (c0 + 2 * kR >= nc) break;
     }
     // The four K ranges' partials, summed in warp order.
 #pragma unroll
