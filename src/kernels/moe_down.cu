@@ -21,7 +21,7 @@ template <typename Codec, int kRows>
 __global__ void __launch_bounds__(kThreads)
 moe_down_kernel(const __grid_constant__ DownParams p) {
   constexpr int kC = Codec::kChunkElems;
-  constexpr int kRound = kRows == 1 ? 6 : 2;
+  constexpr int kRound = kRows == 1 ? 4 : 2;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int b = blockIdx.x, K = p.top_k, H = p.hidden, I = p.intermediate;
 
@@ -74,26 +74,30 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
 
   // One round: kRound chunks per lane of each of the kRows rows, with the
   // entry (sorted slot) and chunk index of each.
+  // Loads are unconditional (past the end of the list a lane re-reads the
+  // last chunk, and its product is added as an exact zero): a load under a
+  // condition makes the compiler merge the buffer's old and new values with
+  // register moves, and a move of a register with a load in flight waits for
+  // the load. Scales stay raw E8M0 codes until they are used, for the same
+  // reason.
   struct Round {
     uint4 raw[kRound][kRows];
-    float sc[kRound][kRows];
+    uint32_t sc[kRound][kRows];
     int jj[kRound], cc[kRound];
   };
   auto load_round = [&](int base, Round& rd) {
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      const int q = base + u * kWarpSize + lane;
+      const int q = min(base + u * kWarpSize + lane, total - 1);
       rd.jj[u] = q / chunks;
       rd.cc[u] = q - rd.jj[u] * chunks;
       const int ex = __shfl_sync(kFullMask, my_expert, rd.jj[u] & (kWarpSize - 1));
-      if (q < total)
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const size_t row = size_t(ex) * H + min(d0 + r, H - 1);
-          rd.raw[u][r] = ld_stream(w + row * row_bytes + size_t(rd.cc[u]) * 16, pol);
-          if constexpr (Codec::kScaled)
-            rd.sc[u][r] = chunk_scale(p.scales + row * (I / kMxBlock), rd.cc[u]);
-        }
+      for (int r = 0; r < kRows; ++r) {
+        const size_t row = size_t(ex) * H + min(d0 + r, H - 1);
+        rd.raw[u][r] = ld_stream(w + row * row_bytes + size_t(rd.cc[u]) * 16, pol);
+        if constexpr (Codec::kScaled) rd.sc[u][r] = ld_byte(p.scales + row * (I / kMxBlock) + (rd.cc[u] >> 1));
+      }
     }
   };
 
@@ -106,8 +110,9 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   load_round(0, cur);
   int prefetched = 0;  // sorted slots [0, prefetched) have been asked for
   auto prefetch_ahead = [&](int chunk) {
+    if (p.prefetch_experts == 0) return;
     const int want = min(K, chunk / chunks + 1 + p.prefetch_experts);
-    if (p.prefetch_experts > 0 && want > prefetched) {
+    if (want > prefetched) {
       prefetch_slots(prefetched, want);
       prefetched = want;
     }
@@ -125,26 +130,35 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
     __syncthreads();
     hb = reinterpret_cast<const float*>(s_h4);
   }
-  for (int base = 0; base < total; base += kStep) {
-    prefetch_ahead(base + kStep);
-    if (base + kStep < total) load_round(base + kStep, nxt);
+  // One round computed: each lane's chunks against h, in list order. A lane
+  // past the end of the list adds an exact zero (scale 0) instead of
+  // branching, so that the next chunk's h loads need not wait for this one.
+  auto compute = [&](int base, const Round& rd) {
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      const int src = cur.jj[u] & (kWarpSize - 1);
+      const int src = rd.jj[u] & (kWarpSize - 1);
       const int bk = __shfl_sync(kFullMask, my_bk, src);
-      const float rw = __shfl_sync(kFullMask, my_w, src);
-      if (base + u * kWarpSize + lane >= total) continue;
+      const float rw = base + u * kWarpSize + lane < total ? __shfl_sync(kFullMask, my_w, src) : 0.0f;
       float a[kC];
-      load_f32_any(hb + size_t(bk - b * K) * I, cur.cc[u] * kC, a);
+      load_f32_any(hb + size_t(bk - b * K) * I, rd.cc[u] * kC, a);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         float wv[kC];
-        Codec::decode(cur.raw[u][r], wv);
-        const float scale = Codec::kScaled ? rw * cur.sc[u][r] : rw;  // exact: sc is 2^k
+        Codec::decode(rd.raw[u][r], wv);
+        const float scale = Codec::kScaled ? rw * e8m0_to_float(uint8_t(rd.sc[u][r])) : rw;  // exact: 2^k
         acc[r] = __fmaf_rn(chunk_dot(wv, a), scale, acc[r]);
       }
     }
-    cur = nxt;
+  };
+  // Double buffering with two buffers used alternately (never copied).
+  for (int base = 0; base < total; base += 2 * kStep) {
+    prefetch_ahead(base + kStep);
+    load_round(base + kStep, nxt);
+    compute(base, cur);
+    if (base + kStep >= total) break;
+    prefetch_ahead(base + 2 * kStep);
+    load_round(base + 2 * kStep, cur);
+    compute(base + kStep, nxt);
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
