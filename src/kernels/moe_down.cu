@@ -138,7 +138,8 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
     for (int u = 0; u < kRound; ++u) {
       const int src = rd.jj[u] & (kWarpSize - 1);
       const int bk = __shfl_sync(kFullMask, my_bk, src);
-      const float rw = base + u * kWarpSize + lane < total ? __shfl_sync(kFullMask, my_w, src) : 0.0f;
+      const float wsrc = __shfl_sync(kFullMask, my_w, src);  // every lane: a shuffle must not diverge
+      const float rw = base + u * kWarpSize + lane < total ? wsrc : 0.0f;
       float a[kC];
       load_f32_any(hb + size_t(bk - b * K) * I, rd.cc[u] * kC, a);
 #pragma unroll
