@@ -134,8 +134,8 @@ if [ "$MODE" = compare ]; then
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-      --gtest_filter='WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
-    note "sanitizer tc  $tool rc=$? $(grep -E 'ERROR SUMMARY' "$LOG/sanitizer-tc-$tool.log" | head -1)"
+      --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
+    note "sanitizer     $tool rc=$? $(grep -E 'ERROR SUMMARY' "$LOG/sanitizer-tc-$tool.log" | head -1)"
   done
   for p in ${COMPARE_PRESETS:-qwen3-30b-a3b}; do
     "$BIN/warpdecode" bench-moe --preset "$p" --batch "${COMPARE_BATCHES:-1,2,4,8,16,32,64}" --no-classical --no-router \

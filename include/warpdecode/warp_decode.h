@@ -51,6 +51,14 @@ class DeviceMoeWeights {
   std::unique_ptr<Impl> impl_;
 };
 
+// The two kernel families (see WarpDecodeConfig). A layer object runs one
+// family per weight format, fixed at construction: batch invariance (a
+// token's output bits independent of the rest of the batch, B included)
+// holds for everything one object computes. kAuto picks by measurement
+// (WarpDecodeConfig::default_family).
+enum class KernelFamily { kAuto, kScalar, kTensorCores };
+const char* to_string(KernelFamily f);
+
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
 // (tensor_cores = true; only programmatic_launch and evict_first apply). All
@@ -72,8 +80,15 @@ struct WarpDecodeConfig {
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
   bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
   bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
-  // The measured default for a layer shape, batch size and weight format.
-  static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format);
+  // The measured default of a family (kScalar or kTensorCores; kAuto is
+  // resolved with max_batch = batch) for a layer shape, batch size and format.
+  static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
+                                    KernelFamily family = KernelFamily::kAuto);
+  // What kAuto resolves to for a layer object serving up to max_batch tokens
+  // (measured on the H200, docs/PERF_LOG.md v7): the tensor cores wherever
+  // the shape fits them, except MXFP8 objects that never see 16 tokens (the
+  // scalar kernels are 2-16 % faster there at B <= 8); else the scalar ones.
+  static KernelFamily default_family(const MoeShape& shape, WeightFormat format, int max_batch);
   // Whether the tensor-core kernels take this shape.
   static bool tensor_cores_fit(const MoeShape& shape);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
@@ -81,8 +96,10 @@ struct WarpDecodeConfig {
 
 class WarpDecodeMoe {
  public:
-  // Sizes the workspace for up to max_batch tokens. Throws on invalid shapes.
-  WarpDecodeMoe(const MoeShape& shape, int max_batch);
+  // Sizes the workspace for up to max_batch tokens and fixes the kernel
+  // family (kAuto: WarpDecodeConfig::default_family per weight format).
+  // Throws on invalid shapes, and for kTensorCores on shapes they do not take.
+  WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family = KernelFamily::kAuto);
   ~WarpDecodeMoe();
   WarpDecodeMoe(const WarpDecodeMoe&) = delete;
   WarpDecodeMoe& operator=(const WarpDecodeMoe&) = delete;
@@ -112,10 +129,15 @@ class WarpDecodeMoe {
   float* intermediate() const;
   const MoeShape& shape() const { return shape_; }
   int max_batch() const { return max_batch_; }
+  // The family this object runs for weights of a format (never kAuto).
+  KernelFamily family(WeightFormat format) const;
+  // The configuration experts() without a config uses at a batch size.
+  WarpDecodeConfig default_config(int batch, WeightFormat format) const;
 
  private:
   MoeShape shape_;
   int max_batch_;
+  KernelFamily family_;
   struct Workspace;
   std::unique_ptr<Workspace> ws_;
 };

@@ -16,12 +16,16 @@ constexpr int kMaxTopK = 16;
 // times): 1 for the smallest batches, where more warps mean more loads in
 // flight, 4 for larger ones, where h traffic through L2 would otherwise rival
 // the weights (measured: docs/PERF_LOG.md). Rounds of kRound chunks per lane
-// per row are double-buffered: 2·kRound·kRows 16-byte loads in flight.
+// per row are double-buffered: 2·kRound·kRows 16-byte loads in flight (4
+// chunks at one row per warp; at four rows 2 for BF16 and 1 for MXFP8, whose
+// decode would otherwise take the kernel past 128 registers). kRound does not
+// change which lane sums which chunk, nor the order: the bits are the same.
+
 template <typename Codec, int kRows>
 __global__ void __launch_bounds__(kThreads)
 moe_down_kernel(const __grid_constant__ DownParams p) {
   constexpr int kC = Codec::kChunkElems;
-  constexpr int kRound = kRows == 1 ? 4 : 2;
+  constexpr int kRound = kRows == 1 ? 4 : Codec::kScaled ? 1 : 2;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int b = blockIdx.x, K = p.top_k, H = p.hidden, I = p.intermediate;
 

@@ -140,8 +140,36 @@ size_t DeviceMoeWeights::bytes() const {
 }
 
 // ---- WarpDecodeMoe ---------------------------------------------------------------
-WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format) {
+const char* to_string(KernelFamily f) {
+  switch (f) {
+    case KernelFamily::kAuto: return "auto";
+    case KernelFamily::kScalar: return "scalar";
+    case KernelFamily::kTensorCores: return "tensor-cores";
+  }
+  return "?";
+}
+
+KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightFormat format, int max_batch) {
+  // H200, qwen3-30b-a3b (docs/PERF_LOG.md v7): the tensor cores are 1.07-1.7x
+  // faster from B = 16 in both formats and within 5 % of the scalar kernels
+  // below for BF16 (faster at B = 1); for MXFP8 at B <= 8 the scalar kernels
+  // are 2-16 % faster.
+  if (!tensor_cores_fit(shape)) return KernelFamily::kScalar;
+  if (format == WeightFormat::kMXFP8 && max_batch < 16) return KernelFamily::kScalar;
+  return KernelFamily::kTensorCores;
+}
+
+WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format,
+                                             KernelFamily family) {
+  if (family == KernelFamily::kAuto) family = default_family(shape, format, batch);
   WarpDecodeConfig c;
+  if (family == KernelFamily::kTensorCores) {
+    // PDL measured equal or faster at every B (run 2 of v7); evict-first as below.
+    c.tensor_cores = true;
+    c.evict_first = true;
+    c.programmatic_launch = true;
+    return c;
+  }
   // From the sweeps of docs/PERF_LOG.md (H200):
   // - gate_up: one token per pass while experts rarely share tokens (B <= 8;
   //   MXFP8 up to 16), four beyond. At B <= 2 narrow rounds (24 warps per SM)
@@ -189,9 +217,12 @@ struct WarpDecodeMoe::Workspace {
   DeviceBuffer<float> weights;    // (max_batch, K)
 };
 
-WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch)
-    : shape_(shape), max_batch_(max_batch), ws_(std::make_unique<Workspace>()) {
+WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family)
+    : shape_(shape), max_batch_(max_batch), family_(family), ws_(std::make_unique<Workspace>()) {
   shape.validate();
+  WD_CHECK(family != KernelFamily::kTensorCores || WarpDecodeConfig::tensor_cores_fit(shape),
+           "warp decode: the tensor-core kernels need H % 256 == 0 and I % 64 == 0 (H = ", shape.hidden,
+           ", I = ", shape.intermediate, "); use KernelFamily::kScalar or kAuto");
   WD_CHECK(max_batch >= 1 && max_batch <= 4096, "warp decode: max_batch = ", max_batch,
            " must be in [1, 4096]");
   const size_t BK = size_t(max_batch) * shape.top_k;
@@ -201,6 +232,14 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch)
 }
 
 WarpDecodeMoe::~WarpDecodeMoe() = default;
+
+KernelFamily WarpDecodeMoe::family(WeightFormat format) const {
+  return family_ == KernelFamily::kAuto ? WarpDecodeConfig::default_family(shape_, format, max_batch_) : family_;
+}
+
+WarpDecodeConfig WarpDecodeMoe::default_config(int batch, WeightFormat format) const {
+  return WarpDecodeConfig::for_batch(shape_, batch, format, family(format));
+}
 
 const int32_t* WarpDecodeMoe::routing_ids() const { return ws_->ids.data(); }
 const float* WarpDecodeMoe::routing_weights() const { return ws_->weights.data(); }
@@ -229,7 +268,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, WarpDecodeConfig::for_batch(shape_, r.batch, w.format), stream);
+  experts(w, x, r, out, default_config(r.batch, w.format), stream);
 }
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,

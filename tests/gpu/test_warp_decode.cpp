@@ -258,9 +258,8 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     // The token under test: its activations and routing.
     const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
     const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
-    const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32);
     // The same token at several positions in batches of other tokens, under
-    // every kernel configuration.
+    // every configuration of the scalar family.
     const int Bs[] = {2, 9, 37, 64};
     std::vector<WarpDecodeConfig> configs;
     for (int v = 0; v < 6; ++v) {
@@ -277,6 +276,7 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
       c.gate_up_narrow = v == 2 || v == 4;
       configs.push_back(c);
     }
+    const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32, &configs[0]);
     for (int B : Bs)
       for (const auto& cfg : configs) {
         auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
@@ -293,8 +293,8 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     // Run to run.
     const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
     const auto r = random_routing(64, s.experts, s.top_k, fresh_seed());
-    const auto a = run_experts(moe, layer, x, r, 64, OutputType::kFP32);
-    const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32);
+    const auto a = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &configs[0]);
+    const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &configs[0]);
     EXPECT_EQ(a, b);
   }
 }
@@ -386,6 +386,40 @@ TEST(WarpDecode, SanitizerCase) {
   }
 }
 
+
+// ---- the default path: one family per layer object --------------------------------------
+// experts() without a config picks its configuration per batch size, but
+// never its family: a token's output is the same at every B, for objects
+// whose family is the scalar one, the tensor cores, or kAuto's choice.
+TEST(WarpDecode, DefaultPathIsBatchInvariantForEveryFamily) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
+    for (KernelFamily fam : {KernelFamily::kAuto, KernelFamily::kScalar, KernelFamily::kTensorCores})
+      for (int max_batch : {8, 64}) {
+        WarpDecodeMoe moe(s, max_batch, fam);
+        EXPECT_NE(moe.family(f), KernelFamily::kAuto);
+        const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32);
+        for (int B : {2, 5, 8, 16, 33, 64}) {
+          if (B > max_batch) continue;
+          auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+          auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+          const int pos = int(fresh_seed() % B);
+          std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
+          std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
+          std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
+          const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32);
+          size_t diff = 0;
+          for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
+          EXPECT_EQ(diff, 0u) << name(f) << " family " << to_string(moe.family(f)) << " max_batch "
+                              << max_batch << " B=" << B << " config " << moe.default_config(B, f).label();
+        }
+      }
+  }
+}
 
 // ---- the tensor-core kernels (WarpDecodeConfig::tensor_cores) -------------------------
 // The same checks as above, on the tensor-core family. Its bits differ from

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -27,6 +28,7 @@ struct Opts {
   std::vector<int> batches{1, 2, 4, 8, 16, 32, 64};
   std::string json;
   int calls = 16, replays = 30;
+  int max_batch = 64;  // of the layer object whose default is timed: it fixes the kernel family
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
@@ -118,6 +120,7 @@ void run(const Opts& o) {
                    {"commit", build_commit()},
                    {"build", build_description()},
                    {"command", command_line()},
+                   {"max_batch", o.max_batch},
                    {"time_utc", std::time(nullptr)},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
@@ -146,7 +149,8 @@ void run(const Opts& o) {
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
-        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f);
+        const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
+        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                              : o.sweep ? sweep_configs(dflt)
                              : o.families ? family_configs(shapes[si], dflt)
@@ -176,6 +180,7 @@ void run(const Opts& o) {
                                 {"path", path.name()},
                                 {"config", config_label(cfg)},
                                 {"default_config", is_default},
+                                {"family", cfg.tensor_cores ? "tensor-cores" : "scalar"},
                                 {"us_median", m.experts.us_median},
                                 {"us_min", m.experts.us_min},
                                 {"us_max", m.experts.us_max},
@@ -232,6 +237,9 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
+  cmd->add_option("--max-batch", o->max_batch,
+                  "max_batch of the layer object whose default configuration is timed (it fixes the kernel "
+                  "family, see WarpDecodeConfig::default_family)")->capture_default_str();
   cmd->add_flag("--families", o->families, "Time the default and the other kernel family (scalar / tensor cores)");
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
