@@ -72,13 +72,14 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
   return v;
 }
 
-// The default, and the default of the other kernel family (scalar or
-// tensor cores) where the shape allows it: the two side by side.
-std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, const WarpDecodeConfig& d) {
+// The default, and the other kernel family's measured default for this batch
+// (scalar or tensor cores) where the shape allows it: the two side by side.
+std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, int batch, WeightFormat format,
+                                             const WarpDecodeConfig& d) {
   std::vector<WarpDecodeConfig> v{d};
-  WarpDecodeConfig other = d;
-  other.tensor_cores = !d.tensor_cores;
-  if (!other.tensor_cores || WarpDecodeConfig::tensor_cores_fit(shape)) v.push_back(other);
+  const KernelFamily other = d.tensor_cores ? KernelFamily::kScalar : KernelFamily::kTensorCores;
+  if (other == KernelFamily::kScalar || WarpDecodeConfig::tensor_cores_fit(shape))
+    v.push_back(WarpDecodeConfig::for_batch(shape, batch, format, other));
   return v;
 }
 
@@ -153,7 +154,7 @@ void run(const Opts& o) {
         const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                              : o.sweep ? sweep_configs(dflt)
-                             : o.families ? family_configs(shapes[si], dflt)
+                             : o.families ? family_configs(shapes[si], B, f, dflt)
                                           : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
           bench::Options opt;
