@@ -28,17 +28,18 @@
 //   accumulator, each (row, token) owned by one lane at a time). The S
 //   accumulators are summed in warp order: y = Σ (+ residual).
 //
-// Numerics, and batch invariance: y[b] is Σ over b's experts in ascending id
-// of w·(Σ over the warp's K ranges in order, each a fixed chain of MMAs), and
-// h[b][k] a fixed chain of MMAs over each of the 4 K ranges summed in order.
-// Nothing depends on the other tokens: a token's column of an MMA depends
-// only on its own operands, and a skipped expert adds nothing. The bits
-// differ from the scalar kernels' (another summation order), so the two
-// families are each batch invariant, not equal to each other.
+// Numerics, and batch invariance: y[b] = Σ over the S K ranges in warp order
+// of (Σ over b's experts in ascending id of w·tile), tile being the hi-chain
+// plus the lo-chain of MMAs over that K range, folded with one FMA; h[b][k] =
+// the 4 K ranges' MMA chains summed in warp order. Nothing depends on the
+// other tokens: a token's column of an MMA depends only on its own operands,
+// and an expert it is not routed to adds nothing. The bits differ from the
+// scalar kernels' (another summation order), so the two families are each
+// batch invariant, not equal to each other (KernelFamily, warp_decode.h).
 //
-// Shapes: H % 256 == 0, I % 64 == 0 and I/64 <= 16 or I/64 splitting into at
-// most 16 equal ranges (every Qwen3-MoE shape). tensor_core_shape_ok() says
-// whether a shape qualifies.
+// Shapes: H % 256 == 0, I % 64 == 0 and I/64 splitting into at most 12 equal
+// K ranges (every Qwen3-MoE shape: 12, 12, 10 ranges).
+// tensor_core_shape_ok() says whether a shape qualifies.
 #pragma once
 
 #include <cuda_runtime.h>

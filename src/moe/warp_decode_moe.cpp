@@ -150,10 +150,10 @@ const char* to_string(KernelFamily f) {
 }
 
 KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightFormat format, int max_batch) {
-  // H200, qwen3-30b-a3b (docs/PERF_LOG.md v7): the tensor cores are 1.07-1.7x
-  // faster from B = 16 in both formats and within 5 % of the scalar kernels
-  // below for BF16 (faster at B = 1); for MXFP8 at B <= 8 the scalar kernels
-  // are 2-16 % faster.
+  // H200 (docs/PERF_LOG.md v7, run 9): the tensor cores are faster than the
+  // scalar kernels from B = 16, 1.05-1.74x for BF16 and up to 2.0x for MXFP8
+  // (MXFP8 from B = 32 on the larger shapes), and within 7 % of them below for
+  // BF16; for MXFP8 at B <= 8 the scalar kernels are 12-44 % faster.
   if (!tensor_cores_fit(shape)) return KernelFamily::kScalar;
   if (format == WeightFormat::kMXFP8 && max_batch < 16) return KernelFamily::kScalar;
   return KernelFamily::kTensorCores;
