@@ -36,6 +36,21 @@ LOG="$OUT/logs"   # packed into $OUT/logs.tar.gz at the end (few files come back
 mkdir -p "$OUT" "$LOG"
 SUMMARY=()
 note() { SUMMARY+=("$1"); }
+# The warp-decode GPU tests alone (sweep and compare modes).
+warp_tests() {
+  local t0 rc
+  t0=$(date +%s)
+  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
+  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+}
+# The end of every mode that stops early: the summary, the logs packed.
+finish() {
+  printf '%s\n' "${SUMMARY[@]}"
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  exit 0
+}
 
 prebuilt_ok() {
   [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; }
@@ -95,25 +110,24 @@ if [ "$MODE" = profile ]; then
   # Per-kernel times of the default configurations first (graph replay, no profiler).
   "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --batch 1,2,8,32 --no-classical --no-router --stages \
     --json "$OUT/stages.json" >"$LOG/stages.log" 2>&1
-  grep -vE "^#" "$LOG/stages.log" | awk '{print $1, $2, $3, $4, $5, $(NF-1), $NF}' | column -t
+  grep -vE "^#" "$LOG/stages.log" | awk '{printf "%-22s %-6s %4s %-26s %9s %7s %6s\n", $1, $2, $3, $4, $5, $(NF-1), $NF}'
   for fb in "mxfp8 1" "bf16 1" "mxfp8 8" "mxfp8 32"; do
     set -- $fb
-    ncu --clock-control none --graph-profiling node -k regex:'moe_(gate_up|down)_kernel' --launch-skip 40 --launch-count 2 \
+    ncu --clock-control none --graph-profiling node -k regex:'moe_(gate_up|down)(_tc)?_kernel' --launch-skip 40 --launch-count 2 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
       --section MemoryWorkloadAnalysis \
       "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format "$1" --batch "$2" --calls 4 --replays 3 \
       --no-router --no-classical >"$LOG/ncu-$1-$2.txt" 2>&1
     echo "=== ncu $1 B=$2"
-    grep -E "moe_(gate_up|down)_kernel|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|L1/TEX Hit Rate|Stall|Duration" "$LOG/ncu-$1-$2.txt" | head -40
+    grep -E "moe_(gate_up|down)(_tc)?_kernel|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|L1/TEX Hit Rate|Stall|Duration" "$LOG/ncu-$1-$2.txt" | head -40
   done
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
-  exit 0
+  finish
 fi
 
 if [ "$MODE" = source ]; then
   # SOURCE_FAMILY=tc: the tensor-core kernels (bench-moe --families times both families).
-  suffix=kernel; fam=()
-  [ "${SOURCE_FAMILY:-scalar}" = tc ] && { suffix=tc_kernel; fam=(--families); }
+  suffix=kernel; fam=(--families)
+  [ "${SOURCE_FAMILY:-scalar}" = tc ] && suffix=tc_kernel
   for k in down gate_up; do
     ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
       --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
@@ -121,17 +135,11 @@ if [ "$MODE" = source ]; then
       --replays 3 --no-router --no-classical "${fam[@]}" >"$OUT/ncu-source-$k.csv" 2>&1
     note "ncu source    $k rc=$? ($(wc -l <"$OUT/ncu-source-$k.csv") lines)"
   done
-  printf '%s\n' "${SUMMARY[@]}"
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
-  exit 0
+  finish
 fi
 
 if [ "$MODE" = compare ]; then
-  t0=$(date +%s)
-  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
-  rc=$?
-  grep -E "^\[  FAILED  \]|Failure|rel_l2|max_rel" "$LOG/gpu-tests.log" | head -30
-  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  warp_tests
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
       --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
@@ -142,19 +150,13 @@ if [ "$MODE" = compare ]; then
       --families "$@" --json "$OUT/compare-$p.json" >"$LOG/compare-$p.log" 2>&1
     note "compare       $p rc=$? -> $OUT/compare-$p.json"
     grep -E "^# measured" "$LOG/compare-$p.log" | head -2
-    grep -vE "^#" "$LOG/compare-$p.log" | awk '{print $1, $2, $3, $4, $5, $(NF-1), $NF}' | column -t
+    grep -vE "^#" "$LOG/compare-$p.log" | awk '{printf "%-22s %-6s %4s %-26s %9s %7s %6s\n", $1, $2, $3, $4, $5, $(NF-1), $NF}'
   done
-  printf '%s\n' "${SUMMARY[@]}"
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
-  exit 0
+  finish
 fi
 
 if [ "$MODE" = sweep ]; then
-  t0=$(date +%s)
-  "$BIN/warpdecode_gpu_tests" --gtest_filter='WarpDecode*:GpuFormats.*' >"$LOG/gpu-tests.log" 2>&1
-  rc=$?
-  grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
-  note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  warp_tests
   "$BIN/warpdecode" bench-moe --preset "${SWEEP_PRESETS:-qwen3-30b-a3b}" --batch "${SWEEP_BATCHES:-1,2,4,8,16,32,64}" --no-classical --no-router \
     --sweep "$@" --json "$OUT/sweep.json" >"$LOG/sweep.log" 2>&1
   note "sweep         rc=$? -> $OUT/sweep.json"
@@ -172,9 +174,7 @@ for (p, f, b), rs in g.items():
     top = "  ".join(f'{r["config"]} {r["us_median"]:.1f}' for r in rs[:4])
     print(f'{p:15s} {f:6s} {b:3d} default {dflt["config"]} {dflt["us_median"]:.1f} ({dflt["pct_read_bw"]:.0f}%) | best {rs[0]["us_median"]:.1f} ({rs[0]["pct_read_bw"]:.0f}%): {top}')
 PY
-  printf '%s\n' "${SUMMARY[@]}"
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
-  exit 0
+  finish
 fi
 
 if [ "$MODE" != bench ]; then

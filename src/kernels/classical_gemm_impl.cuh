@@ -19,7 +19,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
-#include "kernels/classical_launch.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/classical_wgmma.cuh"
 #include "warpdecode/formats.h"
 

@@ -7,7 +7,7 @@
 #include <cuda_fp8.h>
 
 #include "core/cuda_check.h"
-#include "kernels/classical_launch.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/common.cuh"
 #include "kernels/topk.cuh"
 #include "warpdecode/error.h"

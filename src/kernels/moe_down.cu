@@ -4,6 +4,8 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/moe_down_store.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -169,37 +171,18 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   for (int r = 0; r < kRows; ++r) {
     const float v = warp_sum(acc[r]);
     const int d = d0 + r;
-    if (lane == r && d < H) {
-      const size_t o = size_t(b) * H + d;
-      if (p.out_fp32) {
-        float out = v;
-        if (p.residual) out += static_cast<const float*>(p.residual)[o];
-        static_cast<float*>(p.y)[o] = out;
-      } else {
-        float out = v;
-        if (p.residual) out += bf16_to_float(static_cast<const uint16_t*>(p.residual)[o]);
-        static_cast<uint16_t*>(p.y)[o] = float_to_bf16(out);
-      }
-    }
+    if (lane == r && d < H) store_down_output(p, size_t(b) * H + d, v);
   }
 }
 
 template <typename Codec, int kRows>
 void launch_rows(const DownParams& p, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(p.batch, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = moe_down_smem(p);
-  cfg.stream = stream;
-  if (cfg.dynamicSmemBytes > 48 * 1024)
+  const size_t smem = moe_down_smem(p);
+  if (smem > 48 * 1024)
     WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<Codec, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(cfg.dynamicSmemBytes)));
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = p.programmatic_launch ? 1 : 0;
-  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_kernel<Codec, kRows>, p));
+                                       int(smem)));
+  launch_kernel(moe_down_kernel<Codec, kRows>, dim3(p.batch, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows)),
+                dim3(kThreads), smem, stream, p.programmatic_launch != 0, p);
 }
 
 template <typename Codec>

@@ -5,7 +5,9 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
+#include "kernels/moe_down_store.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -292,14 +294,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       const int row = o / nb, t = o % nb;
       float v = s_acc[size_t(row) * G + t];
       for (int s = 1; s < slices; ++s) v += s_acc[(size_t(s) * kTile + row) * G + t];
-      const size_t out = size_t(b0 + t) * H + d0 + row;
-      if (p.out_fp32) {
-        if (p.residual) v += static_cast<const float*>(p.residual)[out];
-        static_cast<float*>(p.y)[out] = v;
-      } else {
-        if (p.residual) v += bf16_to_float(static_cast<const uint16_t*>(p.residual)[out]);
-        static_cast<uint16_t*>(p.y)[out] = float_to_bf16(v);
-      }
+      store_down_output(p, size_t(b0 + t) * H + d0 + row, v);
     }
     __syncthreads();
   }
@@ -315,19 +310,10 @@ template <bool kMx8>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(p.hidden / kTile);
-  cfg.blockDim = dim3(slices * kWarpSize);
-  cfg.dynamicSmemBytes = smem_bytes(p, slices);
-  cfg.stream = stream;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(cfg.dynamicSmemBytes)));
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = p.programmatic_launch ? 1 : 0;
-  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, moe_down_tc_kernel<kMx8>, p, units));
+  const size_t smem = smem_bytes(p, slices);
+  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch_kernel(moe_down_tc_kernel<kMx8>, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
+                p.programmatic_launch != 0, p, units);
 }
 
 }  // namespace

@@ -100,55 +100,98 @@ void expect_close(const std::vector<double>& ref, const std::vector<double>& y, 
 
 const char* name(WeightFormat f) { return to_string(f); }
 
-// ---- every batch size on awkward shapes -------------------------------------------
-TEST(WarpDecode, EveryBatchFrom1To70AndLargerOnAwkwardShapes) {
-  WD_REQUIRE_GPU();
-  // H = 160: 20 BF16 / 10 MXFP8 chunks per row (fewer than 32 lanes);
-  // I = 96: 12 / 6 chunks; E = 20, K = 6: many tokens share experts.
-  const MoeShape shapes[] = {make_shape(160, 96, 20, 6), preset_shape("tiny")};
+// A tensor-core configuration (the family's only knobs).
+WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true) {
+  WarpDecodeConfig c;
+  c.tensor_cores = true;
+  c.programmatic_launch = pdl;
+  c.evict_first = evict_first;
+  return c;
+}
+
+// The token (xt, rt) placed at position pos of a batch of B fresh tokens:
+// how many of its outputs differ, bit for bit, from `alone`.
+size_t bits_changed_in_batch(const WarpDecodeMoe& moe, const Layer& layer, const std::vector<uint16_t>& xt,
+                             const HostRouting& rt, const std::vector<double>& alone, int B, int pos,
+                             const WarpDecodeConfig* config) {
+  const MoeShape& s = layer.host.shape();
+  auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
+  std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
+  std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
+  const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, config);
+  size_t diff = 0;
+  for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
+  return diff;
+}
+
+// ---- every batch size -------------------------------------------------------------
+// Every B from 1 to 70 and a few larger (B > 64: the tensor-core moe_down walks
+// the experts once per 64 tokens) against FP64: FP32 output, and BF16 output
+// every 7th B. config(B) gives each call's configuration (default: the
+// object's own for that B).
+void check_every_batch(const std::vector<MoeShape>& shapes, KernelFamily family,
+                       const std::function<WarpDecodeConfig(int B)>& config = nullptr) {
   for (const MoeShape& s : shapes)
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
       const Layer layer = Layer::make(s, f, fresh_seed());
-      WarpDecodeMoe moe(s, 256);
+      WarpDecodeMoe moe(s, 256, family);
       std::vector<int> batches;
       for (int b = 1; b <= 70; ++b) batches.push_back(b);
       for (int b : {96, 127, 128, 200, 256}) batches.push_back(b);
       for (int B : batches) {
+        const WarpDecodeConfig cfg = config ? config(B) : moe.default_config(B, f);
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         const auto ref = reference_y(layer, x, r, B);
-        const std::string what = std::string(name(f)) + " H=" + std::to_string(s.hidden) + " B=" + std::to_string(B);
-        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32), 2e-5, what + " fp32");
-        if (B % 7 == 1) expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16), 4e-3, what + " bf16");
+        const std::string what = std::string(name(f)) + " H=" + std::to_string(s.hidden) + " I=" +
+                                 std::to_string(s.intermediate) + " B=" + std::to_string(B) + " " + cfg.label();
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5, what + " fp32");
+        if (B % 7 == 1) expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg), 4e-3, what + " bf16");
       }
     }
 }
 
-// ---- real shapes ---------------------------------------------------------------------
-TEST(WarpDecode, RealShapes) {
+TEST(WarpDecode, EveryBatchFrom1To70AndLargerOnAwkwardShapes) {
   WD_REQUIRE_GPU();
+  // H = 160: 20 BF16 / 10 MXFP8 chunks per row (fewer than 32 lanes);
+  // I = 96: 12 / 6 chunks; E = 20, K = 6: many tokens share experts.
+  check_every_batch({make_shape(160, 96, 20, 6), preset_shape("tiny")}, KernelFamily::kScalar);
+}
+
+// ---- real shapes ---------------------------------------------------------------------
+// The Qwen3-MoE shapes (the coder's with fewer experts: the same kernel paths,
+// 1/10 the memory) on outlier inputs, FP32 and BF16 output, one family.
+void check_real_shapes(KernelFamily family) {
   struct Case {
     MoeShape s;
     std::vector<int> batches;
   };
   MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
-  coder.experts = 16;  // its H and I, fewer experts: the same kernel paths, 1/10 the memory
+  coder.experts = 16;  // tensor cores: I = 2560, 10 K ranges of 4 units
   const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 32, 64}},
-                        {preset_shape("qwen3-235b-a22b"), {1, 16}},
+                        {preset_shape("qwen3-235b-a22b"), {1, 16}},  // tensor cores: 12 ranges of 2 units
                         {coder, {1, 5}}};
   for (const auto& c : cases)
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
       const Layer layer = Layer::make(c.s, f, fresh_seed());
-      WarpDecodeMoe moe(c.s, 64);
+      WarpDecodeMoe moe(c.s, 64, family);
       for (int B : c.batches) {
         const auto x = synthetic_input(B, c.s.hidden, fresh_seed(), InputKind::kOutliers);
         const auto r = random_routing(B, c.s.experts, c.s.top_k, fresh_seed());
         const auto ref = reference_y(layer, x, r, B);
-        const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B);
+        const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" +
+                                 std::to_string(B) + " " + moe.default_config(B, f).label();
         expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32), 2e-5, what + " fp32");
         expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16), 4e-3, what + " bf16");
       }
     }
+}
+
+TEST(WarpDecode, RealShapes) {
+  WD_REQUIRE_GPU();
+  check_real_shapes(KernelFamily::kScalar);
 }
 
 // ---- router ----------------------------------------------------------------------------
@@ -190,11 +233,11 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
 }
 
 // ---- odd routings ----------------------------------------------------------------------
-void check_odd_routings(const WarpDecodeConfig* config) {
+void check_odd_routings(KernelFamily family) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 64);
+    WarpDecodeMoe moe(s, 64, family);
     const int K = s.top_k;
     struct Odd {
       const char* what;
@@ -219,33 +262,42 @@ void check_odd_routings(const WarpDecodeConfig* config) {
         for (int b = 0; b < o.B; ++b) r.ids[b * K + 1] = r.ids[b * K];
       const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto ref = reference_y(layer, x, r, o.B);
-      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32, config), 2e-5,
-                   std::string(name(f)) + " " + o.what + (config ? " " + config->label() : ""));
+      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
+                   std::string(name(f)) + " " + o.what + " " + moe.default_config(o.B, f).label());
     }
   }
 }
 
 TEST(WarpDecode, OddRoutings) {
   WD_REQUIRE_GPU();
-  check_odd_routings(nullptr);
+  check_odd_routings(KernelFamily::kScalar);
 }
 
 // ---- residual -------------------------------------------------------------------------
+// y = residual + moe(x), FP32 and BF16 output (the residual BF16-exact).
+void check_residual(const MoeShape& s, KernelFamily family, const std::vector<WeightFormat>& formats,
+                    const std::vector<int>& batches) {
+  for (WeightFormat f : formats) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    WarpDecodeMoe moe(s, 80, family);
+    for (int B : batches) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      std::vector<float> res(size_t(B) * s.hidden);
+      std::mt19937 g{unsigned(fresh_seed())};
+      for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
+      auto ref = reference_y(layer, x, r, B);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+      const std::string what = std::string(name(f)) + " B=" + std::to_string(B) + " " + moe.default_config(B, f).label();
+      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, nullptr, &res), 2e-5, what + " fp32 + residual");
+      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, nullptr, &res), 4e-3, what + " bf16 + residual");
+    }
+  }
+}
+
 TEST(WarpDecode, FusedResidualAdd) {
   WD_REQUIRE_GPU();
-  const MoeShape s = make_shape(160, 96, 20, 6);
-  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
-  WarpDecodeMoe moe(s, 32);
-  const int B = 13;
-  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-  const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-  std::vector<float> res(size_t(B) * s.hidden);
-  std::mt19937 g{unsigned(fresh_seed())};
-  for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
-  auto ref = reference_y(layer, x, r, B);
-  for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
-  expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, nullptr, &res), 2e-5, "fp32 + residual");
-  expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, nullptr, &res), 4e-3, "bf16 + residual");
+  check_residual(make_shape(160, 96, 20, 6), KernelFamily::kScalar, {WeightFormat::kMXFP8}, {13});
 }
 
 // ---- batch invariance and determinism -----------------------------------------------
@@ -279,16 +331,9 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32, &configs[0]);
     for (int B : Bs)
       for (const auto& cfg : configs) {
-        auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         const int pos = int(fresh_seed() % B);
-        std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
-        std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
-        std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
-        const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg);
-        size_t diff = 0;
-        for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
-        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
+        EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, &cfg), 0u)
+            << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
       }
     // Run to run.
     const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
@@ -405,17 +450,10 @@ TEST(WarpDecode, DefaultPathIsBatchInvariantForEveryFamily) {
         const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32);
         for (int B : {2, 5, 8, 16, 33, 64}) {
           if (B > max_batch) continue;
-          auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-          auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
           const int pos = int(fresh_seed() % B);
-          std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
-          std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
-          std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
-          const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32);
-          size_t diff = 0;
-          for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
-          EXPECT_EQ(diff, 0u) << name(f) << " family " << to_string(moe.family(f)) << " max_batch "
-                              << max_batch << " B=" << B << " config " << moe.default_config(B, f).label();
+          EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, nullptr), 0u)
+              << name(f) << " family " << to_string(moe.family(f)) << " max_batch " << max_batch << " B=" << B
+              << " config " << moe.default_config(B, f).label();
         }
       }
   }
@@ -424,91 +462,28 @@ TEST(WarpDecode, DefaultPathIsBatchInvariantForEveryFamily) {
 // ---- the tensor-core kernels (WarpDecodeConfig::tensor_cores) -------------------------
 // The same checks as above, on the tensor-core family. Its bits differ from
 // the scalar family's, so batch invariance is checked within the family.
-WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true) {
-  WarpDecodeConfig c;
-  c.tensor_cores = true;
-  c.programmatic_launch = pdl;
-  c.evict_first = evict_first;
-  return c;
-}
 
 TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   WD_REQUIRE_GPU();
   // I = 192: 3 K ranges of one unit; tiny: I = 128, 2 ranges; E = 20, K = 6:
-  // many tokens share experts. B > 64 walks the experts once per 64 tokens.
-  const MoeShape shapes[] = {make_shape(256, 192, 20, 6), preset_shape("tiny")};
-  for (const MoeShape& s : shapes)
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-      const Layer layer = Layer::make(s, f, fresh_seed());
-      WarpDecodeMoe moe(s, 256);
-      std::vector<int> batches;
-      for (int b = 1; b <= 70; ++b) batches.push_back(b);
-      for (int b : {96, 127, 128, 200, 256}) batches.push_back(b);
-      for (int B : batches) {
-        const WarpDecodeConfig cfg = tc_config(B % 2 == 0, B % 3 != 0);
-        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-        const auto ref = reference_y(layer, x, r, B);
-        const std::string what = std::string(name(f)) + " I=" + std::to_string(s.intermediate) + " B=" + std::to_string(B);
-        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5, what + " fp32");
-        if (B % 7 == 1) expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg), 4e-3, what + " bf16");
-      }
-    }
+  // many tokens share experts. PDL and the L2 policy vary with B.
+  check_every_batch({make_shape(256, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
+                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0); });
 }
 
 TEST(WarpDecodeTensorCores, RealShapes) {
   WD_REQUIRE_GPU();
-  struct Case {
-    MoeShape s;
-    std::vector<int> batches;
-  };
-  MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
-  coder.experts = 16;  // I = 2560: 10 K ranges of 4 units
-  const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 64}},
-                        {preset_shape("qwen3-235b-a22b"), {1, 16}},  // 12 ranges of 2 units
-                        {coder, {1, 5}}};
-  const WarpDecodeConfig cfg = tc_config();
-  for (const auto& c : cases)
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-      const Layer layer = Layer::make(c.s, f, fresh_seed());
-      WarpDecodeMoe moe(c.s, 64);
-      for (int B : c.batches) {
-        const auto x = synthetic_input(B, c.s.hidden, fresh_seed(), InputKind::kOutliers);
-        const auto r = random_routing(B, c.s.experts, c.s.top_k, fresh_seed());
-        const auto ref = reference_y(layer, x, r, B);
-        const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" + std::to_string(B);
-        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5, what + " fp32");
-        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg), 4e-3, what + " bf16");
-      }
-    }
+  check_real_shapes(KernelFamily::kTensorCores);
 }
 
 TEST(WarpDecodeTensorCores, OddRoutings) {
   WD_REQUIRE_GPU();
-  const WarpDecodeConfig cfg = tc_config();
-  check_odd_routings(&cfg);
+  check_odd_routings(KernelFamily::kTensorCores);
 }
 
 TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   WD_REQUIRE_GPU();
-  const MoeShape s = preset_shape("tiny");
-  const WarpDecodeConfig cfg = tc_config();
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-    const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 80);
-    for (int B : {3, 70}) {
-      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-      std::vector<float> res(size_t(B) * s.hidden);
-      std::mt19937 g{unsigned(fresh_seed())};
-      for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
-      auto ref = reference_y(layer, x, r, B);
-      for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
-      const std::string what = std::string(name(f)) + " B=" + std::to_string(B);
-      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg, &res), 2e-5, what + " fp32 + residual");
-      expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg, &res), 4e-3, what + " bf16 + residual");
-    }
-  }
+  check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
@@ -527,16 +502,9 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
     for (int B : Bs)
       for (int v = 0; v < 2; ++v) {
         const WarpDecodeConfig cfg = tc_config(v == 0, v == 1);
-        auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         const int pos = B >= 65 && v == 0 ? 64 + int(fresh_seed() % (B - 64)) : int(fresh_seed() % B);
-        std::copy(xt.begin(), xt.end(), x.begin() + size_t(pos) * s.hidden);
-        std::copy(rt.ids.begin(), rt.ids.end(), r.ids.begin() + pos * s.top_k);
-        std::copy(rt.w.begin(), rt.w.end(), r.w.begin() + pos * s.top_k);
-        const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg);
-        size_t diff = 0;
-        for (int d = 0; d < s.hidden; ++d) diff += y[size_t(pos) * s.hidden + d] != alone[d];
-        EXPECT_EQ(diff, 0u) << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
+        EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, &cfg), 0u)
+            << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
       }
     const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
     const auto r = random_routing(64, s.experts, s.top_k, fresh_seed());
@@ -574,6 +542,8 @@ TEST(WarpDecodeTensorCores, RefusesShapesItCannotTake) {
   const auto r = random_routing(2, s.experts, s.top_k, 1);
   const WarpDecodeConfig cfg = tc_config();
   EXPECT_THROW(run_experts(moe, layer, x, r, 2, OutputType::kFP32, &cfg), InvalidArgument);
+  EXPECT_THROW(WarpDecodeMoe(s, 4, KernelFamily::kTensorCores), InvalidArgument);
+  EXPECT_EQ(WarpDecodeMoe(s, 64).family(WeightFormat::kBF16), KernelFamily::kScalar);  // kAuto falls back
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Launch helper of the classical path's kernels: optional programmatic
-// dependent launch (PDL, sm_90+).
+// Kernel launch with optional programmatic dependent launch (PDL, sm_90+):
+// launch_kernel() serves the classical path's kernels and both moe_down
+// kernels of warp decode.
 //
 // With PDL a kernel may start while its predecessor in the stream is still
 // running. Every classical kernel therefore calls wait_for_previous_kernel() before it reads
