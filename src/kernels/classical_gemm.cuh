@@ -60,7 +60,7 @@ enum class GemmKernel { kMmaSync, kWgmma };
 
 // tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a only).
 // Throws wd::InvalidArgument for a combination the kernels do not take.
-// pdl: programmatic dependent launch (classical_launch.cuh); the first stages'
+// pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.
 void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, GemmKernel kernel,
                   cudaStream_t stream, bool pdl = false);

@@ -17,7 +17,7 @@
 // (padding rows: entry -1). Every stage is deterministic: no atomics decide an
 // order or a sum.
 //
-// pdl: launch with programmatic dependent launch (classical_launch.cuh).
+// pdl: launch with programmatic dependent launch (launch.cuh).
 //
 // Activation quantization (both W8A8 points): for a group v of 128 values
 // s = max(amax(v), 1e-10) / 448, q_i = e4m3(v_i / s) (round to nearest even,
