@@ -199,8 +199,8 @@ bool tensor_core_shape_ok(int hidden, int intermediate) {
 void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.batch >= 1, "moe_gate_up_tc: batch = ", p.batch, " must be >= 1");
   WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_gate_up_tc: H = ", p.hidden, ", I = ",
-           p.intermediate, " do not fit the tensor-core kernels (H % 256 == 0, I % 64 == 0, I/64 splitting into "
-           "at most 12 equal ranges); use the scalar kernels (tensor_cores = false)");
+           p.intermediate, " do not fit the tensor-core kernels (H % 256 == 0, I % 64 == 0); use the scalar kernels "
+           "(tensor_cores = false)");
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxExperts, "moe_gate_up_tc: E = ", p.experts,
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16, "moe_gate_up_tc: K = ", p.top_k, " must be in [1, 16]");

@@ -37,9 +37,10 @@
 // scalar kernels' (another summation order), so the two families are each
 // batch invariant, not equal to each other (KernelFamily, warp_decode.h).
 //
-// Shapes: H % 256 == 0, I % 64 == 0 and I/64 splitting into at most 12 equal
-// K ranges (every Qwen3-MoE shape: 12, 12, 10 ranges).
-// tensor_core_shape_ok() says whether a shape qualifies.
+// Shapes: H % 256 == 0 and I % 64 == 0. The I/64 units are split into the
+// most equal K ranges that is at most 12 (every Qwen3-MoE shape: 12, 12, 10
+// ranges; a prime count above 12 gets one range, i.e. one warp per block:
+// valid, slow). tensor_core_shape_ok() says whether a shape qualifies.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,0 +1,70 @@
+// The kernel-family rules of warp decode (host logic; no GPU needed):
+// which family a layer object runs, and that a family's per-batch
+// configurations never leave it (what batch invariance across B rests on).
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+#include "warpdecode/error.h"
+#include "warpdecode/layout.h"
+
+#if defined(WD_HAVE_CUDA)
+#include "warpdecode/warp_decode.h"
+
+namespace wd {
+namespace {
+
+using wd::test::make_shape;
+
+const WeightFormat kFormats[] = {WeightFormat::kBF16, WeightFormat::kMXFP8};
+
+TEST(WarpDecodeConfig, TensorCoresFitEveryQwen3Shape) {
+  for (const char* p : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "tiny"})
+    EXPECT_TRUE(WarpDecodeConfig::tensor_cores_fit(preset_shape(p))) << p;
+  EXPECT_FALSE(WarpDecodeConfig::tensor_cores_fit(make_shape(160, 96, 20, 6)));   // H % 256
+  EXPECT_FALSE(WarpDecodeConfig::tensor_cores_fit(make_shape(256, 96, 20, 6)));   // I % 64
+  // I/64 = 13 units: one K range of 13 (slow, one warp per block, but valid).
+  EXPECT_TRUE(WarpDecodeConfig::tensor_cores_fit(make_shape(256, 64 * 13, 20, 6)));
+}
+
+TEST(WarpDecodeConfig, DefaultFamilyFollowsShapeFormatAndMaxBatch) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (int mb : {1, 8, 15, 16, 64, 4096}) {
+    EXPECT_EQ(WarpDecodeConfig::default_family(s, WeightFormat::kBF16, mb), KernelFamily::kTensorCores) << mb;
+    EXPECT_EQ(WarpDecodeConfig::default_family(s, WeightFormat::kMXFP8, mb),
+              mb < 16 ? KernelFamily::kScalar : KernelFamily::kTensorCores)
+        << mb;
+  }
+  for (WeightFormat f : kFormats)
+    EXPECT_EQ(WarpDecodeConfig::default_family(make_shape(160, 96, 20, 6), f, 64), KernelFamily::kScalar);
+}
+
+TEST(WarpDecodeConfig, ForBatchNeverLeavesItsFamily) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : kFormats)
+    for (int B = 1; B <= 256; ++B) {
+      const auto tc = WarpDecodeConfig::for_batch(s, B, f, KernelFamily::kTensorCores);
+      const auto sc = WarpDecodeConfig::for_batch(s, B, f, KernelFamily::kScalar);
+      EXPECT_TRUE(tc.tensor_cores) << B;
+      EXPECT_FALSE(sc.tensor_cores) << B;
+      EXPECT_EQ(tc.label().rfind("tc", 0), 0u) << tc.label();
+      EXPECT_EQ(sc.label().rfind("gu", 0), 0u) << sc.label();
+      // kAuto resolves as an object whose max_batch is this batch would.
+      const auto au = WarpDecodeConfig::for_batch(s, B, f);
+      EXPECT_EQ(au.tensor_cores, WarpDecodeConfig::default_family(s, f, B) == KernelFamily::kTensorCores) << B;
+    }
+}
+
+TEST(WarpDecodeConfig, KernelFamiliesHaveNames) {
+  EXPECT_STREQ(to_string(KernelFamily::kAuto), "auto");
+  EXPECT_STREQ(to_string(KernelFamily::kScalar), "scalar");
+  EXPECT_STREQ(to_string(KernelFamily::kTensorCores), "tensor-cores");
+}
+
+// The constructor refuses before it allocates anything, so this runs without a GPU.
+TEST(WarpDecodeConfig, ObjectsRefuseTensorCoresOnShapesTheyCannotTake) {
+  EXPECT_THROW(WarpDecodeMoe(make_shape(160, 96, 20, 6), 4, KernelFamily::kTensorCores), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace wd
+#endif  // WD_HAVE_CUDA
