@@ -81,26 +81,33 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
   rr.note = id_mismatch ? std::to_string(id_mismatch) + " expert ids differ" : "ids exact";
   rows.push_back(rr);
 
-  // Expert kernels with the reference routing, FP32 and BF16 outputs.
+  // Expert kernels with the reference routing, FP32 and BF16 outputs, in each
+  // kernel family the shape takes (the default object runs one of them).
   DeviceBuffer<int32_t> rid(routing.ids);
   DeviceBuffer<float> rwt(std::vector<float>(routing.weights.begin(), routing.weights.end()));
   const RoutingView rv{batch, s.top_k, rid.data(), rwt.data()};
-  for (OutputType t : {OutputType::kFP32, OutputType::kBF16}) {
-    std::vector<double> y(BH);
-    if (t == OutputType::kFP32) {
-      DeviceBuffer<float> dy(BH);
-      dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
-      moe.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
-      const auto h = dy.download();
-      for (size_t i = 0; i < BH; ++i) y[i] = h[i];
-      rows.push_back(judge(fmt, "gpu warp decode (fp32 out)", ref, y, 2e-5));
-    } else {
-      DeviceBuffer<uint16_t> dy(BH);
-      dy.fill_bytes(0xFF);
-      moe.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
-      const auto h = dy.download();
-      for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
-      rows.push_back(judge(fmt, "gpu warp decode (bf16 out)", ref, y, 4e-3));
+  std::vector<KernelFamily> families{KernelFamily::kScalar};
+  if (WarpDecodeConfig::tensor_cores_fit(s)) families.push_back(KernelFamily::kTensorCores);
+  for (KernelFamily fam : families) {
+    const WarpDecodeMoe fm(s, batch, fam);
+    const std::string name = std::string("gpu warp ") + (fam == KernelFamily::kScalar ? "scalar" : "tensor-core");
+    for (OutputType t : {OutputType::kFP32, OutputType::kBF16}) {
+      std::vector<double> y(BH);
+      if (t == OutputType::kFP32) {
+        DeviceBuffer<float> dy(BH);
+        dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
+        fm.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
+        const auto h = dy.download();
+        for (size_t i = 0; i < BH; ++i) y[i] = h[i];
+        rows.push_back(judge(fmt, name + " (fp32 out)", ref, y, 2e-5));
+      } else {
+        DeviceBuffer<uint16_t> dy(BH);
+        dy.fill_bytes(0xFF);
+        fm.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
+        const auto h = dy.download();
+        for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
+        rows.push_back(judge(fmt, name + " (bf16 out)", ref, y, 4e-3));
+      }
     }
   }
   WD_CUDA_CHECK(cudaDeviceSynchronize());
