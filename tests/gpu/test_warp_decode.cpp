@@ -301,37 +301,24 @@ TEST(WarpDecode, FusedResidualAdd) {
 }
 
 // ---- batch invariance and determinism -----------------------------------------------
-TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
-  WD_REQUIRE_GPU();
+// A token alone (under configs[0]) against the same token at random positions
+// of batches of other tokens, under every configuration given: bit for bit.
+// Beyond 64 tokens, every other configuration puts the token past the first
+// 64 (the tensor-core moe_down's second walk). Then run to run at B = 64.
+void check_batch_invariance(const std::vector<WarpDecodeConfig>& configs, const std::vector<int>& batches) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 64);
+    WarpDecodeMoe moe(s, std::max(64, max_batch));
     // The token under test: its activations and routing.
     const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
     const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
-    // The same token at several positions in batches of other tokens, under
-    // every configuration of the scalar family.
-    const int Bs[] = {2, 9, 37, 64};
-    std::vector<WarpDecodeConfig> configs;
-    for (int v = 0; v < 6; ++v) {
-      WarpDecodeConfig c;
-      c.gate_up_tokens_per_pass = v % 2 ? 4 : 1;
-      c.gate_up_neurons_per_warp = 1 + v % 3;
-      c.down_rows_per_warp = v < 3 ? 1 : 4;
-      c.mx8_int_decode = v % 2 == 0;
-      c.programmatic_launch = v != 3;
-      c.gate_up_prefetch = v % 3;
-      c.down_prefetch = 3 * (v % 3);
-      c.evict_first = v >= 2;
-      c.down_stage_h = v % 2 == 1;
-      c.gate_up_narrow = v == 2 || v == 4;
-      configs.push_back(c);
-    }
     const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32, &configs[0]);
-    for (int B : Bs)
-      for (const auto& cfg : configs) {
-        const int pos = int(fresh_seed() % B);
+    for (int B : batches)
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        const WarpDecodeConfig& cfg = configs[ci];
+        const int pos = B > 64 && ci % 2 == 0 ? 64 + int(fresh_seed() % (B - 64)) : int(fresh_seed() % B);
         EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, &cfg), 0u)
             << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
       }
@@ -342,6 +329,27 @@ TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
     const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &configs[0]);
     EXPECT_EQ(a, b);
   }
+}
+
+// Every configuration of the scalar family.
+TEST(WarpDecode, BatchInvariantAndDeterministicBitwise) {
+  WD_REQUIRE_GPU();
+  std::vector<WarpDecodeConfig> configs;
+  for (int v = 0; v < 6; ++v) {
+    WarpDecodeConfig c;
+    c.gate_up_tokens_per_pass = v % 2 ? 4 : 1;
+    c.gate_up_neurons_per_warp = 1 + v % 3;
+    c.down_rows_per_warp = v < 3 ? 1 : 4;
+    c.mx8_int_decode = v % 2 == 0;
+    c.programmatic_launch = v != 3;
+    c.gate_up_prefetch = v % 3;
+    c.down_prefetch = 3 * (v % 3);
+    c.evict_first = v >= 2;
+    c.down_stage_h = v % 2 == 1;
+    c.gate_up_narrow = v == 2 || v == 4;
+    configs.push_back(c);
+  }
+  check_batch_invariance(configs, {2, 9, 37, 64});
 }
 
 // ---- engine-ready: graphs, errors ------------------------------------------------------
@@ -486,32 +494,10 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
+// PDL and the L2 policy on and off; 65 and 80 tokens: the second walk of 64.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
-  const MoeShape s = preset_shape("qwen3-30b-a3b");
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-    const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 80);
-    const auto xt = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
-    const auto rt = random_routing(1, s.experts, s.top_k, fresh_seed());
-    const WarpDecodeConfig base = tc_config();
-    const auto alone = run_experts(moe, layer, xt, rt, 1, OutputType::kFP32, &base);
-    // Several positions in batches of other tokens (65, 80: the token in the
-    // second walk of 64), PDL and the L2 policy on and off.
-    const int Bs[] = {2, 9, 37, 64, 65, 80};
-    for (int B : Bs)
-      for (int v = 0; v < 2; ++v) {
-        const WarpDecodeConfig cfg = tc_config(v == 0, v == 1);
-        const int pos = B >= 65 && v == 0 ? 64 + int(fresh_seed() % (B - 64)) : int(fresh_seed() % B);
-        EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, &cfg), 0u)
-            << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
-      }
-    const auto x = synthetic_input(64, s.hidden, fresh_seed(), InputKind::kGaussian);
-    const auto r = random_routing(64, s.experts, s.top_k, fresh_seed());
-    const auto a = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &base);
-    const auto b = run_experts(moe, layer, x, r, 64, OutputType::kFP32, &base);
-    EXPECT_EQ(a, b);
-  }
+  check_batch_invariance({tc_config(true, false), tc_config(false, true)}, {2, 9, 37, 64, 65, 80});
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
