@@ -2,6 +2,8 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
+#include <numeric>
+
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -20,15 +22,32 @@ constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
 // g+8 (BF16: two 16-byte chunks [8q, 8q+8) and [32+8q, 32+8q+8); E4M3: one,
-// [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo.
+// [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo. The
+// weights and h of an item sit in two rings of different depths (Rings):
+// the weights come from HBM, h from L2.
 template <bool kMx8>
-struct Item {
+struct WeightSlot {
   static constexpr int kChunks = kMx8 ? 1 : 2;
   uint4 a[2][kChunks];  // [row g / g+8][chunk]
   uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
-  uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
-  int base, end;        // the tile's first sorted entry, the expert's end
+  int span;             // the tile's first sorted entry | the expert's end << 16
   int u;                // unit
+};
+struct HSlot {
+  uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
+};
+
+// Ring depths: items whose weights (kA - 1) and h (kH - 1) are in flight
+// while one is computed. Shallow is 2 and 2; deep keeps the weights 4 items
+// ahead for MXFP8 (1 KB per item) and 3 for BF16 (2 KB), and h one: twice
+// (1.5x) the HBM bytes in flight per warp in about the same registers. The
+// depths change when a load is issued, never what is summed or in which
+// order: the bits are the same.
+template <bool kMx8, bool kDeep>
+struct Rings {
+  static constexpr int kA = kDeep ? (kMx8 ? 5 : 4) : 3;
+  static constexpr int kH = kDeep ? 2 : 3;
+  static constexpr int kPeriod = std::lcm(kA, kH);
 };
 
 // Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
@@ -37,7 +56,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-template <bool kMx8>
+template <bool kMx8, bool kDeep>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
@@ -186,17 +205,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // register moves, and a move of a register with a load in flight waits
     // for the load, which undoes the pipelining (seen in the SASS stall
     // samples).
-    auto load_a = [&](Item<kMx8>& it) {
+    auto load_a = [&](WeightSlot<kMx8>& it) {
       const int jj = min(lj, s_na - 1);
-      it.base = s_start[jj] + lt * 8;
-      it.end = s_start[jj + 1];
+      it.span = (s_start[jj] + lt * 8) | (s_start[jj + 1] << 16);
       it.u = lu;
       const int e = s_exp[jj];
       const uint8_t* a = w + size_t(e) * expert_bytes + a_lane + lu * kUnit * kElemBytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-        for (int c = 0; c < Item<kMx8>::kChunks; ++c)
+        for (int c = 0; c < WeightSlot<kMx8>::kChunks; ++c)
           it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
       if constexpr (kMx8) {
         const uint8_t* sc = p.scales + size_t(e) * expert_scales + s_lane + lu * (kUnit / kMxBlock);
@@ -206,19 +224,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     };
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
     const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
-    auto load_h = [&](Item<kMx8>& it) {
-      const int idx = min(it.base + g, it.end - 1);
+    auto load_h = [&](const WeightSlot<kMx8>& it, HSlot& hb) {
+      const int idx = min((it.span & 0xFFFF) + g, (it.span >> 16) - 1);
       const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
-        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
+        hb.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+        hb.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
     // chains, summed (hi + lo) once per tile.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    auto compute = [&](const Item<kMx8>& it) {
+    auto compute = [&](const WeightSlot<kMx8>& it, const HSlot& hb) {
       if (it.u == 0)
 #pragma unroll
         for (int c = 0; c < 4; ++c) tile[c] = tile_lo[c] = 0.0f;
@@ -235,8 +253,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
           }
         }
       }
-      const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
-      const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
+      const uint32_t hi[8] = {hb.h[0].x, hb.h[0].y, hb.h[0].z, hb.h[0].w, hb.h[1].x, hb.h[1].y, hb.h[1].z, hb.h[1].w};
+      const uint32_t lo[8] = {hb.h[2].x, hb.h[2].y, hb.h[2].z, hb.h[2].w, hb.h[3].x, hb.h[3].y, hb.h[3].z, hb.h[3].w};
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
@@ -247,8 +265,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          const int idx = it.base + 2 * q + cc;
-          if (idx < it.end) {
+          const int idx = (it.span & 0xFFFF) + 2 * q + cc;
+          if (idx < (it.span >> 16)) {
             const float rw = s_ws[idx];
             float* acc = s_acc + (size_t(warp) * kTile + g) * G + s_tok[idx];
             acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
@@ -267,24 +285,29 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
 
-    Item<kMx8> buf[3];
-    load_a(buf[0]);
-    advance();
-    load_a(buf[1]);
-    advance();
+    using R = Rings<kMx8, kDeep>;
+    WeightSlot<kMx8> wa[R::kA];
+    HSlot hr[R::kH];
+#pragma unroll
+    for (int i = 0; i < R::kA - 1; ++i) {
+      load_a(wa[i]);
+      advance();
+    }
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (p.programmatic_launch && !waited) pdl_wait();
     waited = true;
-    load_h(buf[0]);
-    load_h(buf[1]);
-    for (int n = 0; n < items; n += 3) {
 #pragma unroll
-      for (int s = 0; s < 3; ++s) {
+    for (int i = 0; i < R::kH - 1; ++i) load_h(wa[i], hr[i]);
+    // Item n + s: its weights sit in slot (n + s) % kA, its h in (n + s) % kH;
+    // kPeriod is a multiple of both, so every slot index is a constant.
+    for (int n = 0; n < items; n += R::kPeriod) {
+#pragma unroll
+      for (int s = 0; s < R::kPeriod; ++s) {
         if (n + s >= items) break;
-        load_a(buf[(s + 2) % 3]);
-        load_h(buf[(s + 2) % 3]);
+        load_a(wa[(s + R::kA - 1) % R::kA]);
         advance();
-        compute(buf[s]);
+        load_h(wa[(s + R::kH - 1) % R::kA], hr[(s + R::kH - 1) % R::kH]);
+        compute(wa[s % R::kA], hr[s % R::kH]);
       }
     }
     __syncthreads();
@@ -306,14 +329,15 @@ size_t smem_bytes(const DownParams& p, int slices) {
   return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 + (2 * na + 1) * 4;
 }
 
-template <bool kMx8>
+template <bool kMx8, bool kDeep>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
-  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(moe_down_tc_kernel<kMx8>, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
-                p.programmatic_launch != 0, p, units);
+  auto* k = &moe_down_tc_kernel<kMx8, kDeep>;
+  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
+                units);
 }
 
 }  // namespace
@@ -339,8 +363,9 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
            ", K = ", p.top_k, " need more shared memory than a block may use");
-  if (format == WeightFormat::kBF16) launch<false>(p, stream);
-  else launch<true>(p, stream);
+  const bool mx8 = format == WeightFormat::kMXFP8;
+  if (p.deep_loads) mx8 ? launch<true, true>(p, stream) : launch<false, true>(p, stream);
+  else mx8 ? launch<true, false>(p, stream) : launch<false, false>(p, stream);
 }
 
 }  // namespace wd::kernels

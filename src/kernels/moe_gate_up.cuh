@@ -59,6 +59,7 @@ struct GateUpParams {
   int prefetch_pairs;      // >= 0: neuron pairs a warp keeps requested into L2 ahead of its loads
   int evict_first;         // 1: streamed weight loads are marked evict-first in L2
   int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
+  int deep_loads;          // tensor-core kernel, MXFP8: rounds of two chunks (twice the bytes in flight)
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
 };
 

@@ -24,14 +24,24 @@ struct Chunk {
   static constexpr int kLaneElems = kElems / 4;
   static constexpr int kSteps = kLaneElems / 4;                       // k16 steps
   static constexpr int kXLoads = kMx8 ? 2 : 1;                        // 16-byte x loads per lane
-  static constexpr int kRound = kMx8 ? 1 : 2;                         // chunks per round of loads
 };
 
-template <bool kMx8>
-__global__ void __launch_bounds__(kThreads, 4)
+// Chunks per round of loads (one round in flight while the other is
+// computed): 2 for BF16 (4 KB per warp); for MXFP8 1 (2 KB), or 2 with deep
+// loads, which need H % 512 == 0 and leave 3 blocks per SM instead of 4 (the
+// registers of the second chunk). The round size changes when a chunk is
+// loaded, not what is summed or in which order: the bits are the same.
+template <bool kMx8, bool kDeep>
+struct Rounds {
+  static constexpr int kChunks = kMx8 && !kDeep ? 1 : 2;
+  static constexpr int kMinBlocks = kMx8 && kDeep ? 3 : 4;
+};
+
+template <bool kMx8, bool kDeep>
+__global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
-  constexpr int kR = C::kRound;
+  constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
   __shared__ int s_warp_counts[kSlices];
   __shared__ float s_part[kSlices][8][kWarpSize];
@@ -130,7 +140,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   };
 
   // Two buffers, used alternately (never copied): one round in flight while
-  // the other is computed. nc is a multiple of kR (H % 256 == 0).
+  // the other is computed. nc is a multiple of kR (H % 256 == 0; H % 512 == 0 for MXFP8 deep loads).
   Round ra, rb;
   load_a(ra, 0);  // out before the entry list is built: its latency overlaps that work
   pdl_trigger();
@@ -178,13 +188,13 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   }
 }
 
-template <bool kMx8>
+template <bool kMx8, bool kDeep>
 void launch(const GateUpParams& p, cudaStream_t stream) {
   const int entries = p.batch * p.top_k;
   const int by_rank = entries > 2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
-  auto* k = &moe_gate_up_tc_kernel<kMx8>;
+  auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
@@ -211,8 +221,9 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
            "moe_gate_up_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
-  if (format == WeightFormat::kBF16) launch<false>(p, stream);
-  else launch<true>(p, stream);
+  if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
+  else if (p.deep_loads && p.hidden % 512 == 0) launch<true, true>(p, stream);
+  else launch<true, false>(p, stream);
 }
 
 }  // namespace wd::kernels
