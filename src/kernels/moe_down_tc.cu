@@ -18,6 +18,7 @@ constexpr int kTile = 16;       // output rows per block
 constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
+constexpr size_t kMaxSmem = 220 * 1024;  // of the 227 KB a block may have
 
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
@@ -37,16 +38,16 @@ struct HSlot {
   uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
 };
 
-// Ring depths: items whose weights (kA - 1) and h (kH - 1) are in flight
-// while one is computed. Shallow is 2 and 2; deep keeps the weights 4 items
-// ahead for MXFP8 (1 KB per item) and 3 for BF16 (2 KB), and h one: twice
-// (1.5x) the HBM bytes in flight per warp in about the same registers. The
-// depths change when a load is issued, never what is summed or in which
-// order: the bits are the same.
-template <bool kMx8, bool kDeep>
+// Ring depths: the items whose weights (kA - 1) and h (kH - 1) are in flight
+// while one is computed. With h read from global memory (L2), both are 2
+// items ahead. With the group's h staged in shared memory (kStaged), h is
+// read just before its use and its registers go to the weights: 6 items (6
+// KB) ahead for MXFP8, 4 (8 KB) for BF16. The depths change when a load is
+// issued, never what is summed or in which order: the bits are the same.
+template <bool kMx8, bool kStaged>
 struct Rings {
-  static constexpr int kA = kDeep ? (kMx8 ? 5 : 4) : 3;
-  static constexpr int kH = kDeep ? 2 : 3;
+  static constexpr int kA = kStaged ? (kMx8 ? 7 : 5) : 3;
+  static constexpr int kH = kStaged ? 1 : 3;
   static constexpr int kPeriod = std::lcm(kA, kH);
 };
 
@@ -56,7 +57,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-template <bool kMx8, bool kDeep>
+template <bool kMx8, bool kStaged>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
@@ -76,12 +77,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const size_t a_lane = (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
   const size_t s_lane = size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
 
-  // Shared memory (8-byte aligned pieces first): per expert id, the group's
-  // tokens routed to it (bit t = token b0 + t); the warps' accumulators
-  // (slices × 16 rows × G tokens); the group's routing (ids, weights); its
-  // entries sorted by (expert rank, token); the distinct experts, ascending;
-  // and where each one's entries start.
-  extern __shared__ unsigned long long s_tokmask[];
+  // Shared memory (16-, then 8-byte aligned pieces first): kStaged, the
+  // group's h (ne_max rows of I BF16 hi then I BF16 lo, as in global memory);
+  // per expert id, the group's tokens routed to it (bit t = token b0 + t);
+  // the warps' accumulators (slices × 16 rows × G tokens); the group's
+  // routing (ids, weights); its entries sorted by (expert rank, token); the
+  // distinct experts, ascending; and where each one's entries start.
+  extern __shared__ uint4 s_dyn[];
+  uint16_t* s_h = reinterpret_cast<uint16_t*>(s_dyn);
+  auto* s_tokmask = reinterpret_cast<unsigned long long*>(s_h + (kStaged ? size_t(ne_max) * 2 * I : 0));
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
@@ -222,15 +226,17 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
       }
     };
-    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
-    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
+    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc), in
+    // global memory or (kStaged) their copy in shared memory.
+    const uint16_t* hs = kStaged ? s_h : reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
     auto load_h = [&](const WeightSlot<kMx8>& it, HSlot& hb) {
       const int idx = min((it.span & 0xFFFF) + g, (it.span >> 16) - 1);
       const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
+      auto ld = [](const uint16_t* a) { return kStaged ? *reinterpret_cast<const uint4*>(a) : ld_cached(a); };
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        hb.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
-        hb.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
+        hb.h[m] = ld(hp + h_offset<kMx8>(q, m));
+        hb.h[2 + m] = ld(hp + I + h_offset<kMx8>(q, m));
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
@@ -285,7 +291,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
 
-    using R = Rings<kMx8, kDeep>;
+    using R = Rings<kMx8, kStaged>;
     WeightSlot<kMx8> wa[R::kA];
     HSlot hr[R::kH];
 #pragma unroll
@@ -296,6 +302,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (p.programmatic_launch && !waited) pdl_wait();
     waited = true;
+    if constexpr (kStaged) {
+      const uint4* src = reinterpret_cast<const uint4*>(p.h) + size_t(b0) * K * I / 4;
+      for (int i = threadIdx.x; i < ne * I / 4; i += blockDim.x) s_dyn[i] = ld_cached(src + i);
+      __syncthreads();
+    }
 #pragma unroll
     for (int i = 0; i < R::kH - 1; ++i) load_h(wa[i], hr[i]);
     // Item n + s: its weights sit in slot (n + s) % kA, its h in (n + s) % kH;
@@ -323,18 +334,20 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   }
 }
 
-size_t smem_bytes(const DownParams& p, int slices) {
+// Dynamic shared memory of a launch (bytes); staged: with the group's h.
+size_t smem_bytes(const DownParams& p, int slices, bool staged) {
   const size_t G = size_t(p.batch < kGroup ? p.batch : kGroup), ne = G * p.top_k;
   const size_t na = size_t(p.experts) < ne ? size_t(p.experts) : ne;
-  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 + (2 * na + 1) * 4;
+  return (staged ? ne * 4 * p.intermediate : 0) + size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 +
+         (2 * na + 1) * 4;
 }
 
-template <bool kMx8, bool kDeep>
+template <bool kMx8, bool kStaged>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  const size_t smem = smem_bytes(p, slices);
-  auto* k = &moe_down_tc_kernel<kMx8, kDeep>;
+  const size_t smem = smem_bytes(p, slices, kStaged);
+  auto* k = &moe_down_tc_kernel<kMx8, kStaged>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
                 units);
@@ -361,10 +374,12 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
-           ", K = ", p.top_k, " need more shared memory than a block may use");
+  const int slices = down_tc_slices(p.intermediate);
+  WD_CHECK(smem_bytes(p, slices, false) <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+           " need more shared memory than a block may use");
   const bool mx8 = format == WeightFormat::kMXFP8;
-  if (p.deep_loads) mx8 ? launch<true, true>(p, stream) : launch<false, true>(p, stream);
+  // h staged where asked for and where it fits (else read from L2: the same bits).
+  if (p.stage_h && smem_bytes(p, slices, true) <= kMaxSmem) mx8 ? launch<true, true>(p, stream) : launch<false, true>(p, stream);
   else mx8 ? launch<true, false>(p, stream) : launch<false, false>(p, stream);
 }
 
