@@ -61,8 +61,8 @@ const char* to_string(KernelFamily f);
 
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
-// (tensor_cores = true; only programmatic_launch, evict_first,
-// tc_deep_loads and down_stage_h apply). All
+// (tensor_cores = true; only programmatic_launch, evict_first and
+// tc_deep_loads apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -79,8 +79,7 @@ struct WarpDecodeConfig {
   int down_prefetch = 0;             // routed experts a down warp keeps requested into L2 ahead
   bool evict_first = false;          // streamed weight loads marked evict-first in L2
   bool gate_up_narrow = false;       // one token per pass: half-size load rounds, 24 warps per SM
-  bool down_stage_h = false;         // moe_down blocks stage h in shared memory (scalar: their token's K·I
-                                     // FP32; tensor cores: their token group's, where it fits)
+  bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
   bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
   bool tc_deep_loads = false;        // tensor cores, MXFP8: gate_up rounds of two chunks (moe_gate_up_tc.cu)
   // The measured default of a family (kScalar or kTensorCores; kAuto is

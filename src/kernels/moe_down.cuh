@@ -63,7 +63,7 @@ struct DownParams {
   int rows_per_warp;       // 1 or 4 outputs per warp (sharing each h chunk)
   int prefetch_experts;    // >= 0: sorted slots whose rows a warp keeps requested into L2 ahead
   int evict_first;         // 1: streamed weight loads are marked evict-first in L2
-  int stage_h;             // 1: each block stages h in shared memory: its token's (K·I FP32); tensor cores: its group's where it fits
+  int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
 };
 
 // The most shared memory moe_down stages h in (bytes).

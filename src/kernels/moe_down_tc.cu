@@ -2,8 +2,6 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
-#include <numeric>
-
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -18,37 +16,19 @@ constexpr int kTile = 16;       // output rows per block
 constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
-constexpr size_t kMaxSmem = 220 * 1024;  // of the 227 KB a block may have
 
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
 // g+8 (BF16: two 16-byte chunks [8q, 8q+8) and [32+8q, 32+8q+8); E4M3: one,
-// [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo. The
-// weights and h of an item sit in two rings of different depths (Rings):
-// the weights come from HBM, h from L2.
+// [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo.
 template <bool kMx8>
-struct WeightSlot {
+struct Item {
   static constexpr int kChunks = kMx8 ? 1 : 2;
   uint4 a[2][kChunks];  // [row g / g+8][chunk]
   uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
-  int span;             // the tile's first sorted entry | the expert's end << 16
-  int u;                // unit
-};
-struct HSlot {
   uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
-};
-
-// Ring depths: the items whose weights (kA - 1) and h (kH - 1) are in flight
-// while one is computed. With h read from global memory (L2), both are 2
-// items ahead. With the group's h staged in shared memory (kStaged), h is
-// read just before its use and its registers go to the weights: 6 items (6
-// KB) ahead for MXFP8, 4 (8 KB) for BF16. The depths change when a load is
-// issued, never what is summed or in which order: the bits are the same.
-template <bool kMx8, bool kStaged>
-struct Rings {
-  static constexpr int kA = kStaged ? (kMx8 ? 7 : 5) : 3;
-  static constexpr int kH = kStaged ? 1 : 3;
-  static constexpr int kPeriod = std::lcm(kA, kH);
+  int base, end;        // the tile's first sorted entry, the expert's end
+  int u;                // unit
 };
 
 // Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
@@ -57,7 +37,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-template <bool kMx8, bool kStaged>
+template <bool kMx8>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
@@ -77,15 +57,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const size_t a_lane = (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
   const size_t s_lane = size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
 
-  // Shared memory (16-, then 8-byte aligned pieces first): kStaged, the
-  // group's h (ne_max rows of I BF16 hi then I BF16 lo, as in global memory);
-  // per expert id, the group's tokens routed to it (bit t = token b0 + t);
-  // the warps' accumulators (slices × 16 rows × G tokens); the group's
-  // routing (ids, weights); its entries sorted by (expert rank, token); the
-  // distinct experts, ascending; and where each one's entries start.
-  extern __shared__ uint4 s_dyn[];
-  uint16_t* s_h = reinterpret_cast<uint16_t*>(s_dyn);
-  auto* s_tokmask = reinterpret_cast<unsigned long long*>(s_h + (kStaged ? size_t(ne_max) * 2 * I : 0));
+  // Shared memory (8-byte aligned pieces first): per expert id, the group's
+  // tokens routed to it (bit t = token b0 + t); the warps' accumulators
+  // (slices × 16 rows × G tokens); the group's routing (ids, weights); its
+  // entries sorted by (expert rank, token); the distinct experts, ascending;
+  // and where each one's entries start.
+  extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
@@ -209,16 +186,17 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // register moves, and a move of a register with a load in flight waits
     // for the load, which undoes the pipelining (seen in the SASS stall
     // samples).
-    auto load_a = [&](WeightSlot<kMx8>& it) {
+    auto load_a = [&](Item<kMx8>& it) {
       const int jj = min(lj, s_na - 1);
-      it.span = (s_start[jj] + lt * 8) | (s_start[jj + 1] << 16);
+      it.base = s_start[jj] + lt * 8;
+      it.end = s_start[jj + 1];
       it.u = lu;
       const int e = s_exp[jj];
       const uint8_t* a = w + size_t(e) * expert_bytes + a_lane + lu * kUnit * kElemBytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-        for (int c = 0; c < WeightSlot<kMx8>::kChunks; ++c)
+        for (int c = 0; c < Item<kMx8>::kChunks; ++c)
           it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
       if constexpr (kMx8) {
         const uint8_t* sc = p.scales + size_t(e) * expert_scales + s_lane + lu * (kUnit / kMxBlock);
@@ -226,23 +204,21 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
       }
     };
-    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc), in
-    // global memory or (kStaged) their copy in shared memory.
-    const uint16_t* hs = kStaged ? s_h : reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
-    auto load_h = [&](const WeightSlot<kMx8>& it, HSlot& hb) {
-      const int idx = min((it.span & 0xFFFF) + g, (it.span >> 16) - 1);
+    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
+    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
+    auto load_h = [&](Item<kMx8>& it) {
+      const int idx = min(it.base + g, it.end - 1);
       const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
-      auto ld = [](const uint16_t* a) { return kStaged ? *reinterpret_cast<const uint4*>(a) : ld_cached(a); };
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        hb.h[m] = ld(hp + h_offset<kMx8>(q, m));
-        hb.h[2 + m] = ld(hp + I + h_offset<kMx8>(q, m));
+        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
     // chains, summed (hi + lo) once per tile.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    auto compute = [&](const WeightSlot<kMx8>& it, const HSlot& hb) {
+    auto compute = [&](const Item<kMx8>& it) {
       if (it.u == 0)
 #pragma unroll
         for (int c = 0; c < 4; ++c) tile[c] = tile_lo[c] = 0.0f;
@@ -259,8 +235,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
           }
         }
       }
-      const uint32_t hi[8] = {hb.h[0].x, hb.h[0].y, hb.h[0].z, hb.h[0].w, hb.h[1].x, hb.h[1].y, hb.h[1].z, hb.h[1].w};
-      const uint32_t lo[8] = {hb.h[2].x, hb.h[2].y, hb.h[2].z, hb.h[2].w, hb.h[3].x, hb.h[3].y, hb.h[3].z, hb.h[3].w};
+      const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
+      const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
@@ -271,8 +247,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          const int idx = (it.span & 0xFFFF) + 2 * q + cc;
-          if (idx < (it.span >> 16)) {
+          const int idx = it.base + 2 * q + cc;
+          if (idx < it.end) {
             const float rw = s_ws[idx];
             float* acc = s_acc + (size_t(warp) * kTile + g) * G + s_tok[idx];
             acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
@@ -291,34 +267,24 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
 
-    using R = Rings<kMx8, kStaged>;
-    WeightSlot<kMx8> wa[R::kA];
-    HSlot hr[R::kH];
-#pragma unroll
-    for (int i = 0; i < R::kA - 1; ++i) {
-      load_a(wa[i]);
-      advance();
-    }
+    Item<kMx8> buf[3];
+    load_a(buf[0]);
+    advance();
+    load_a(buf[1]);
+    advance();
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (p.programmatic_launch && !waited) pdl_wait();
     waited = true;
-    if constexpr (kStaged) {
-      const uint4* src = reinterpret_cast<const uint4*>(p.h) + size_t(b0) * K * I / 4;
-      for (int i = threadIdx.x; i < ne * I / 4; i += blockDim.x) s_dyn[i] = ld_cached(src + i);
-      __syncthreads();
-    }
+    load_h(buf[0]);
+    load_h(buf[1]);
+    for (int n = 0; n < items; n += 3) {
 #pragma unroll
-    for (int i = 0; i < R::kH - 1; ++i) load_h(wa[i], hr[i]);
-    // Item n + s: its weights sit in slot (n + s) % kA, its h in (n + s) % kH;
-    // kPeriod is a multiple of both, so every slot index is a constant.
-    for (int n = 0; n < items; n += R::kPeriod) {
-#pragma unroll
-      for (int s = 0; s < R::kPeriod; ++s) {
+      for (int s = 0; s < 3; ++s) {
         if (n + s >= items) break;
-        load_a(wa[(s + R::kA - 1) % R::kA]);
+        load_a(buf[(s + 2) % 3]);
+        load_h(buf[(s + 2) % 3]);
         advance();
-        load_h(wa[(s + R::kH - 1) % R::kA], hr[(s + R::kH - 1) % R::kH]);
-        compute(wa[s % R::kA], hr[s % R::kH]);
+        compute(buf[s]);
       }
     }
     __syncthreads();
@@ -334,23 +300,20 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   }
 }
 
-// Dynamic shared memory of a launch (bytes); staged: with the group's h.
-size_t smem_bytes(const DownParams& p, int slices, bool staged) {
+size_t smem_bytes(const DownParams& p, int slices) {
   const size_t G = size_t(p.batch < kGroup ? p.batch : kGroup), ne = G * p.top_k;
   const size_t na = size_t(p.experts) < ne ? size_t(p.experts) : ne;
-  return (staged ? ne * 4 * p.intermediate : 0) + size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 +
-         (2 * na + 1) * 4;
+  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 + (2 * na + 1) * 4;
 }
 
-template <bool kMx8, bool kStaged>
+template <bool kMx8>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  const size_t smem = smem_bytes(p, slices, kStaged);
-  auto* k = &moe_down_tc_kernel<kMx8, kStaged>;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
-                units);
+  const size_t smem = smem_bytes(p, slices);
+  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch_kernel(moe_down_tc_kernel<kMx8>, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
+                p.programmatic_launch != 0, p, units);
 }
 
 }  // namespace
@@ -374,13 +337,10 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  const int slices = down_tc_slices(p.intermediate);
-  WD_CHECK(smem_bytes(p, slices, false) <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
-           " need more shared memory than a block may use");
-  const bool mx8 = format == WeightFormat::kMXFP8;
-  // h staged where asked for and where it fits (else read from L2: the same bits).
-  if (p.stage_h && smem_bytes(p, slices, true) <= kMaxSmem) mx8 ? launch<true, true>(p, stream) : launch<false, true>(p, stream);
-  else mx8 ? launch<true, false>(p, stream) : launch<false, false>(p, stream);
+  WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
+           ", K = ", p.top_k, " need more shared memory than a block may use");
+  if (format == WeightFormat::kBF16) launch<false>(p, stream);
+  else launch<true>(p, stream);
 }
 
 }  // namespace wd::kernels

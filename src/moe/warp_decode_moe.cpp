@@ -165,9 +165,13 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
   WarpDecodeConfig c;
   if (family == KernelFamily::kTensorCores) {
     // PDL measured equal or faster at every B (run 2 of v7); evict-first as below.
+    // Deep MXFP8 gate_up rounds (v8, runs 2-3): 8-21 % faster on H = 4096
+    // and 6144 at every B up to 32 (equal at 64); on H = 2048 2-8 % faster up
+    // to B = 8, equal at 16, 4-10 % slower from 32.
     c.tensor_cores = true;
     c.evict_first = true;
     c.programmatic_launch = true;
+    c.tc_deep_loads = format == WeightFormat::kMXFP8 && (batch <= 16 || shape.hidden >= 4096);
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -204,8 +208,8 @@ bool WarpDecodeConfig::tensor_cores_fit(const MoeShape& shape) {
 std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
-    return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (down_stage_h ? "/sh" : "") +
-           (evict_first ? "/ef" : "") + (programmatic_launch ? "/pdl" : "");
+    return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
+           (programmatic_launch ? "/pdl" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +

@@ -54,6 +54,25 @@ TEST(WarpDecodeConfig, ForBatchNeverLeavesItsFamily) {
     }
 }
 
+// Deep gate_up rounds: MXFP8 only (BF16 rounds are two chunks already), at
+// every B on H >= 4096, up to B = 16 on H = 2048 (docs/PERF_LOG.md v8).
+TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeAndBatch) {
+  const MoeShape small = preset_shape("qwen3-30b-a3b"), large = preset_shape("qwen3-235b-a22b");
+  for (int B : {1, 8, 16, 17, 32, 64, 256}) {
+    for (const MoeShape& s : {small, large})
+      EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_deep_loads);
+    EXPECT_EQ(WarpDecodeConfig::for_batch(small, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads,
+              B <= 16)
+        << B;
+    EXPECT_TRUE(WarpDecodeConfig::for_batch(large, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads)
+        << B;
+  }
+  auto c = WarpDecodeConfig::for_batch(small, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores);
+  EXPECT_EQ(c.label(), "tc/deep/ef/pdl");
+  c.tc_deep_loads = false;
+  EXPECT_EQ(c.label(), "tc/ef/pdl");
+}
+
 TEST(WarpDecodeConfig, KernelFamiliesHaveNames) {
   EXPECT_STREQ(to_string(KernelFamily::kAuto), "auto");
   EXPECT_STREQ(to_string(KernelFamily::kScalar), "scalar");

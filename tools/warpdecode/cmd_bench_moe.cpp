@@ -60,25 +60,17 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
     for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
-  // The tensor-core family: PDL and the L2 policy on and off; deep loads and
-  // staged h on and off (with both on).
-  for (bool pdl : {true, false})
-    for (bool ef : {true, false}) {
-      WarpDecodeConfig c;
-      c.tensor_cores = true;
-      c.evict_first = ef;
-      c.programmatic_launch = pdl;
-      add(c);
-    }
+  // The tensor-core family: deep loads, PDL and the L2 policy on and off.
   for (bool deep : {true, false})
-    for (bool sh : {true, false}) {
-      WarpDecodeConfig c;
-      c.tensor_cores = true;
-      c.evict_first = c.programmatic_launch = true;
-      c.tc_deep_loads = deep;
-      c.down_stage_h = sh;
-      add(c);
-    }
+    for (bool pdl : {true, false})
+      for (bool ef : {true, false}) {
+        WarpDecodeConfig c;
+        c.tensor_cores = true;
+        c.tc_deep_loads = deep;
+        c.evict_first = ef;
+        c.programmatic_launch = pdl;
+        add(c);
+      }
   return v;
 }
 
