@@ -127,9 +127,7 @@ class WarpDecodeMoe {
   const int32_t* routing_ids() const;    // (max_batch, K), valid after forward()
   const float* routing_weights() const;  // (max_batch, K)
   // h (max_batch, K, I): FP32 from the scalar kernels; from the tensor-core
-  // kernels each (token, slot) row is I BF16 hi then I BF16 lo (h = hi + lo),
-  // for MXFP8 weights permuted within each 64 elements (kernels/mma.cuh
-  // h_position).
+  // kernels each (token, slot) row is I BF16 hi then I BF16 lo (h = hi + lo).
   float* intermediate() const;
   const MoeShape& shape() const { return shape_; }
   int max_batch() const { return max_batch_; }

@@ -74,24 +74,6 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t cod
   }
 }
 
-// Where element i of a (token, slot) row of h sits in its hi (and lo) row,
-// as moe_gate_up_tc stores it for moe_down_tc. BF16 weights: in place (lane q
-// of a unit loads elements [8q, 8q+8) and [32+8q, 32+8q+8) of the weights and
-// of h). MXFP8: lane q loads elements [16q, 16q+16) of the weights (one
-// 16-byte E4M3 load), and their h is stored as two 8-element pieces at 8q and
-// 32 + 8q of the unit: element 16q + 8m + r at 32m + 8q + r. Then each h load
-// of moe_down_tc reads 64 contiguous bytes per token (whole 32-byte sectors)
-// for either format, instead of 16 bytes of every 32 twice.
-template <bool kMx8>
-__device__ __forceinline__ int h_position(int i) {
-  if constexpr (!kMx8) {
-    return i;
-  } else {
-    const int j = i & 63;
-    return (i & ~63) + ((j >> 3) & 1) * 32 + (j >> 4) * 8 + (j & 7);
-  }
-}
-
 // FP32 -> hi + lo, both BF16: hi = bf16(v), lo = bf16(v - hi) (v - hi is
 // exact). hi + lo carries 16 significant bits: |v - hi - lo| <= 2^-17·|v|.
 // moe_gate_up_tc stores h split this way, so that moe_down_tc's two BF16

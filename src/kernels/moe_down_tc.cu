@@ -31,11 +31,11 @@ struct Item {
   int u;                // unit
 };
 
-// Position (within a unit of an h row) of 16-byte h piece m (0, 1) of lane
-// q: the same for both formats, because moe_gate_up_tc stores MXFP8's h
-// permuted (mma.cuh h_position). The four lanes of a token read 64
-// contiguous bytes per piece.
-__device__ __forceinline__ int h_offset(int q, int m) { return 8 * q + 32 * m; }
+// Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
+template <bool kMx8>
+__device__ __forceinline__ int h_offset(int q, int m) {
+  return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
+}
 
 template <bool kMx8>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
@@ -211,8 +211,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        it.h[m] = ld_cached(hp + h_offset(q, m));
-        it.h[2 + m] = ld_cached(hp + I + h_offset(q, m));
+        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA

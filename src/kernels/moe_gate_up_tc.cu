@@ -174,14 +174,12 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         for (int s = 1; s < kSlices; ++s) v[j] += s_part[s][j][lane];
       }
       // C fragment: v[c] is row g + 8·(c/2), column 2q + c%2; gate v[0..3], up v[4..7].
-      // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16
-      // lo, each in moe_down_tc's order (mma.cuh h_position).
+      // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16 lo.
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int col = t0 + 2 * q + c % 2;
         if (col < n) {
-          uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I +
-                           h_position<kMx8>(i0 + g + 8 * (c / 2));
+          uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + g + 8 * (c / 2);
           split_bf16(silu(v[c]) * v[4 + c], hrow[0], hrow[I]);
         }
       }

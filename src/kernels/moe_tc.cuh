@@ -17,9 +17,7 @@
 //   [s·H/4, (s+1)·H/4); the four FP32 partials are summed in shared memory in
 //   warp order, then h = silu(gate)·up is written, split into BF16 hi + lo
 //   (mma.cuh split_bf16): per (token, slot), I BF16 hi then I BF16 lo, the
-//   same bytes as the scalar kernels' FP32 (B, K, I); for MXFP8 each row is
-//   permuted within units of 64 so that moe_down_tc reads whole sectors
-//   (mma.cuh h_position).
+//   same bytes as the scalar kernels' FP32 (B, K, I).
 // moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(I)). Block x owns
 //   output rows [16x, 16x+16) for every token; warp s owns a K range of I.
 //   Per group of up to 64 tokens the block lists the group's distinct experts
