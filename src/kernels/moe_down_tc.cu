@@ -27,9 +27,13 @@ struct Item {
   uint4 a[2][kChunks];  // [row g / g+8][chunk]
   uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
   uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
-  int base, end;        // the tile's first sorted entry, the expert's end
+  int n;                // tile (an expert and up to 8 of its tokens)
   int u;                // unit
 };
+
+// The most tiles a group of ne entries on na distinct experts makes:
+// Σ ceil(count / 8) <= (ne + 7·na) / 8.
+__host__ __device__ constexpr int max_tiles(int ne, int na) { return (ne + 7 * na) / 8; }
 
 // Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
 template <bool kMx8>
@@ -51,29 +55,35 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
   const auto* w = static_cast<const uint8_t*>(p.weights);
-  // Per expert, lane (g, q) reads row d0 + g (+8) from its K range on:
-  // offsets of its first byte and first scale within an expert.
-  const size_t expert_bytes = size_t(H) * I * kElemBytes, expert_scales = size_t(H) * (I / kMxBlock);
-  const size_t a_lane = (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
-  const size_t s_lane = size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
+  // Per expert, lane (g, q) reads row d0 + g (+8) from its K range on: its
+  // first byte and first scale in expert 0 (an expert's weights and scales
+  // are below 4 GiB: moe_down_tc checks).
+  const uint32_t expert_bytes = uint32_t(H) * I * kElemBytes, expert_scales = uint32_t(H) * (I / kMxBlock);
+  const uint8_t* a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
+  const uint8_t* s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
-  // (slices × 16 rows × G tokens); the group's routing (ids, weights); its
-  // entries sorted by (expert rank, token); the distinct experts, ascending;
-  // and where each one's entries start.
+  // (slices × 16 rows × G tokens); the group's routing (ids, weights); per
+  // distinct expert (ascending id) its token count and first tile. Then the
+  // walk's tiles: a tile is one expert and up to 8 of its tokens (ascending),
+  // the columns of an n8 MMA tile; per tile its expert, and per column the
+  // entry whose h it reads, the token (-1: none) and the routing weight. The
+  // walk reads one tile's bookkeeping with independent loads, not a chain.
   extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
-  int* s_list = reinterpret_cast<int*>(s_w + ne_max);
-  int* s_tok = s_list + ne_max;      // token (in the group) of sorted entry
-  float* s_ws = reinterpret_cast<float*>(s_tok + ne_max);  // its routing weight
-  int* s_exp = reinterpret_cast<int*>(s_ws + ne_max);
-  int* s_start = s_exp + na_max;  // na_max + 1
+  int* s_cnt = reinterpret_cast<int*>(s_w + ne_max);  // na_max
+  int* s_tfirst = s_cnt + na_max;                     // na_max
+  const int t_max = max_tiles(ne_max, na_max);
+  int* s_texp = s_tfirst + na_max;         // t_max
+  int* s_tent = s_texp + t_max;            // t_max × 8
+  int* s_ttok = s_tent + t_max * 8;        // t_max × 8
+  float* s_tw = reinterpret_cast<float*>(s_ttok + t_max * 8);  // t_max × 8
   __shared__ uint32_t s_bits[kMaxExperts / 32];
   __shared__ int s_wpre[kMaxExperts / 32];
-  __shared__ int s_na, s_items, s_dup;
+  __shared__ int s_na, s_tiles, s_dup;
   const int words = (E + 31) / 32;
 
   bool waited = false;
@@ -87,6 +97,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     for (int i = threadIdx.x; i < ne; i += blockDim.x) {
       s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
       s_w[i] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    // Columns without a token read the h of entry 0 (finite, never folded).
+    for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
+      s_tent[i] = 0;
+      s_ttok[i] = -1;
     }
     __syncthreads();
     // 2. Which experts, and which tokens of each.
@@ -119,38 +134,34 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     for (int e = threadIdx.x; e < E; e += blockDim.x)
       if (s_bits[e >> 5] >> (e & 31) & 1u) {
         const int j = rank(e);
-        s_exp[j] = e;
         int cnt = __popcll(s_tokmask[e]);
         if (dup) {
           cnt = 0;
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         }
-        s_start[j + 1] = cnt;
+        s_cnt[j] = cnt;
       }
     __syncthreads();
-    // 5. Where each expert's entries start; how many work items a warp has.
+    // 5. Each expert's first tile (exclusive prefix of its ceil(count / 8) tiles).
     const int na = s_na;
     if (warp == 0) {
-      int carry = 0, tiles = 0;
+      int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
-        const int c = base + lane < na ? s_start[base + lane + 1] : 0;
+        const int c = base + lane < na ? (s_cnt[base + lane] + 7) / 8 : 0;
         int incl = c;
 #pragma unroll
         for (int o = 1; o < kWarpSize; o <<= 1) {
           const int v = __shfl_up_sync(kFullMask, incl, o);
           if (lane >= o) incl += v;
         }
-        if (base + lane < na) s_start[base + lane + 1] = carry + incl;
+        if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
         carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
-        tiles += int(__reduce_add_sync(kFullMask, unsigned((c + 7) / 8)));
       }
-      if (lane == 0) {
-        s_start[0] = 0;
-        s_items = tiles * units;
-      }
+      if (lane == 0) s_tiles = carry;
     }
     __syncthreads();
-    // 6. Entries sorted by (expert rank, token).
+    // 6. Each entry into its tile and column: its position among the expert's
+    // entries (ascending token), 8 per tile.
     for (int i = threadIdx.x; i < ne; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
@@ -158,25 +169,22 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      const int idx = s_start[rank(e)] + pos;
-      s_list[idx] = i;
-      s_tok[idx] = t;
-      s_ws[idx] = s_w[i];
+      const int n = s_tfirst[rank(e)] + pos / 8, slot = n * 8 + pos % 8;
+      if (pos % 8 == 0) s_texp[n] = e;
+      s_tent[slot] = i;
+      s_ttok[slot] = t;
+      s_tw[slot] = s_w[i];
     }
     __syncthreads();
 
-    // The warp's walk: items (j, t, u) in order, two in flight ahead of the
-    // one being computed.
-    const int items = s_items;
-    int lj = 0, lt = 0, lu = 0;  // the next item to load
+    // The warp's walk: items (tile n, unit u) in order, two in flight ahead
+    // of the one being computed.
+    const int tiles = s_tiles, items = tiles * units;
+    int ln = 0, lu = 0;  // the next item to load
     auto advance = [&]() {
-      if (lj >= s_na) return;  // past the last item: stays there (loads of it are dummies)
       if (++lu == units) {
         lu = 0;
-        if (++lt * 8 >= s_start[lj + 1] - s_start[lj]) {
-          lt = 0;
-          ++lj;
-        }
+        ln = min(ln + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
       }
     };
     // Loads are unconditional: past the last item they re-read the last
@@ -187,19 +195,17 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // for the load, which undoes the pipelining (seen in the SASS stall
     // samples).
     auto load_a = [&](Item<kMx8>& it) {
-      const int jj = min(lj, s_na - 1);
-      it.base = s_start[jj] + lt * 8;
-      it.end = s_start[jj + 1];
+      it.n = ln;
       it.u = lu;
-      const int e = s_exp[jj];
-      const uint8_t* a = w + size_t(e) * expert_bytes + a_lane + lu * kUnit * kElemBytes;
+      const uint32_t e = s_texp[ln];
+      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * kUnit * kElemBytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
         for (int c = 0; c < Item<kMx8>::kChunks; ++c)
           it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
       if constexpr (kMx8) {
-        const uint8_t* sc = p.scales + size_t(e) * expert_scales + s_lane + lu * (kUnit / kMxBlock);
+        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * (kUnit / kMxBlock);
         it.sc[0] = ld_byte(sc);
         it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
       }
@@ -207,8 +213,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
     const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
     auto load_h = [&](Item<kMx8>& it) {
-      const int idx = min(it.base + g, it.end - 1);
-      const uint16_t* hp = hs + size_t(s_list[idx]) * 2 * I + kw + it.u * kUnit;
+      const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
         it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
@@ -247,10 +252,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          const int idx = it.base + 2 * q + cc;
-          if (idx < it.end) {
-            const float rw = s_ws[idx];
-            float* acc = s_acc + (size_t(warp) * kTile + g) * G + s_tok[idx];
+          const int slot = it.n * 8 + 2 * q + cc, tok = s_ttok[slot];
+          if (tok >= 0) {
+            const float rw = s_tw[slot];
+            float* acc = s_acc + (size_t(warp) * kTile + g) * G + tok;
             acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
             acc[8 * G] = __fmaf_rn(rw, tile[2 + cc], acc[8 * G]);
           }
@@ -301,9 +306,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 }
 
 size_t smem_bytes(const DownParams& p, int slices) {
-  const size_t G = size_t(p.batch < kGroup ? p.batch : kGroup), ne = G * p.top_k;
-  const size_t na = size_t(p.experts) < ne ? size_t(p.experts) : ne;
-  return size_t(p.experts) * 8 + slices * kTile * G * 4 + ne * 20 + (2 * na + 1) * 4;
+  const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
+  const int na = p.experts < ne ? p.experts : ne;
+  return size_t(p.experts) * 8 + size_t(slices) * kTile * G * 4 + size_t(ne) * 8 + size_t(na) * 8 +
+         size_t(max_tiles(ne, na)) * (4 + 8 * 12);
 }
 
 template <bool kMx8>
@@ -339,6 +345,8 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
            ", K = ", p.top_k, " need more shared memory than a block may use");
+  WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
+           p.intermediate, ": an expert's weights must be below 4 GiB");
   if (format == WeightFormat::kBF16) launch<false>(p, stream);
   else launch<true>(p, stream);
 }
