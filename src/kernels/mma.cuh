@@ -45,15 +45,28 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 // normal (a 4-bit significand times a power of two): for every E4M3 value at
 // scales from 2^-117 to 2^119 (codes 10 to 246; real weights' scales are near
 // 1); at smaller scales the smallest products fall among BF16 subnormals.
-// Five instructions per pair: the hardware E4M3x2 -> F16x2 convert; F16 ->
-// BF16 bits by moving the exponent and mantissa down three places (the value
-// × 2^-112: every E4M3 value, subnormals included, is an F16 normal, and
-// lands on a BF16 normal); × 2^(c-15) in one BF16x2 multiply. Scale codes
-// above 142 (scales above 2^15, which no real weights have) take an FP32
-// path, exact over the same range.
+//
+// Two paths, chosen per work item by the caller with one warp vote
+// (scales_narrow), so that the decode of a whole item is one basic block:
+// a branch per row split it into small blocks whose dependency chains the
+// scheduler could not interleave (ncu, PERF_LOG v9).
+// - kNarrow (codes <= kNarrowMaxCode, scales up to 2^15: every real
+//   checkpoint): five instructions per pair. The hardware E4M3x2 -> F16x2
+//   convert; F16 -> BF16 bits by moving the exponent and mantissa down three
+//   places (the value × 2^-112: every E4M3 value, subnormals included, is an
+//   F16 normal, and lands on a BF16 normal); × 2^(c-15) in one BF16x2
+//   multiply (2^(c-15) must be a BF16: c <= 142).
+// - otherwise: through FP32, exact over the same range.
+constexpr uint32_t kNarrowMaxCode = 142;
+
+__device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
+  return __all_sync(kFullMask, max_code <= kNarrowMaxCode);
+}
+
+template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
-  if (code <= 142u) {
+  if constexpr (kNarrow) {
     const uint32_t m = ((code + 112u) << 7) * 0x10001u;  // BF16x2 2^(c-15), 2^(c-15)
     const __nv_bfloat162 mul = *reinterpret_cast<const __nv_bfloat162*>(&m);
 #pragma unroll

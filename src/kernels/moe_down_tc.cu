@@ -2,6 +2,8 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
+#include <type_traits>
+
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -50,7 +52,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const int g = lane / 4, q = lane % 4;
   const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
-  const int G = min(p.batch, kGroup);   // tokens per group (the accumulator's width)
+  const int G = min(p.batch, kGroup);   // tokens per group
+  const int ga = G + 8;                 // accumulator row: G tokens, 8 junk columns
   const int ne_max = G * K, na_max = min(E, ne_max);
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
@@ -64,15 +67,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
-  // (slices × 16 rows × G tokens); the group's routing (ids, weights); per
+  // (slices × 16 rows × (G + 8): columns G + c are junk, the target of an
+  // MMA column c without a token, so that the fold has no branch and no
+  // two lanes share an address); the group's routing (ids, weights); per
   // distinct expert (ascending id) its token count and first tile. Then the
   // walk's tiles: a tile is one expert and up to 8 of its tokens (ascending),
   // the columns of an n8 MMA tile; per tile its expert, and per column the
-  // entry whose h it reads, the token (-1: none) and the routing weight. The
+  // entry whose h it reads, the token (G + column: none) and the routing
+  // weight. The
   // walk reads one tile's bookkeeping with independent loads, not a chain.
   extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
-  int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * G);
+  int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
   int* s_cnt = reinterpret_cast<int*>(s_w + ne_max);  // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
@@ -93,15 +99,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     if (threadIdx.x == 0) s_dup = 0;
     for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
     for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
-    for (int i = threadIdx.x; i < slices * kTile * G; i += blockDim.x) s_acc[i] = 0.0f;
+    for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
     for (int i = threadIdx.x; i < ne; i += blockDim.x) {
       s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
       s_w[i] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    // Columns without a token read the h of entry 0 (finite, never folded).
+    // Columns without a token fold into a junk column (weight 0); their h
+    // is that of their tile's first column (step 6), so that the warp's h
+    // loads of a sparse tile touch the lines of one entry, not of eight.
     for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
       s_tent[i] = 0;
-      s_ttok[i] = -1;
+      s_ttok[i] = G + i % 8;
+      s_tw[i] = 0.0f;
     }
     __syncthreads();
     // 2. Which experts, and which tokens of each.
@@ -169,8 +178,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      const int n = s_tfirst[rank(e)] + pos / 8, slot = n * 8 + pos % 8;
-      if (pos % 8 == 0) s_texp[n] = e;
+      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
+      if (pos % 8 == 0) {
+        s_texp[n] = e;
+        for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;  // the tile's empty columns
+      }
       s_tent[slot] = i;
       s_ttok[slot] = t;
       s_tw[slot] = s_w[i];
@@ -221,17 +233,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
-    // chains, summed (hi + lo) once per tile.
+    // chains, summed (hi + lo) once per tile. One item's compute is one
+    // basic block (no branch inside but the fold's u == units - 1): the
+    // scale path is chosen per item (scales_narrow), the duplicate-token
+    // fold per walk, and empty columns fold into junk columns.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    auto compute = [&](const Item<kMx8>& it) {
-      if (it.u == 0)
+    auto compute = [&](const Item<kMx8>& it, auto narrow, auto dup_walk) {
+      [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
+      constexpr bool kDup = decltype(dup_walk)::value;
+      const bool first = it.u == 0;
 #pragma unroll
-        for (int c = 0; c < 4; ++c) tile[c] = tile_lo[c] = 0.0f;
+      for (int c = 0; c < 4; ++c) {
+        tile[c] = first ? 0.0f : tile[c];
+        tile_lo[c] = first ? 0.0f : tile_lo[c];
+      }
       uint32_t a[2][8];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         if constexpr (kMx8) {
-          e4m3x16_to_bf16x8(it.a[hh][0], it.sc[hh], a[hh]);
+          e4m3x16_to_bf16x8<kNarrow>(it.a[hh][0], it.sc[hh], a[hh]);
         } else {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
@@ -252,16 +272,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          const int slot = it.n * 8 + 2 * q + cc, tok = s_ttok[slot];
-          if (tok >= 0) {
-            const float rw = s_tw[slot];
-            float* acc = s_acc + (size_t(warp) * kTile + g) * G + tok;
-            acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
-            acc[8 * G] = __fmaf_rn(rw, tile[2 + cc], acc[8 * G]);
-          }
+          const int slot = it.n * 8 + 2 * q + cc;
+          const float rw = s_tw[slot];
+          float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+          acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
+          acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc], acc[8 * ga]);
         };
-        if (!dup) {
-          fold(0);  // the 8 columns are 8 distinct tokens: no two lanes share an accumulator
+        if constexpr (!kDup) {
+          fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
           fold(1);
         } else {
           for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
@@ -269,6 +287,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
             __syncwarp();
           }
         }
+      }
+    };
+    // One step of the walk: the loads of the item two ahead, then the
+    // compute of this one.
+    auto step = [&](const Item<kMx8>& cur, Item<kMx8>& ahead, auto dup_walk) {
+      load_a(ahead);
+      load_h(ahead);
+      advance();
+      if constexpr (kMx8) {
+        if (scales_narrow(max(cur.sc[0], cur.sc[1]))) compute(cur, std::true_type{}, dup_walk);
+        else compute(cur, std::false_type{}, dup_walk);
+      } else {
+        compute(cur, std::true_type{}, dup_walk);
       }
     };
 
@@ -282,23 +313,27 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     waited = true;
     load_h(buf[0]);
     load_h(buf[1]);
-    for (int n = 0; n < items; n += 3) {
-#pragma unroll
-      for (int s = 0; s < 3; ++s) {
-        if (n + s >= items) break;
-        load_a(buf[(s + 2) % 3]);
-        load_h(buf[(s + 2) % 3]);
-        advance();
-        compute(buf[s]);
+    // Items in threes (the ring of three buffers), then the last one or two:
+    // no bounds test inside a three.
+    auto walk = [&](auto dup_walk) {
+      int n = 0;
+      for (; n + 3 <= items; n += 3) {
+        step(buf[0], buf[2], dup_walk);
+        step(buf[1], buf[0], dup_walk);
+        step(buf[2], buf[1], dup_walk);
       }
-    }
+      if (n < items) step(buf[0], buf[2], dup_walk);
+      if (n + 1 < items) step(buf[1], buf[0], dup_walk);
+    };
+    if (dup) walk(std::true_type{});
+    else walk(std::false_type{});
     __syncthreads();
 
     // The warps' accumulators summed in warp order; then the residual.
     for (int o = threadIdx.x; o < kTile * nb; o += blockDim.x) {
       const int row = o / nb, t = o % nb;
-      float v = s_acc[size_t(row) * G + t];
-      for (int s = 1; s < slices; ++s) v += s_acc[(size_t(s) * kTile + row) * G + t];
+      float v = s_acc[row * ga + t];
+      for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
       store_down_output(p, size_t(b0 + t) * H + d0 + row, v);
     }
     __syncthreads();
@@ -308,7 +343,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 size_t smem_bytes(const DownParams& p, int slices) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
-  return size_t(p.experts) * 8 + size_t(slices) * kTile * G * 4 + size_t(ne) * 8 + size_t(na) * 8 +
+  return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 8 + size_t(na) * 8 +
          size_t(max_tiles(ne, na)) * (4 + 8 * 12);
 }
 

@@ -2,6 +2,8 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
+#include <type_traits>
+
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -109,7 +111,10 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
 #pragma unroll
       for (int j = 0; j < C::kXLoads; ++j) rd.x[u][j] = ld_cached(xp + min(c0 + u, nc - 1) * C::kElems + 8 * j);
   };
-  auto compute = [&](const Round& rd, float (&acc)[2][4]) {
+  // One round's compute is one basic block: the scale path (mma.cuh) is
+  // chosen for the whole round with one warp vote.
+  auto compute_path = [&](const Round& rd, float (&acc)[2][4], auto narrow) {
+    [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
 #pragma unroll
     for (int u = 0; u < kR; ++u) {
       uint32_t xw[8];
@@ -126,7 +131,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         for (int hh = 0; hh < 2; ++hh) {
           const int r = 2 * mt + hh;
           if constexpr (kMx8) {
-            e4m3x16_to_bf16x8(rd.a[u][r], rd.sc[u][r], a[hh]);
+            e4m3x16_to_bf16x8<kNarrow>(rd.a[u][r], rd.sc[u][r], a[hh]);
           } else {
             a[hh][0] = rd.a[u][r].x; a[hh][1] = rd.a[u][r].y;
             a[hh][2] = rd.a[u][r].z; a[hh][3] = rd.a[u][r].w;
@@ -136,6 +141,19 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         for (int s = 0; s < C::kSteps; ++s)
           mma_bf16(acc[mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
       }
+    }
+  };
+  auto compute = [&](const Round& rd, float (&acc)[2][4]) {
+    if constexpr (kMx8) {
+      uint32_t mc = 0;
+#pragma unroll
+      for (int u = 0; u < kR; ++u)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) mc = max(mc, rd.sc[u][r]);
+      if (scales_narrow(mc)) compute_path(rd, acc, std::true_type{});
+      else compute_path(rd, acc, std::false_type{});
+    } else {
+      compute_path(rd, acc, std::true_type{});
     }
   };
 
