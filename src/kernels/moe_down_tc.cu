@@ -281,6 +281,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         if constexpr (!kDup) {
           fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
           fold(1);
+          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
         } else {
           for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
             if (q == col / 2) fold(col % 2);

@@ -33,6 +33,7 @@ struct Opts {
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   std::string tune_json = "crossover.json";
+  std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
   std::vector<int> tune_batches;
   uint64_t seed = 1;
 };
@@ -40,9 +41,12 @@ struct Opts {
 std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
 // The default configuration, then each knob changed alone (one at a time).
-std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
+// With a filter, only the default and the configurations whose label
+// contains it (e.g. "tc/": the tensor-core family).
+std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std::string& filter) {
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
+    if (!filter.empty() && c.label().find(filter) == std::string::npos) return;
     for (const auto& o : v)
       if (o.label() == c.label()) return;
     v.push_back(c);
@@ -60,7 +64,8 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
     for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
-  // The tensor-core family: deep loads, PDL and the L2 policy on and off.
+  // The tensor-core family: deep loads, PDL and the L2 policy on and off;
+  // the down weights' L2 prefetch on and off.
   for (bool deep : {true, false})
     for (bool pdl : {true, false})
       for (bool ef : {true, false}) {
@@ -71,6 +76,7 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d) {
         c.programmatic_launch = pdl;
         add(c);
       }
+  if (d.tensor_cores) { auto c = d; c.tc_down_l2_prefetch = !d.tc_down_l2_prefetch; add(c); }
   return v;
 }
 
@@ -155,7 +161,7 @@ void run(const Opts& o) {
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
         const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(dflt)
+                             : o.sweep ? sweep_configs(dflt, o.sweep_filter)
                              : o.families ? family_configs(shapes[si], B, f, dflt)
                                           : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
@@ -240,6 +246,8 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
+  cmd->add_option("--sweep-filter", o->sweep_filter,
+                  "With --sweep: only the default and configurations whose label contains this (e.g. tc/)");
   cmd->add_option("--max-batch", o->max_batch,
                   "max_batch of the layer object whose default configuration is timed (it fixes the kernel "
                   "family, see WarpDecodeConfig::default_family)")->capture_default_str();
