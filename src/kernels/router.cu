@@ -10,7 +10,12 @@ namespace {
 
 constexpr int kWarps = 8;  // experts per block, one per warp
 constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kMaxPerLane = kMaxExperts / kWarpSize;
+// The spread kernel up to this many tokens, one block per token beyond
+// (docs/PERF_LOG.md v8 run 9: spread 8.3 / 12.2 µs at B = 1 / 2 against 12.8 /
+// 14.9; from B = 4 the per-token kernel was faster). Both sum each logit in
+// the same order: the bits do not depend on which one runs.
+constexpr int kSpreadMaxBatch = 2;
+constexpr int kPerTokenWarps = 16;
 
 // Phase 1: warp w of block (x, y) computes logits[b][8x + w] for the tokens b
 // of group y. Lane l takes 16-byte chunks l, l+32, ... of the router row,
@@ -20,6 +25,7 @@ constexpr int kMaxPerLane = kMaxExperts / kWarpSize;
 // Phase 2: the group's last block to finish (a counter per group, reset by
 // that block for the next call) reads the group's logits back from L2 and
 // runs the softmax and top-K, one warp per token.
+template <int kPerLane>
 __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant__ RouterParams p) {
   __shared__ float s_logits[kWarps][kMaxExperts];
   __shared__ bool s_last;
@@ -70,10 +76,40 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
     const int b = b0 + t;
     for (int i = lane; i < E; i += kWarpSize) s_logits[warp][i] = __ldcg(p.logits + size_t(b) * E + i);
     __syncwarp();
-    warp_softmax_topk<kMaxPerLane>(s_logits[warp], E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+    warp_softmax_topk<kPerLane>(s_logits[warp], E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
                                    p.weights + size_t(b) * p.top_k);
     __syncwarp();
   }
+}
+
+// One block of 16 warps per token: warp w computes the logits of experts w,
+// w+16, ... (lane l takes chunks l, l+32, ..., the same order as above) into
+// shared memory, then warp 0 runs the softmax and top-K.
+template <int kPerLane>
+__global__ void __launch_bounds__(kPerTokenWarps * kWarpSize)
+router_per_token_kernel(const __grid_constant__ RouterParams p) {
+  __shared__ float s_logits[kPerLane * kWarpSize];
+  const int b = blockIdx.x;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int H = p.hidden, E = p.experts, chunks = H / 8;
+  const uint16_t* x = p.x + size_t(b) * H;
+  for (int e = warp; e < E; e += kPerTokenWarps) {
+    const uint16_t* row = p.router + size_t(e) * H;
+    float acc = 0.0f;
+    for (int c = lane; c < chunks; c += kWarpSize) {
+      float wv[8], a[8];
+      Bf16Codec::decode(ld_cached(row + 8 * c), wv);
+      load_bf16_activations(x, 8 * c, a);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) acc = __fmaf_rn(wv[q], a[q], acc);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) s_logits[e] = acc;
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  warp_softmax_topk<kPerLane>(s_logits, E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+                              p.weights + size_t(b) * p.top_k);
 }
 
 }  // namespace
@@ -88,8 +124,12 @@ void router(const RouterParams& p, cudaStream_t stream) {
            " must be in [1, min(E, 16)]");
   WD_CHECK(p.router && p.x && p.ids && p.weights && p.logits && p.counters, "router: a required pointer is null");
   const dim3 grid((p.experts + kWarps - 1) / kWarps, router_groups(p.batch));
-  router_kernel<<<grid, kThreads, 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  with_topk_width(p.experts, [&](auto width) {
+    constexpr int kPerLane = decltype(width)::value;
+    if (p.batch <= kSpreadMaxBatch) router_kernel<kPerLane><<<grid, kThreads, 0, stream>>>(p);
+    else router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
+    WD_CUDA_CHECK_LAUNCH();
+  });
 }
 
 }  // namespace wd::kernels

@@ -5,7 +5,9 @@
 //   probabilities of those experts, renormalised over the K when
 //   norm_topk_prob (Qwen3 sets it).
 //
-// Mapping: grid (ceil(E / 8), ceil(B / kRouterTokens)); block 8 warps. Warp w
+// Two kernels, chosen by B, that sum every logit in the same order (the bits
+// do not depend on which runs). Up to B = 2, spread: grid (ceil(E / 8),
+// ceil(B / kRouterTokens)); block 8 warps. Warp w
 // of block (x, y) computes the logits of expert 8x + w for the up to
 // kRouterTokens tokens of group y (lane l takes 16-byte chunks l, l+32, ...
 // of the row, loaded once for the group; shfl_xor butterfly) into `logits`.
@@ -13,7 +15,10 @@
 // block resets) runs the softmax and K rounds of a warp-wide arg-max, one
 // warp per token. The E·H router is read by E/8 blocks in parallel, not by
 // one block per token (a single SM streamed all 512 KB of qwen3-30b-a3b's
-// router at B = 1: 13 µs).
+// router at B = 1: 13 µs). From B = 3, one block of 16 warps per token, which
+// measured faster there (docs/PERF_LOG.md v8, run 9). Softmax and top-K are
+// instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
+// holds E (topk.cuh with_topk_width).
 // Layouts: router (E, H) BF16; x (B, H) BF16; logits (B, E) FP32 (scratch);
 // counters (ceil(B / kRouterTokens)) uint32, zero before the first call and
 // left zero; ids (B, K) int32; weights (B, K) FP32. Invariants: H % 8 == 0,
