@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: build (or take binaries built elsewhere
-# for sm_90a from .gpu-bin/), run every GPU test, the compute-sanitizer passes
-# and the benchmarks, and print a short table last.
+# for sm_90a from .gpu-bin/: scripts/prebuild_gpu_bin.sh, then carry ".gpu-bin"),
+# run every GPU test, the compute-sanitizer passes and the benchmarks, and
+# print a short table last.
 #
 #   scripts/gpu_check.sh [quick|full|bench] [extra bench-moe args...]
 #     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32)
@@ -10,7 +11,7 @@
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
 #     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
 #             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH, SOURCE_FORMAT;
-#             SOURCE_FAMILY=tc for the tensor-core kernels), to $OUT
+#             SOURCE_FAMILY=tc for the tensor-core kernels), in logs.tar.gz
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
@@ -48,7 +49,8 @@ warp_tests() {
 # The end of every mode that stops early: the summary, the logs packed.
 finish() {
   printf '%s\n' "${SUMMARY[@]}"
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+  # Packed, then removed: the device tool brings back only a few files.
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOG"
   exit 0
 }
 
@@ -132,8 +134,8 @@ if [ "$MODE" = source ]; then
     ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
       --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
       "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}" --calls 4 \
-      --replays 3 --no-router --no-classical "${fam[@]}" >"$OUT/ncu-source-$k.csv" 2>&1
-    note "ncu source    $k rc=$? ($(wc -l <"$OUT/ncu-source-$k.csv") lines)"
+      --replays 3 --no-router --no-classical "${fam[@]}" >"$LOG/ncu-source-$k.csv" 2>&1
+    note "ncu source    $k rc=$? ($(wc -l <"$LOG/ncu-source-$k.csv") lines)"
   done
   finish
 fi

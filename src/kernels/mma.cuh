@@ -41,13 +41,16 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 }
 
 // 16 E4M3 codes times their block's E8M0 scale (code c, 2^(c-127)) -> 8
-// BF16x2 words, in element order. Exact (a 4-bit significand times a power of
-// two is a BF16 value). Five instructions per pair: the hardware E4M3x2 ->
-// F16x2 convert; F16 -> BF16 bits by moving the exponent and mantissa down
-// three places (the value × 2^-112: every E4M3 value, subnormals included, is
-// an F16 normal, and lands on a BF16 normal); × 2^(c-15) in one BF16x2
-// multiply. Scale codes above 142 (scales above 2^15, which no real weights
-// have) take an FP32 path, equally exact.
+// BF16x2 words, in element order. Exact whenever the product is a BF16
+// normal (a 4-bit significand times a power of two): for every E4M3 value at
+// scales from 2^-117 to 2^119 (codes 10 to 246; real weights' scales are near
+// 1); at smaller scales the smallest products fall among BF16 subnormals.
+// Five instructions per pair: the hardware E4M3x2 -> F16x2 convert; F16 ->
+// BF16 bits by moving the exponent and mantissa down three places (the value
+// × 2^-112: every E4M3 value, subnormals included, is an F16 normal, and
+// lands on a BF16 normal); × 2^(c-15) in one BF16x2 multiply. Scale codes
+// above 142 (scales above 2^15, which no real weights have) take an FP32
+// path, exact over the same range.
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
   if (code <= 142u) {
