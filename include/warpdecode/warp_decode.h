@@ -108,6 +108,8 @@ class WarpDecodeMoe {
   WarpDecodeMoe& operator=(const WarpDecodeMoe&) = delete;
 
   // Router: x (B, H) BF16 -> ids (B, K) int32, weights (B, K) FP32 (device).
+  // Uses the object's workspace (as experts() does): calls on one object
+  // must be ordered on one stream.
   void route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
              cudaStream_t stream) const;
 

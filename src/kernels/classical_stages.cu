@@ -71,8 +71,8 @@ __device__ __forceinline__ uint2 quantize_group_x8(const float (&f)[8], float* s
 // ---- stage 2: softmax + top-k ------------------------------------------------------
 // One warp per token; lane l holds logits l, l+32, ...; K rounds of a warp
 // arg-max (ties -> lower expert index), like the reference.
+template <int kPerLane>
 __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
-  constexpr int kPerLane = kMaxTopKExperts / kWarpSize;
   wait_for_previous_kernel();
   allow_next_kernel();
   const int b = global_warp();
@@ -348,8 +348,10 @@ void topk_softmax(const TopKParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.top_k >= 1 && p.top_k <= kMaxK && p.top_k <= p.experts, "topk_softmax: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
   WD_CHECK(p.logits && p.ids && p.weights, "topk_softmax: a required pointer is null");
-  launch_kernel(topk_softmax_kernel, dim3(warp_blocks(size_t(p.batch))), dim3(kWarpsPerBlock * kWarpSize), 0, stream,
-                pdl, p);
+  with_topk_width(p.experts, [&](auto width) {
+    launch_kernel(topk_softmax_kernel<decltype(width)::value>, dim3(warp_blocks(size_t(p.batch))),
+                  dim3(kWarpsPerBlock * kWarpSize), 0, stream, pdl, p);
+  });
 }
 
 void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl) {

@@ -1,8 +1,5 @@
 #include "kernels/router.cuh"
 
-#include <cfloat>
-#include <climits>
-
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -11,19 +8,92 @@
 namespace wd::kernels {
 namespace {
 
-constexpr int kWarps = 16;
+constexpr int kWarps = 8;  // experts per block, one per warp
 constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kMaxPerLane = kMaxExperts / kWarpSize;
+// The spread kernel up to this many tokens, one block per token beyond
+// (docs/PERF_LOG.md v8 run 9: spread 8.3 / 12.2 µs at B = 1 / 2 against 12.8 /
+// 14.9; from B = 4 the per-token kernel was faster). Both sum each logit in
+// the same order: the bits do not depend on which one runs.
+constexpr int kSpreadMaxBatch = 2;
+constexpr int kPerTokenWarps = 16;
 
+// Phase 1: warp w of block (x, y) computes logits[b][8x + w] for the tokens b
+// of group y. Lane l takes 16-byte chunks l, l+32, ... of the router row,
+// loaded once for all the group's tokens, and accumulates each token's
+// products in that order (the same for every group size: a token's logit
+// does not depend on the batch); one butterfly per token.
+// Phase 2: the group's last block to finish (a counter per group, reset by
+// that block for the next call) reads the group's logits back from L2 and
+// runs the softmax and top-K, one warp per token.
+template <int kPerLane>
 __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant__ RouterParams p) {
-  __shared__ float s_logits[kMaxExperts];
+  __shared__ float s_logits[kWarps][kMaxExperts];
+  __shared__ bool s_last;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int H = p.hidden, E = p.experts, chunks = H / 8;
+  const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
+  const int e = blockIdx.x * kWarps + warp;
+
+  if (e < E) {
+    const uint16_t* row = p.router + size_t(e) * H;
+    float acc[kRouterTokens];
+#pragma unroll
+    for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
+#pragma unroll 4
+    for (int c = lane; c < chunks; c += kWarpSize) {
+      float wv[8];
+      Bf16Codec::decode(ld_cached(row + 8 * c), wv);
+#pragma unroll
+      for (int t = 0; t < kRouterTokens; ++t) {
+        if (t >= nb) break;
+        float a[8];
+        load_bf16_activations(p.x + size_t(b0 + t) * H, 8 * c, a);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kRouterTokens; ++t) {
+      if (t >= nb) break;
+      const float v = warp_sum(acc[t]);
+      if (lane == 0) p.logits[size_t(b0 + t) * E + e] = v;
+    }
+  }
+
+  // The last block of the group: every other block's logits are in L2
+  // (written, fenced, then counted).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned done = atomicAdd(p.counters + blockIdx.y, 1u);
+    s_last = done == gridDim.x - 1;
+    if (s_last) p.counters[blockIdx.y] = 0;  // ready for the next call (kernel boundary orders it)
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  for (int t = warp; t < nb; t += kWarps) {
+    const int b = b0 + t;
+    for (int i = lane; i < E; i += kWarpSize) s_logits[warp][i] = __ldcg(p.logits + size_t(b) * E + i);
+    __syncwarp();
+    warp_softmax_topk<kPerLane>(s_logits[warp], E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+                                   p.weights + size_t(b) * p.top_k);
+    __syncwarp();
+  }
+}
+
+// One block of 16 warps per token: warp w computes the logits of experts w,
+// w+16, ... (lane l takes chunks l, l+32, ..., the same order as above) into
+// shared memory, then warp 0 runs the softmax and top-K.
+template <int kPerLane>
+__global__ void __launch_bounds__(kPerTokenWarps * kWarpSize)
+router_per_token_kernel(const __grid_constant__ RouterParams p) {
+  __shared__ float s_logits[kPerLane * kWarpSize];
   const int b = blockIdx.x;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int H = p.hidden, E = p.experts;
+  const int H = p.hidden, E = p.experts, chunks = H / 8;
   const uint16_t* x = p.x + size_t(b) * H;
-  const int chunks = H / 8;
-
-  for (int e = warp; e < E; e += kWarps) {
+  for (int e = warp; e < E; e += kPerTokenWarps) {
     const uint16_t* row = p.router + size_t(e) * H;
     float acc = 0.0f;
     for (int c = lane; c < chunks; c += kWarpSize) {
@@ -38,9 +108,8 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   }
   __syncthreads();
   if (warp != 0) return;
-
-  warp_softmax_topk<kMaxPerLane>(s_logits, E, p.top_k, p.norm_topk_prob != 0,
-                                 p.ids + size_t(b) * p.top_k, p.weights + size_t(b) * p.top_k);
+  warp_softmax_topk<kPerLane>(s_logits, E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+                              p.weights + size_t(b) * p.top_k);
 }
 
 }  // namespace
@@ -53,9 +122,14 @@ void router(const RouterParams& p, cudaStream_t stream) {
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16 && p.top_k <= p.experts, "router: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
-  WD_CHECK(p.router && p.x && p.ids && p.weights, "router: a required pointer is null");
-  router_kernel<<<p.batch, kThreads, 0, stream>>>(p);
-  WD_CUDA_CHECK_LAUNCH();
+  WD_CHECK(p.router && p.x && p.ids && p.weights && p.logits && p.counters, "router: a required pointer is null");
+  const dim3 grid((p.experts + kWarps - 1) / kWarps, router_groups(p.batch));
+  with_topk_width(p.experts, [&](auto width) {
+    constexpr int kPerLane = decltype(width)::value;
+    if (p.batch <= kSpreadMaxBatch) router_kernel<kPerLane><<<grid, kThreads, 0, stream>>>(p);
+    else router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
+    WD_CUDA_CHECK_LAUNCH();
+  });
 }
 
 }  // namespace wd::kernels

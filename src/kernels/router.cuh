@@ -5,13 +5,27 @@
 //   probabilities of those experts, renormalised over the K when
 //   norm_topk_prob (Qwen3 sets it).
 //
-// Mapping: one block of kWarps warps per token. Warp w computes the logits of
-// experts w, w+kWarps, ... (lane l takes 16-byte chunks l, l+32, ... of the
-// row; shfl_xor butterfly), into shared memory; warp 0 then runs the softmax
-// and K rounds of a warp-wide arg-max. Layouts: router (E, H) BF16; x (B, H)
-// BF16; ids (B, K) int32; weights (B, K) FP32. Invariants: H % 8 == 0,
-// E <= 1024, K <= 16. Bytes: B reads of the E·H·2 router (L2-resident after
-// the first), B·H·2 of x.
+// Two kernels, chosen by B, that sum every logit in the same order (the bits
+// do not depend on which runs). Up to B = 2, spread: grid (ceil(E / 8),
+// ceil(B / kRouterTokens)); block 8 warps. Warp w
+// of block (x, y) computes the logits of expert 8x + w for the up to
+// kRouterTokens tokens of group y (lane l takes 16-byte chunks l, l+32, ...
+// of the row, loaded once for the group; shfl_xor butterfly) into `logits`.
+// The group's last block to finish (an atomic counter per group, which that
+// block resets) runs the softmax and K rounds of a warp-wide arg-max, one
+// warp per token. The E·H router is read by E/8 blocks in parallel, not by
+// one block per token (a single SM streamed all 512 KB of qwen3-30b-a3b's
+// router at B = 1: 13 µs). From B = 3, one block of 16 warps per token, which
+// measured faster there (docs/PERF_LOG.md v8, run 9). Softmax and top-K are
+// instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
+// holds E (topk.cuh with_topk_width).
+// Layouts: router (E, H) BF16; x (B, H) BF16; logits (B, E) FP32 (scratch);
+// counters (ceil(B / kRouterTokens)) uint32, zero before the first call and
+// left zero; ids (B, K) int32; weights (B, K) FP32. Invariants: H % 8 == 0,
+// E <= 1024, K <= 16. A token's logits and picks depend only on its own x.
+// Calls that share logits and counters must be stream-ordered.
+// Bytes: ceil(B / kRouterTokens) reads of the E·H·2 router, B·H·2 of x
+// (L2-resident for every block after the first), B·E·8 of logits.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,11 +34,17 @@
 
 namespace wd::kernels {
 
+// Tokens per group (per grid row).
+constexpr int kRouterTokens = 8;
+constexpr int router_groups(int batch) { return (batch + kRouterTokens - 1) / kRouterTokens; }
+
 struct RouterParams {
   const uint16_t* router;  // (E, H) BF16
   const uint16_t* x;       // (B, H) BF16
   int32_t* ids;            // (B, K)
   float* weights;          // (B, K)
+  float* logits;           // (B, E) scratch
+  uint32_t* counters;      // (router_groups(B)) zero between calls
   int batch;               // B
   int hidden;              // H
   int experts;             // E

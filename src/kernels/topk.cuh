@@ -11,6 +11,7 @@
 
 #include <cfloat>
 #include <climits>
+#include <type_traits>
 
 #include "kernels/common.cuh"
 
@@ -72,6 +73,18 @@ __device__ __forceinline__ void warp_softmax_topk(const float* logits, int exper
     ids[lane] = my_e;
     weights[lane] = norm_topk_prob ? my_p / top_sum : my_p;
   }
+}
+
+// Calls f(std::integral_constant<int, P>{}) with the smallest P of 4, 8, 16,
+// 32 logits per lane that holds `experts` (<= 1024): the kernel instance to
+// launch. The picks and weights do not depend on P (logits past E are never
+// read or compared), only the work: K rounds over P values per lane.
+template <typename F>
+void with_topk_width(int experts, F&& f) {
+  if (experts <= 4 * 32) f(std::integral_constant<int, 4>{});
+  else if (experts <= 8 * 32) f(std::integral_constant<int, 8>{});
+  else if (experts <= 16 * 32) f(std::integral_constant<int, 16>{});
+  else f(std::integral_constant<int, 32>{});
 }
 
 }  // namespace wd::kernels

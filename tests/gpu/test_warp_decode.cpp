@@ -199,10 +199,16 @@ TEST(WarpDecode, RealShapes) {
 // ---- router ----------------------------------------------------------------------------
 TEST(WarpDecode, RouterMatchesReference) {
   WD_REQUIRE_GPU();
-  for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6)}) {
+  // E = 300 and 1000: the top-K instances of 16 and 32 logits per lane (4
+  // for the others).
+  for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6),
+                            make_shape(256, 64, 300, 8), make_shape(256, 64, 1000, 8)}) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     WarpDecodeMoe moe(s, 64);
-    for (int B : {1, 7, 64}) {
+    // One object, calls in turn: each must leave the per-group counters at
+    // zero for the next (else the softmax never runs and ids stay poisoned).
+    // B <= 2 runs the spread kernel, larger B the per-token one.
+    for (int B : {1, 2, 3, 7, 9, 64, 1, 2}) {
       const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       DeviceBuffer<uint16_t> dx(x);
       DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
