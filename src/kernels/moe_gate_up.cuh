@@ -61,14 +61,6 @@ struct GateUpParams {
   int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
   int deep_loads;          // tensor-core kernel, MXFP8: rounds of two chunks (twice the bytes in flight)
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
-  // Tensor-core kernel: when set, each block also asks L2 for its share
-  // (1/gridDim.x) of its expert's weights and scales in the next kernel
-  // (moe_down: expert e at next_weights + e·next_expert_bytes), so that
-  // moe_down reads them from L2 (WarpDecodeConfig::tc_down_l2_prefetch).
-  const void* next_weights;
-  const uint8_t* next_scales;     // MXFP8 only
-  uint64_t next_expert_bytes;     // a multiple of 16
-  uint64_t next_expert_scale_bytes;
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

@@ -162,19 +162,6 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   Round ra, rb;
   load_a(ra, 0);  // out before the entry list is built: its latency overlaps that work
   pdl_trigger();
-  if (p.next_weights != nullptr && warp == kSlices - 1) {
-    // This block's share of expert e's weights in moe_down, into L2: a
-    // hint, nothing waits for it. Shares are multiples of 512 bytes, so each
-    // lane's piece is a multiple of 16 (the bulk prefetch's unit).
-    auto share = [&](const uint8_t* base, uint64_t total) {
-      const uint64_t slice = (total + gridDim.x * 512ull - 1) / (gridDim.x * 512ull) * 512ull;
-      const uint64_t piece = slice / kWarpSize;
-      const uint64_t from = blockIdx.x * slice + lane * piece, to = min(from + piece, total);
-      if (from < to) prefetch_l2(base + uint64_t(e) * total + from, uint32_t(to - from));
-    };
-    share(static_cast<const uint8_t*>(p.next_weights), p.next_expert_bytes);
-    if (p.next_scales != nullptr) share(p.next_scales, p.next_expert_scale_bytes);
-  }
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
   for (int t0 = 0; t0 < n; t0 += kTokens) {

@@ -64,8 +64,7 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std
     for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
-  // The tensor-core family: deep loads, PDL and the L2 policy on and off;
-  // the down weights' L2 prefetch on and off.
+  // The tensor-core family: deep loads, PDL and the L2 policy on and off.
   for (bool deep : {true, false})
     for (bool pdl : {true, false})
       for (bool ef : {true, false}) {
@@ -76,7 +75,6 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std
         c.programmatic_launch = pdl;
         add(c);
       }
-  if (d.tensor_cores) { auto c = d; c.tc_down_l2_prefetch = !d.tc_down_l2_prefetch; add(c); }
   return v;
 }
 
