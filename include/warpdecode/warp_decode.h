@@ -82,7 +82,6 @@ struct WarpDecodeConfig {
   bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
   bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
   bool tc_deep_loads = false;        // tensor cores, MXFP8: gate_up rounds of two chunks (moe_gate_up_tc.cu)
-  bool tc_wide_gate_up = false;      // tensor cores: gate_up blocks of 32 neurons, not 16 (moe_gate_up_tc.cu)
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,

@@ -61,7 +61,6 @@ struct GateUpParams {
   int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
   int deep_loads;          // tensor-core kernel, MXFP8: rounds of two chunks (twice the bytes in flight)
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
-  int wide;                // tensor-core kernel: two tiles of 16 neurons per block (half the grid)
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

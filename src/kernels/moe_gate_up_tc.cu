@@ -28,27 +28,25 @@ struct Chunk {
   static constexpr int kXLoads = kMx8 ? 2 : 1;                        // 16-byte x loads per lane
 };
 
-// The variants: kR chunks per round of loads (one round in flight while the
-// other is computed) and kPairs tiles of 16 neurons per block (each a gate and
-// an up m16 tile). A lane holds kR · 4·kPairs chunks per round:
-//   BF16:  kR = 2, kPairs = 1 (4 KB per warp-round); wide: 1, 2 (same bytes).
-//   MXFP8: 1, 1 (2 KB); deep: 2, 1 (H % 512 == 0); wide: 1, 2. Deep and wide
-//          hold twice the bytes and leave 3 blocks per SM instead of 4.
-// Wide blocks halve the grid and the per-block work that is not streaming
-// (entry list, x loads per weight, the K-range sum); deep rounds keep the
-// grid. Neither changes what is summed or in which order: the bits are the
-// same in every variant.
-constexpr int min_blocks(bool mx8, int chunks, int pairs) { return mx8 && chunks * pairs > 1 ? 3 : 4; }
+// Chunks per round of loads (one round in flight while the other is
+// computed): 2 for BF16 (4 KB per warp); for MXFP8 1 (2 KB), or 2 with deep
+// loads, which need H % 512 == 0 and leave 3 blocks per SM instead of 4 (the
+// registers of the second chunk). The round size changes when a chunk is
+// loaded, not what is summed or in which order: the bits are the same.
+template <bool kMx8, bool kDeep>
+struct Rounds {
+  static constexpr int kChunks = kMx8 && !kDeep ? 1 : 2;
+  static constexpr int kMinBlocks = kMx8 && kDeep ? 3 : 4;
+};
 
-template <bool kMx8, int kR, int kPairs>
-__global__ void __launch_bounds__(kThreads, min_blocks(kMx8, kR, kPairs))
+template <bool kMx8, bool kDeep>
+__global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
-  constexpr int kRows = 4 * kPairs;  // rows per chunk round: gate g, g+8, up g, g+8 per tile
-  constexpr int kMt = 2 * kPairs;  // m16 tiles: gate tiles 0 .. kPairs-1, then the up tiles
+  constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
   __shared__ int s_warp_counts[kSlices];
-  __shared__ float s_part[kSlices][4 * kMt][kWarpSize];
+  __shared__ float s_part[kSlices][8][kWarpSize];
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
   // The block's expert. Few entries: that of entry blockIdx.y, unless an
@@ -69,28 +67,25 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
 
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, q = lane % 4;
-  const int i0 = blockIdx.x * kTile * kPairs;
+  const int i0 = blockIdx.x * kTile;
   const int k0 = warp * (H / kSlices);         // the warp's K range
   const int nc = H / kSlices / C::kElems;      // chunks in it
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   const auto* w = static_cast<const uint8_t*>(p.weights);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
 
-  // Row r (m-tile mt = r/2, half r%2) is row0 + (r%2)·8 + (mt % kPairs)·16
-  // + (mt / kPairs)·I: for one tile gate g, gate g+8, up g, up g+8. Lane q's
-  // 16 bytes of chunk c of row r sit at a0 + r_off(r) + 64·c; its scale at
-  // s0 + s_off(r) + 2·c.
+  // Rows gate g, gate g+8, up g, up g+8 of the tile: row r is row0 + (r%2)·8
+  // + (r/2)·I. Lane q's 16 bytes of chunk c of row r sit at
+  // a0 + r_off(r) + 64·c; its scale at s0 + s_off(r) + 2·c.
   const size_t row0 = size_t(e) * 2 * I + i0 + g;
   const uint8_t* a0 = w + (row0 * H + k0) * kElemBytes + q * 16;
   const uint8_t* s0 = kMx8 ? p.scales + row0 * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
-  // 32-bit offsets (an expert's weights are far below 4 GiB): registers.
-  auto r_rows = [&](int r) { return uint32_t(r % 2) * 8 + uint32_t(r / 2 % kPairs) * 16 + uint32_t(r / 2 / kPairs) * I; };
-  auto r_off = [&](int r) { return r_rows(r) * uint32_t(H * kElemBytes); };
-  auto s_off = [&](int r) { return r_rows(r) * uint32_t(H / kMxBlock); };
+  auto r_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * H * kElemBytes; };
+  auto s_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * (H / kMxBlock); };
 
   struct Round {
-    uint4 a[kR][kRows];
-    uint32_t sc[kR][kRows];  // raw E8M0 codes: nothing waits on the load until the compute
+    uint4 a[kR][4];
+    uint32_t sc[kR][4];  // raw E8M0 codes: nothing waits on the load until the compute
     uint4 x[kR][C::kXLoads];
   };
   // Loads are unconditional (a round past the end re-reads the last one, and a
@@ -104,7 +99,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
     for (int u = 0; u < kR; ++u) {
       const int c = min(c0 + u, nc - 1);
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
+      for (int r = 0; r < 4; ++r) {
         rd.a[u][r] = ld_stream(a0 + r_off(r) + 64 * c, pol);
         if constexpr (kMx8) rd.sc[u][r] = ld_byte(s0 + s_off(r) + 2 * c);
       }
@@ -118,7 +113,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   };
   // One round's compute is one basic block: the scale path (mma.cuh) is
   // chosen for the whole round with one warp vote.
-  auto compute_path = [&](const Round& rd, float (&acc)[2 * kPairs][4], auto narrow) {
+  auto compute_path = [&](const Round& rd, float (&acc)[2][4], auto narrow) {
     [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
 #pragma unroll
     for (int u = 0; u < kR; ++u) {
@@ -128,9 +123,9 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         xw[4 * j] = rd.x[u][j].x; xw[4 * j + 1] = rd.x[u][j].y;
         xw[4 * j + 2] = rd.x[u][j].z; xw[4 * j + 3] = rd.x[u][j].w;
       }
-      // m-tile mt: rows 2mt (g) and 2mt + 1 (g+8), decoded one tile at a time.
+      // m-tile 0: gate rows g, g+8; m-tile 1: up rows g, g+8 (decoded one tile at a time).
 #pragma unroll
-      for (int mt = 0; mt < kMt; ++mt) {
+      for (int mt = 0; mt < 2; ++mt) {
         uint32_t a[2][8];
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
@@ -148,13 +143,13 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
       }
     }
   };
-  auto compute = [&](const Round& rd, float (&acc)[2 * kPairs][4]) {
+  auto compute = [&](const Round& rd, float (&acc)[2][4]) {
     if constexpr (kMx8) {
       uint32_t mc = 0;
 #pragma unroll
       for (int u = 0; u < kR; ++u)
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) mc = max(mc, rd.sc[u][r]);
+        for (int r = 0; r < 4; ++r) mc = max(mc, rd.sc[u][r]);
       if (scales_narrow(mc)) compute_path(rd, acc, std::true_type{});
       else compute_path(rd, acc, std::false_type{});
     } else {
@@ -173,7 +168,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
     const uint16_t* xp = p.x + size_t(s_list[t0 + min(g, n - 1 - t0)] / K) * H + k0 + q * C::kLaneElems;
     if (t0 > 0) load_a(ra, 0);
     load_x(ra, 0, xp);
-    float acc[kMt][4] = {};
+    float acc[2][4] = {};
     for (int c0 = 0;; c0 += 2 * kR) {
       load_a(rb, c0 + kR);
       load_x(rb, c0 + kR, xp);
@@ -186,42 +181,38 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
     }
     // The four K ranges' partials, summed in warp order.
 #pragma unroll
-    for (int j = 0; j < 4 * kMt; ++j) s_part[warp][j][lane] = acc[j / 4][j % 4];
+    for (int j = 0; j < 8; ++j) s_part[warp][j][lane] = acc[j / 4][j % 4];
     __syncthreads();
     if (warp == 0) {
-      float v[4 * kMt];
+      float v[8];
 #pragma unroll
-      for (int j = 0; j < 4 * kMt; ++j) {
+      for (int j = 0; j < 8; ++j) {
         v[j] = s_part[0][j][lane];
 #pragma unroll
         for (int s = 1; s < kSlices; ++s) v[j] += s_part[s][j][lane];
       }
-      // C fragment of m-tile mt: v[4mt + c] is row g + 8·(c/2), column 2q + c%2;
-      // tile tp's gate is m-tile tp, its up m-tile kPairs + tp.
+      // C fragment: v[c] is row g + 8·(c/2), column 2q + c%2; gate v[0..3], up v[4..7].
       // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16 lo.
 #pragma unroll
-      for (int tp = 0; tp < kPairs; ++tp)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int col = t0 + 2 * q + c % 2;
-          if (col < n) {
-            uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + 16 * tp + g +
-                             8 * (c / 2);
-            split_bf16(silu(v[4 * tp + c]) * v[4 * (kPairs + tp) + c], hrow[0], hrow[I]);
-          }
+      for (int c = 0; c < 4; ++c) {
+        const int col = t0 + 2 * q + c % 2;
+        if (col < n) {
+          uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + g + 8 * (c / 2);
+          split_bf16(silu(v[c]) * v[4 + c], hrow[0], hrow[I]);
         }
+      }
     }
     __syncthreads();
   }
 }
 
-template <bool kMx8, int kR, int kPairs>
+template <bool kMx8, bool kDeep>
 void launch(const GateUpParams& p, cudaStream_t stream) {
   const int entries = p.batch * p.top_k;
   const int by_rank = entries > 2 * p.experts;
-  const dim3 grid(p.intermediate / (kTile * kPairs), by_rank ? p.experts : entries);
+  const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
-  auto* k = &moe_gate_up_tc_kernel<kMx8, kR, kPairs>;
+  auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
@@ -248,18 +239,9 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
            "moe_gate_up_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
-  // wide takes precedence over deep (both hold twice the bytes); I % 64 == 0
-  // (tensor_core_shape_ok) makes I a multiple of two tiles.
-  if (format == WeightFormat::kBF16) {
-    if (p.wide) launch<false, 1, 2>(p, stream);
-    else launch<false, 2, 1>(p, stream);
-  } else if (p.wide) {
-    launch<true, 1, 2>(p, stream);
-  } else if (p.deep_loads && p.hidden % 512 == 0) {
-    launch<true, 2, 1>(p, stream);
-  } else {
-    launch<true, 1, 1>(p, stream);
-  }
+  if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
+  else if (p.deep_loads && p.hidden % 512 == 0) launch<true, true>(p, stream);
+  else launch<true, false>(p, stream);
 }
 
 }  // namespace wd::kernels

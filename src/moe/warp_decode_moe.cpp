@@ -208,7 +208,7 @@ bool WarpDecodeConfig::tensor_cores_fit(const MoeShape& shape) {
 std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
-    return std::string("tc") + (tc_wide_gate_up ? "/wide" : tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
+    return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
            (programmatic_launch ? "/pdl" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
@@ -307,7 +307,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.evict_first = config.evict_first ? 1 : 0;
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   g.deep_loads = config.tc_deep_loads ? 1 : 0;
-  g.wide = config.tc_wide_gate_up ? 1 : 0;
   if (which != Kernels::kDown) {
     if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
     else kernels::moe_gate_up(g, w.format, stream);

@@ -101,13 +101,12 @@ void expect_close(const std::vector<double>& ref, const std::vector<double>& y, 
 const char* name(WeightFormat f) { return to_string(f); }
 
 // A tensor-core configuration (the family's only knobs).
-WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool wide = false) {
+WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false) {
   WarpDecodeConfig c;
   c.tensor_cores = true;
   c.programmatic_launch = pdl;
   c.evict_first = evict_first;
   c.tc_deep_loads = deep;
-  c.tc_wide_gate_up = wide;
   return c;
 }
 
@@ -483,10 +482,10 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   WD_REQUIRE_GPU();
   // I = 192: 3 K ranges of one unit; tiny: I = 128, 2 ranges; E = 20, K = 6:
   // many tokens share experts. H = 512 takes MXFP8 gate_up's deep rounds,
-  // H = 256 (tiny) falls back from them. PDL, the L2 policy, deep loads and
-  // wide gate_up blocks vary with B.
+  // H = 256 (tiny) falls back from them. PDL, the L2 policy and deep loads
+  // vary with B.
   check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
-                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 < 2); });
+                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2); });
 }
 
 TEST(WarpDecodeTensorCores, RealShapes) {
@@ -504,26 +503,24 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
-// PDL, the L2 policy, deep loads and wide gate_up blocks on and off (none
-// changes the bits); 65
+// PDL, the L2 policy and deep loads on and off (none changes the bits); 65
 // and 80 tokens: the second walk of 64.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
-  check_batch_invariance({tc_config(true, false, true), tc_config(false, true, false, true)},
-                         {1, 2, 9, 37, 64, 65, 80});
+  check_batch_invariance({tc_config(true, false, true), tc_config(false, true, false)}, {1, 2, 9, 37, 64, 65, 80});
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert the slow
 // bookkeeping path. Shallow and deep loads (H = 512: MXFP8 gate_up's deep
-// rounds apply), and wide gate_up blocks.
+// rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 70);
-    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true), tc_config(true, true, false, true)}) {
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true)}) {
       for (int B : {1, 9, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());

@@ -64,15 +64,13 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std
     for (int n : {1, 2}) { auto c = d; c.gate_up_narrow = true; c.gate_up_neurons_per_warp = n; add(c); }
   { auto c = d; c.down_stage_h = !d.down_stage_h; c.down_rows_per_warp = 5 - d.down_rows_per_warp; add(c); }
   { auto c = d; c.evict_first = !d.evict_first; c.programmatic_launch = !d.programmatic_launch; add(c); }
-  // The tensor-core family: deep loads or wide gate_up blocks, PDL and the
-  // L2 policy on and off.
-  for (int variant : {0, 1, 2})
+  // The tensor-core family: deep loads, PDL and the L2 policy on and off.
+  for (bool deep : {true, false})
     for (bool pdl : {true, false})
       for (bool ef : {true, false}) {
         WarpDecodeConfig c;
         c.tensor_cores = true;
-        c.tc_deep_loads = variant == 1;
-        c.tc_wide_gate_up = variant == 2;
+        c.tc_deep_loads = deep;
         c.evict_first = ef;
         c.programmatic_launch = pdl;
         add(c);
