@@ -87,9 +87,10 @@ struct WarpDecodeConfig {
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
                                     KernelFamily family = KernelFamily::kAuto);
   // What kAuto resolves to for a layer object serving up to max_batch tokens
-  // (measured on the H200, docs/PERF_LOG.md v7): the tensor cores wherever
-  // the shape fits them, except MXFP8 objects that never see 16 tokens (the
-  // scalar kernels are 12-25 % faster there at B <= 8 on qwen3-30b-a3b); else the scalar ones.
+  // (measured on the H200, docs/PERF_LOG.md v9): the tensor cores wherever
+  // the shape fits them, in both formats and at every max_batch; else the
+  // scalar kernels. (The format and max_batch are kept as arguments: the
+  // measured choice depended on them until v8.)
   static KernelFamily default_family(const MoeShape& shape, WeightFormat format, int max_batch);
   // Whether the tensor-core kernels take this shape.
   static bool tensor_cores_fit(const MoeShape& shape);

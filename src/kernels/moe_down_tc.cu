@@ -29,8 +29,6 @@ struct Item {
   uint4 a[2][kChunks];  // [row g / g+8][chunk]
   uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
   uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
-  float rw[2];          // the fold's routing weights and accumulator columns of the
-  int tok[2];           //   lane's two MMA columns 2q, 2q+1 (read with h, ahead of the fold)
   int n;                // tile (an expert and up to 8 of its tokens)
   int u;                // unit
 };
@@ -229,11 +227,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     auto load_h = [&](Item<kMx8>& it) {
       const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) {
-        it.rw[cc] = s_tw[it.n * 8 + 2 * q + cc];
-        it.tok[cc] = s_ttok[it.n * 8 + 2 * q + cc];
-      }
-#pragma unroll
       for (int m = 0; m < 2; ++m) {
         it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
         it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
@@ -279,9 +272,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
-          float* acc = s_acc + (warp * kTile + g) * ga + it.tok[cc];
-          acc[0] = __fmaf_rn(it.rw[cc], tile[cc], acc[0]);
-          acc[8 * ga] = __fmaf_rn(it.rw[cc], tile[2 + cc], acc[8 * ga]);
+          const int slot = it.n * 8 + 2 * q + cc;
+          const float rw = s_tw[slot];
+          float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+          acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
+          acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc], acc[8 * ga]);
         };
         if constexpr (!kDup) {
           fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator

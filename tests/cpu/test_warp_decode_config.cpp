@@ -26,13 +26,12 @@ TEST(WarpDecodeConfig, TensorCoresFitEveryQwen3Shape) {
   EXPECT_TRUE(WarpDecodeConfig::tensor_cores_fit(make_shape(256, 64 * 13, 20, 6)));
 }
 
-TEST(WarpDecodeConfig, DefaultFamilyFollowsShapeFormatAndMaxBatch) {
-  const MoeShape s = preset_shape("qwen3-30b-a3b");
-  for (int mb : {1, 8, 15, 16, 64, 4096}) {
-    EXPECT_EQ(WarpDecodeConfig::default_family(s, WeightFormat::kBF16, mb), KernelFamily::kTensorCores) << mb;
-    EXPECT_EQ(WarpDecodeConfig::default_family(s, WeightFormat::kMXFP8, mb),
-              mb < 16 ? KernelFamily::kScalar : KernelFamily::kTensorCores)
-        << mb;
+TEST(WarpDecodeConfig, DefaultFamilyIsTheTensorCoresWhereTheShapeFits) {
+  for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
+    const MoeShape s = preset_shape(preset);
+    for (WeightFormat f : kFormats)
+      for (int mb : {1, 8, 15, 16, 64, 4096})
+        EXPECT_EQ(WarpDecodeConfig::default_family(s, f, mb), KernelFamily::kTensorCores) << preset << " " << mb;
   }
   for (WeightFormat f : kFormats)
     EXPECT_EQ(WarpDecodeConfig::default_family(make_shape(160, 96, 20, 6), f, 64), KernelFamily::kScalar);
