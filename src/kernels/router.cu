@@ -1,5 +1,7 @@
 #include "kernels/router.cuh"
 
+#include <algorithm>
+
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
@@ -10,23 +12,26 @@ namespace {
 
 constexpr int kWarps = 8;  // experts per block, one per warp
 constexpr int kThreads = kWarps * kWarpSize;
-// The spread kernel up to this many tokens, one block per token beyond
-// (docs/PERF_LOG.md v8 run 9: spread 8.3 / 12.2 µs at B = 1 / 2 against 12.8 /
-// 14.9; from B = 4 the per-token kernel was faster). Both sum each logit in
-// the same order: the bits do not depend on which one runs.
-constexpr int kSpreadMaxBatch = 2;
+// The spread kernel stages its group's activations in shared memory (up to
+// 8·H BF16); beyond this H, one block per token. Both sum each logit in the
+// same order: the bits do not depend on which one runs.
+constexpr size_t kMaxStagedBytes = 160 * 1024;
 constexpr int kPerTokenWarps = 16;
 
-// Phase 1: warp w of block (x, y) computes logits[b][8x + w] for the tokens b
+// Phase 1: the block stages the group's activations (nb × H BF16) in shared
+// memory; warp w of block (x, y) computes logits[b][8x + w] for the tokens b
 // of group y. Lane l takes 16-byte chunks l, l+32, ... of the router row,
 // loaded once for all the group's tokens, and accumulates each token's
 // products in that order (the same for every group size: a token's logit
-// does not depend on the batch); one butterfly per token.
+// does not depend on the batch); one butterfly per token. (v8's version read
+// each token's activations from L2 in the inner loop, every warp of every
+// block: slower than one block per token from B = 4.)
 // Phase 2: the group's last block to finish (a counter per group, reset by
 // that block for the next call) reads the group's logits back from L2 and
 // runs the softmax and top-K, one warp per token.
 template <int kPerLane>
 __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant__ RouterParams p) {
+  extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations
   __shared__ float s_logits[kWarps][kMaxExperts];
   __shared__ bool s_last;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -34,22 +39,25 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
   const int e = blockIdx.x * kWarps + warp;
 
+  for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
+    s_x[i] = ld_cached(p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks));
+  __syncthreads();
   if (e < E) {
     const uint16_t* row = p.router + size_t(e) * H;
     float acc[kRouterTokens];
 #pragma unroll
     for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
-#pragma unroll 4
     for (int c = lane; c < chunks; c += kWarpSize) {
       float wv[8];
       Bf16Codec::decode(ld_cached(row + 8 * c), wv);
 #pragma unroll
       for (int t = 0; t < kRouterTokens; ++t) {
-        if (t >= nb) break;
-        float a[8];
-        load_bf16_activations(p.x + size_t(b0 + t) * H, 8 * c, a);
+        if (t < nb) {
+          float a[8];
+          Bf16Codec::decode(s_x[t * chunks + c], a);
 #pragma unroll
-        for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
+          for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
+        }
       }
     }
 #pragma unroll
@@ -124,10 +132,16 @@ void router(const RouterParams& p, cudaStream_t stream) {
            " must be in [1, min(E, 16)]");
   WD_CHECK(p.router && p.x && p.ids && p.weights && p.logits && p.counters, "router: a required pointer is null");
   const dim3 grid((p.experts + kWarps - 1) / kWarps, router_groups(p.batch));
+  const size_t staged = size_t(std::min(p.batch, kRouterTokens)) * p.hidden * 2;
   with_topk_width(p.experts, [&](auto width) {
     constexpr int kPerLane = decltype(width)::value;
-    if (p.batch <= kSpreadMaxBatch) router_kernel<kPerLane><<<grid, kThreads, 0, stream>>>(p);
-    else router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
+    if (staged <= kMaxStagedBytes) {
+      WD_CUDA_CHECK(cudaFuncSetAttribute(router_kernel<kPerLane>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(kMaxStagedBytes)));
+      router_kernel<kPerLane><<<grid, kThreads, staged, stream>>>(p);
+    } else {
+      router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
+    }
     WD_CUDA_CHECK_LAUNCH();
   });
 }

@@ -5,20 +5,22 @@
 //   probabilities of those experts, renormalised over the K when
 //   norm_topk_prob (Qwen3 sets it).
 //
-// Two kernels, chosen by B, that sum every logit in the same order (the bits
-// do not depend on which runs). Up to B = 2, spread: grid (ceil(E / 8),
-// ceil(B / kRouterTokens)); block 8 warps. Warp w
-// of block (x, y) computes the logits of expert 8x + w for the up to
-// kRouterTokens tokens of group y (lane l takes 16-byte chunks l, l+32, ...
-// of the row, loaded once for the group; shfl_xor butterfly) into `logits`.
-// The group's last block to finish (an atomic counter per group, which that
-// block resets) runs the softmax and K rounds of a warp-wide arg-max, one
-// warp per token. The E·H router is read by E/8 blocks in parallel, not by
-// one block per token (a single SM streamed all 512 KB of qwen3-30b-a3b's
-// router at B = 1: 13 µs). From B = 3, one block of 16 warps per token, which
-// measured faster there (docs/PERF_LOG.md v8, run 9). Softmax and top-K are
-// instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
-// holds E (topk.cuh with_topk_width).
+// Two kernels that sum every logit in the same order (the bits do not
+// depend on which runs). Spread, wherever a group's activations fit in
+// shared memory (8·H·2 bytes <= 160 KB: every Qwen3-MoE shape): grid
+// (ceil(E / 8), ceil(B / kRouterTokens)); block 8 warps. The block stages
+// its group's activations in shared memory; warp w of block (x, y) computes
+// the logits of expert 8x + w for the up to kRouterTokens tokens of group y
+// (lane l takes 16-byte chunks l, l+32, ... of the row, loaded once for the
+// group; shfl_xor butterfly) into `logits`. The group's last block to finish
+// (an atomic counter per group, which that block resets) runs the softmax
+// and K rounds of a warp-wide arg-max, one warp per token. The E·H router is
+// read once per group of 8 tokens by E/8 blocks in parallel. Otherwise one
+// block of 16 warps per token, which reads the whole router per token (13 µs
+// at B = 1 on qwen3-30b-a3b, 20 µs at B = 64; 40-85 µs from B = 4 on the
+// larger presets: docs/PERF_LOG.md v9). Softmax and top-K are instantiated
+// for the smallest of 4 / 8 / 16 / 32 logits per lane that holds E (topk.cuh
+// with_topk_width).
 // Layouts: router (E, H) BF16; x (B, H) BF16; logits (B, E) FP32 (scratch);
 // counters (ceil(B / kRouterTokens)) uint32, zero before the first call and
 // left zero; ids (B, K) int32; weights (B, K) FP32. Invariants: H % 8 == 0,

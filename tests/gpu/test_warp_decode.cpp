@@ -199,14 +199,15 @@ TEST(WarpDecode, RealShapes) {
 TEST(WarpDecode, RouterMatchesReference) {
   WD_REQUIRE_GPU();
   // E = 300 and 1000: the top-K instances of 16 and 32 logits per lane (4
-  // for the others).
+  // for the others). H = 10496: 8 tokens' activations exceed the spread
+  // kernel's shared memory, so the per-token kernel runs.
   for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6),
-                            make_shape(256, 64, 300, 8), make_shape(256, 64, 1000, 8)}) {
+                            make_shape(256, 64, 300, 8), make_shape(256, 64, 1000, 8), make_shape(10496, 64, 20, 4)}) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     WarpDecodeMoe moe(s, 64);
     // One object, calls in turn: each must leave the per-group counters at
-    // zero for the next (else the softmax never runs and ids stay poisoned).
-    // B <= 2 runs the spread kernel, larger B the per-token one.
+    // zero for the next (else the softmax never runs and ids stay poisoned);
+    // 7, 9 and 64 tokens: partial and several groups.
     for (int B : {1, 2, 3, 7, 9, 64, 1, 2}) {
       const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       DeviceBuffer<uint16_t> dx(x);
