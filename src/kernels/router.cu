@@ -47,6 +47,8 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
     float acc[kRouterTokens];
 #pragma unroll
     for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
+    // Unrolled so that several row loads are in flight: each waits for HBM.
+#pragma unroll 4
     for (int c = lane; c < chunks; c += kWarpSize) {
       float wv[8];
       Bf16Codec::decode(ld_cached(row + 8 * c), wv);
