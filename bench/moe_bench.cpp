@@ -123,12 +123,17 @@ std::string WarpPath::config() const { return config_.label(); }
 
 void WarpPath::run_stage(int stage, const MoeWeightsView& w, const uint16_t* x,
                          const RoutingView& routing, uint16_t* y, cudaStream_t stream) {
+  if (stage == 2) {
+    moe_->route(w, x, routing.batch, route_ids_.data(), route_w_.data(), stream);
+    return;
+  }
   moe_->experts(w, x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_, stream,
                 stage == 0 ? WarpDecodeMoe::Kernels::kGateUp : WarpDecodeMoe::Kernels::kDown);
 }
 
 double WarpPath::stage_bytes(int stage, const MoeShape& s, WeightFormat f, double distinct,
                              int batch) const {
+  if (stage == 2) return 2.0 * s.experts * s.hidden + 2.0 * batch * s.hidden;  // router and x, BF16
   const double elem = f == WeightFormat::kBF16 ? 2.0 : 1.0 + 1.0 / kMxBlock;
   const double rows = stage == 0 ? 2.0 * s.intermediate : double(s.hidden);
   const double cols = stage == 0 ? double(s.hidden) : double(s.intermediate);
@@ -137,6 +142,8 @@ double WarpPath::stage_bytes(int stage, const MoeShape& s, WeightFormat f, doubl
 
 void WarpPath::prepare(const MoeShape& shape, int batch) {
   moe_ = std::make_unique<WarpDecodeMoe>(shape, batch);
+  route_ids_ = DeviceBuffer<int32_t>(size_t(batch) * shape.top_k);
+  route_w_ = DeviceBuffer<float>(size_t(batch) * shape.top_k);
 }
 
 void WarpPath::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_buffer.h"
 #include "warpdecode/layout.h"
 #include "warpdecode/warp_decode.h"
 
@@ -80,7 +81,10 @@ class WarpPath : public LayerPath {
              cudaStream_t stream) override;
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, uint16_t* y,
                cudaStream_t stream) override;
-  std::vector<std::string> stages() const override { return {"moe_gate_up", "moe_down"}; }
+  // The router alone is a stage too: "with router" minus "router excluded"
+  // also differs in the routing (the router's picks against uniform random
+  // ones), so it is not the router's cost.
+  std::vector<std::string> stages() const override { return {"moe_gate_up", "moe_down", "router"}; }
   void run_stage(int stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                  uint16_t* y, cudaStream_t stream) override;
   double stage_bytes(int stage, const MoeShape& s, WeightFormat f, double distinct_experts,
@@ -89,6 +93,8 @@ class WarpPath : public LayerPath {
  private:
   WarpDecodeConfig config_;
   std::unique_ptr<WarpDecodeMoe> moe_;
+  DeviceBuffer<int32_t> route_ids_;  // the router stage's output (B, K)
+  DeviceBuffer<float> route_w_;
 };
 
 struct Options {
