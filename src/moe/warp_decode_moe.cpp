@@ -172,7 +172,10 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     c.tensor_cores = true;
     c.evict_first = true;
     c.programmatic_launch = true;
-    c.tc_deep_loads = format == WeightFormat::kMXFP8 && (batch <= 16 || shape.hidden >= 4096);
+    // The deep kernel needs H % 512 == 0 (it falls back otherwise; the label
+    // must say which one runs).
+    c.tc_deep_loads = format == WeightFormat::kMXFP8 && shape.hidden % 512 == 0 &&
+                      (batch <= 16 || shape.hidden >= 4096);
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):

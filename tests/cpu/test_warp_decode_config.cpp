@@ -66,6 +66,10 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeAndBatch) {
     EXPECT_TRUE(WarpDecodeConfig::for_batch(large, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads)
         << B;
   }
+  // H = 768 fits the tensor cores but not the deep kernel (H % 512 != 0).
+  const MoeShape odd = make_shape(768, 192, 20, 6);
+  ASSERT_TRUE(WarpDecodeConfig::tensor_cores_fit(odd));
+  EXPECT_FALSE(WarpDecodeConfig::for_batch(odd, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads);
   auto c = WarpDecodeConfig::for_batch(small, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores);
   EXPECT_EQ(c.label(), "tc/deep/ef/pdl");
   c.tc_deep_loads = false;

@@ -42,8 +42,11 @@ std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
 // The default configuration, then each knob changed alone (one at a time).
 // With a filter, only the default and the configurations whose label
-// contains it (e.g. "tc/": the tensor-core family).
-std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std::string& filter) {
+// contains it (e.g. "tc/": the tensor-core family). Deep loads only where
+// they change the kernel (MXFP8, H % 512 == 0).
+std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const MoeShape& shape, WeightFormat format,
+                                            const std::string& filter) {
+  const bool deep_applies = format == WeightFormat::kMXFP8 && shape.hidden % 512 == 0;
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
     if (!filter.empty() && c.label().find(filter) == std::string::npos) return;
@@ -68,6 +71,7 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const std
   for (bool deep : {true, false})
     for (bool pdl : {true, false})
       for (bool ef : {true, false}) {
+        if (deep && !deep_applies) continue;
         WarpDecodeConfig c;
         c.tensor_cores = true;
         c.tc_deep_loads = deep;
@@ -159,7 +163,7 @@ void run(const Opts& o) {
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
         const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(dflt, o.sweep_filter)
+                             : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter)
                              : o.families ? family_configs(shapes[si], B, f, dflt)
                                           : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
