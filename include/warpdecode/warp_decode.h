@@ -94,6 +94,9 @@ struct WarpDecodeConfig {
   static KernelFamily default_family(const MoeShape& shape, WeightFormat format, int max_batch);
   // Whether the tensor-core kernels take this shape.
   static bool tensor_cores_fit(const MoeShape& shape);
+  // Whether tc_deep_loads changes the kernel that runs (MXFP8, and an H the
+  // deep rounds take); elsewhere it is ignored.
+  static bool tc_deep_loads_apply(const MoeShape& shape, WeightFormat format);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
 };
 

@@ -230,6 +230,8 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
 
 }  // namespace
 
+bool gate_up_tc_deep_fits(int hidden) { return hidden % (kSlices * 2 * Chunk<true>::kElems) == 0; }
+
 bool tensor_core_shape_ok(int hidden, int intermediate) {
   return hidden > 0 && hidden % (kSlices * 64) == 0 && down_tc_slices(intermediate) > 0;
 }
@@ -250,7 +252,7 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
   if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
-  else if (p.deep_loads && p.hidden % 512 == 0) launch<true, true>(p, stream);
+  else if (p.deep_loads && gate_up_tc_deep_fits(p.hidden)) launch<true, true>(p, stream);
   else launch<true, false>(p, stream);
 }
 

@@ -55,6 +55,11 @@ int down_tc_slices(int intermediate);
 
 bool tensor_core_shape_ok(int hidden, int intermediate);
 
+// Whether moe_gate_up_tc runs its deep MXFP8 rounds (GateUpParams::deep_loads)
+// at this H: rounds of two chunks need H % 512 == 0; elsewhere it runs the
+// shallow rounds.
+bool gate_up_tc_deep_fits(int hidden);
+
 void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream);
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream);
 

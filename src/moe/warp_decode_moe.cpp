@@ -172,10 +172,8 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     c.tensor_cores = true;
     c.evict_first = true;
     c.programmatic_launch = true;
-    // The deep kernel needs H % 512 == 0 (it falls back otherwise; the label
-    // must say which one runs).
-    c.tc_deep_loads = format == WeightFormat::kMXFP8 && shape.hidden % 512 == 0 &&
-                      (batch <= 16 || shape.hidden >= 4096);
+    // Only where the deep kernel runs, so that the label says which one does.
+    c.tc_deep_loads = tc_deep_loads_apply(shape, format) && (batch <= 16 || shape.hidden >= 4096);
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -207,6 +205,10 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
 
 bool WarpDecodeConfig::tensor_cores_fit(const MoeShape& shape) {
   return kernels::tensor_core_shape_ok(shape.hidden, shape.intermediate);
+}
+
+bool WarpDecodeConfig::tc_deep_loads_apply(const MoeShape& shape, WeightFormat format) {
+  return format == WeightFormat::kMXFP8 && kernels::gate_up_tc_deep_fits(shape.hidden);
 }
 
 std::string WarpDecodeConfig::label() const {

@@ -69,6 +69,9 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeAndBatch) {
   // H = 768 fits the tensor cores but not the deep kernel (H % 512 != 0).
   const MoeShape odd = make_shape(768, 192, 20, 6);
   ASSERT_TRUE(WarpDecodeConfig::tensor_cores_fit(odd));
+  EXPECT_FALSE(WarpDecodeConfig::tc_deep_loads_apply(odd, WeightFormat::kMXFP8));
+  EXPECT_TRUE(WarpDecodeConfig::tc_deep_loads_apply(small, WeightFormat::kMXFP8));
+  EXPECT_FALSE(WarpDecodeConfig::tc_deep_loads_apply(small, WeightFormat::kBF16));
   EXPECT_FALSE(WarpDecodeConfig::for_batch(odd, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads);
   auto c = WarpDecodeConfig::for_batch(small, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores);
   EXPECT_EQ(c.label(), "tc/deep/ef/pdl");

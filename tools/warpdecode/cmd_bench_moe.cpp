@@ -43,10 +43,10 @@ std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 // The default configuration, then each knob changed alone (one at a time).
 // With a filter, only the default and the configurations whose label
 // contains it (e.g. "tc/": the tensor-core family). Deep loads only where
-// they change the kernel (MXFP8, H % 512 == 0).
+// they change the kernel (WarpDecodeConfig::tc_deep_loads_apply).
 std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const MoeShape& shape, WeightFormat format,
                                             const std::string& filter) {
-  const bool deep_applies = format == WeightFormat::kMXFP8 && shape.hidden % 512 == 0;
+  const bool deep_applies = WarpDecodeConfig::tc_deep_loads_apply(shape, format);
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
     if (!filter.empty() && c.label().find(filter) == std::string::npos) return;
