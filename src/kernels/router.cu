@@ -19,16 +19,24 @@ constexpr size_t kMaxStagedBytes = 160 * 1024;
 constexpr int kPerTokenWarps = 16;
 
 // Phase 1: the block stages the group's activations (nb × H BF16) in shared
-// memory; warp w of block (x, y) computes logits[b][8x + w] for the tokens b
-// of group y. Lane l takes 16-byte chunks l, l+32, ... of the router row,
-// loaded once for all the group's tokens, and accumulates each token's
-// products in that order (the same for every group size: a token's logit
-// does not depend on the batch); one butterfly per token. (v8's version read
-// each token's activations from L2 in the inner loop, every warp of every
-// block: slower than one block per token from B = 4.)
+// memory with cp.async (every copy in flight at once: a loop of register
+// loads made one L2 round trip per 256 chunks, 24 in a row at H = 6144);
+// warp w of block (x, y) computes logits[b][8x + w] for the tokens b of group
+// y. Lane l takes 16-byte chunks l, l+32, ... of the router row, loaded once
+// for all the group's tokens, kRowBatch at a time with the next batch in
+// flight (the first one issued before the staging wait), and accumulates each
+// token's products in chunk order (the same for every group size: a token's
+// logit does not depend on the batch); one butterfly per token. (v8's version
+// read each token's activations from L2 in the inner loop, every warp of
+// every block: slower than one block per token from B = 4.)
 // Phase 2: the group's last block to finish (a counter per group, reset by
 // that block for the next call) reads the group's logits back from L2 and
 // runs the softmax and top-K, one warp per token.
+// PDL: the block lets its dependent grid (moe_gate_up, launched with the
+// programmatic attribute) be scheduled at once; that grid waits for this
+// one's completion (griddepcontrol.wait) before it reads the routing.
+constexpr int kRowBatch = 8;  // 16-byte row chunks per lane in flight (two batches: 64 registers)
+
 template <int kPerLane>
 __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant__ RouterParams p) {
   extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations
@@ -38,20 +46,31 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
   const int e = blockIdx.x * kWarps + warp;
+  pdl_trigger();
 
   for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
-    s_x[i] = ld_cached(p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks));
-  __syncthreads();
-  if (e < E) {
-    const uint16_t* row = p.router + size_t(e) * H;
-    float acc[kRouterTokens];
+    cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
+  cp_async_commit();
+
+  // Row chunk j of this lane is c = lane + 32·j, j < nj. Loads are
+  // unconditional (clamped to the row's last chunk, and warps past E read
+  // row E-1): their values are used only where c < chunks and e < E.
+  const uint16_t* row = p.router + size_t(min(e, E - 1)) * H;
+  const int nj = (chunks + kWarpSize - 1) / kWarpSize;
+  auto load = [&](uint4 (&wr)[kRowBatch], int j0) {
 #pragma unroll
-    for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
-    // Unrolled so that several row loads are in flight: each waits for HBM.
-#pragma unroll 4
-    for (int c = lane; c < chunks; c += kWarpSize) {
+    for (int j = 0; j < kRowBatch; ++j) wr[j] = ld_cached(row + 8 * min(lane + kWarpSize * (j0 + j), chunks - 1));
+  };
+  float acc[kRouterTokens];
+#pragma unroll
+  for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
+  auto compute = [&](const uint4 (&wr)[kRowBatch], int j0) {
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {
+      const int c = lane + kWarpSize * (j0 + j);
+      if (c >= chunks) break;
       float wv[8];
-      Bf16Codec::decode(ld_cached(row + 8 * c), wv);
+      Bf16Codec::decode(wr[j], wv);
 #pragma unroll
       for (int t = 0; t < kRouterTokens; ++t) {
         if (t < nb) {
@@ -62,6 +81,22 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
         }
       }
     }
+  };
+  // Two buffers used alternately, never copied (a copy of a register whose
+  // load is in flight waits for the load).
+  uint4 wa[kRowBatch], wb[kRowBatch];
+  load(wa, 0);
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int j0 = 0;; j0 += 2 * kRowBatch) {
+    if (j0 + kRowBatch < nj) load(wb, j0 + kRowBatch);
+    compute(wa, j0);
+    if (j0 + kRowBatch >= nj) break;
+    if (j0 + 2 * kRowBatch < nj) load(wa, j0 + 2 * kRowBatch);
+    compute(wb, j0 + kRowBatch);
+    if (j0 + 2 * kRowBatch >= nj) break;
+  }
+  if (e < E) {
 #pragma unroll
     for (int t = 0; t < kRouterTokens; ++t) {
       if (t >= nb) break;
@@ -103,6 +138,7 @@ router_per_token_kernel(const __grid_constant__ RouterParams p) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const uint16_t* x = p.x + size_t(b) * H;
+  pdl_trigger();
   for (int e = warp; e < E; e += kPerTokenWarps) {
     const uint16_t* row = p.router + size_t(e) * H;
     float acc = 0.0f;
