@@ -74,8 +74,7 @@ struct WarpDecodeConfig {
   int gate_up_neurons_per_warp = 1;  // neuron pairs a warp computes in turn
   int down_rows_per_warp = 1;        // 1 or 4 outputs per warp in moe_down
   bool mx8_int_decode = false;       // MXFP8: integer decoder, or the hardware convert
-  bool programmatic_launch = false;  // PDL: moe_gate_up is scheduled while the router runs, and
-                                     // moe_down overlaps the tail of moe_gate_up
+  bool programmatic_launch = false;  // moe_down overlaps the tail of moe_gate_up (PDL)
   int gate_up_prefetch = 0;          // neuron pairs a gate_up warp keeps requested into L2 ahead
   int down_prefetch = 0;             // routed experts a down warp keeps requested into L2 ahead
   bool evict_first = false;          // streamed weight loads marked evict-first in L2

@@ -3,7 +3,6 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
-#include "kernels/launch.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -37,7 +36,6 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
   int32_t* s_list = reinterpret_cast<int32_t*>(s_dyn);
   float* s_x = reinterpret_cast<float*>(s_dyn + ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16);
 
-  if (p.programmatic_launch) pdl_wait();  // the router's ids (moe_gate_up.cuh)
   // The block's expert: that of entry blockIdx.y, unless an earlier entry has it.
   const int e = __ldg(p.ids + blockIdx.y);
   bool seen = false;
@@ -221,7 +219,8 @@ void launch_variant(const GateUpParams& p, cudaStream_t stream) {
   const size_t smem = smem_bytes(p.batch * p.top_k, kTokens, p.hidden);
   auto* k = &moe_gate_up_kernel<Codec, kTokens, kUnroll>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(k, grid, dim3(kThreads), smem, stream, p.programmatic_launch != 0, p);
+  k<<<grid, kThreads, smem, stream>>>(p);
+  WD_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Codec>

@@ -27,12 +27,8 @@
 // (prefetch_l2), so the register loads mostly hit L2. Every block signals
 // programmatic dependents (pdl_trigger) once its first loads are out, so a
 // PDL-launched moe_down can start its own weight prefetch while this kernel
-// runs. With programmatic_launch the kernel itself is launched with PDL after
-// the router (which triggers at its start): its blocks are scheduled while
-// the router runs and wait for it (griddepcontrol.wait) before their first
-// read, so the launch latency overlaps the router. They trigger only after
-// that wait, so moe_down, which reads the routing before its own wait, starts
-// after the router has completed.
+// runs. (moe_gate_up itself launched with PDL after the router measured
+// slower: docs/PERF_LOG.md v10.)
 //
 // Batch invariance: a token's h depends only on its own row data, the fixed
 // chunk-to-lane mapping and the fixed butterfly order, never on kTokens, on
@@ -66,8 +62,6 @@ struct GateUpParams {
   int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
   int deep_loads;          // tensor-core kernel, MXFP8: rounds of two chunks (twice the bytes in flight)
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
-  int programmatic_launch; // 1: launched with PDL (after the router): waits for the previous grid
-                           // (griddepcontrol.wait) before reading anything (ids, x)
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

@@ -7,7 +7,6 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
-#include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 
 namespace wd::kernels {
@@ -50,7 +49,6 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   __shared__ float s_part[kSlices][8][kWarpSize];
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
-  if (p.programmatic_launch) pdl_wait();  // the router's ids (moe_gate_up.cuh)
   // The block's expert. Few entries: that of entry blockIdx.y, unless an
   // earlier entry has it (one load, one barrier). Many (entries > 2E): the
   // blockIdx.y-th distinct expert, so that no grid row is wasted.
@@ -226,7 +224,8 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const size_t smem = size_t(entries) * sizeof(int32_t);
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep>;
   WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(k, grid, dim3(kThreads), smem, stream, p.programmatic_launch != 0, p, by_rank);
+  k<<<grid, kThreads, smem, stream>>>(p, by_rank);
+  WD_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -32,9 +32,6 @@ constexpr int kPerTokenWarps = 16;
 // Phase 2: the group's last block to finish (a counter per group, reset by
 // that block for the next call) reads the group's logits back from L2 and
 // runs the softmax and top-K, one warp per token.
-// PDL: the block lets its dependent grid (moe_gate_up, launched with the
-// programmatic attribute) be scheduled at once; that grid waits for this
-// one's completion (griddepcontrol.wait) before it reads the routing.
 constexpr int kRowBatch = 8;  // 16-byte row chunks per lane in flight (two batches: 64 registers)
 
 template <int kPerLane>
@@ -46,7 +43,6 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
   const int e = blockIdx.x * kWarps + warp;
-  pdl_trigger();
 
   for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
     cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
@@ -138,7 +134,6 @@ router_per_token_kernel(const __grid_constant__ RouterParams p) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const uint16_t* x = p.x + size_t(b) * H;
-  pdl_trigger();
   for (int e = warp; e < E; e += kPerTokenWarps) {
     const uint16_t* row = p.router + size_t(e) * H;
     float acc = 0.0f;

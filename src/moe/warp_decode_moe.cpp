@@ -313,7 +313,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.evict_first = config.evict_first ? 1 : 0;
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   g.deep_loads = config.tc_deep_loads ? 1 : 0;
-  g.programmatic_launch = config.programmatic_launch ? 1 : 0;
   if (which != Kernels::kDown) {
     if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
     else kernels::moe_gate_up(g, w.format, stream);
