@@ -23,32 +23,15 @@ constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
 // g+8 (BF16: two 16-byte chunks [8q, 8q+8) and [32+8q, 32+8q+8); E4M3: one,
 // [16q, 16q+16)) and the same 16 elements of its token's h, hi and lo.
-//
-// The weights (and MXFP8 scales) of an item travel by cp.async into a ring
-// of shared-memory slots, one ring per warp, kAhead items ahead of the
-// compute; h, an L2 hit, travels in registers (Item, two items ahead). With
-// register buffers the weights were only two items ahead (three items'
-// registers at 163 per thread): ~1 KB per MXFP8 item, 2 in flight per warp,
-// 24 KB per SM, about half of what HBM latency needs (docs/PERF_LOG.md v10).
-// A slot holds per lane its 16-byte weight chunks (chunk c of lane l at
-// (c·32 + l)·16: conflict-free 16-byte reads) and, for MXFP8, the aligned
-// 4-byte words holding its two scale codes. Each lane reads back only what
-// it copied itself, after its own cp.async.wait_group: no barrier.
 template <bool kMx8>
-struct Slot {
-  static constexpr int kChunks = kMx8 ? 2 : 4;                   // 16-byte weight chunks per lane
-  static constexpr int kBytes = kChunks * 512 + (kMx8 ? 256 : 0);  // per warp
-};
 struct Item {
-  uint4 h[4];  // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
-  int n;       // tile (an expert and up to 8 of its tokens)
-  int u;       // unit
+  static constexpr int kChunks = kMx8 ? 1 : 2;
+  uint4 a[2][kChunks];  // [row g / g+8][chunk]
+  uint32_t sc[2];       // MXFP8: raw E8M0 codes of the two rows (decoded at use)
+  uint4 h[4];           // hi words 0-3, 4-7; lo words 0-3, 4-7 (BF16x2)
+  int n;                // tile (an expert and up to 8 of its tokens)
+  int u;                // unit
 };
-// Ring depths (items in flight ahead of the compute): deep where the block's
-// shared memory allows, else 2 (the old register ring's depth). The depth
-// changes when a load is issued, not what is computed: the bits are the same.
-template <bool kMx8>
-constexpr int kDeepAhead = kMx8 ? 6 : 3;
 
 // The most tiles a group of ne entries on na distinct experts makes:
 // Σ ceil(count / 8) <= (ne + 7·na) / 8.
@@ -60,11 +43,9 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-template <bool kMx8, int kAhead>
+template <bool kMx8>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
-  using S = Slot<kMx8>;
-  constexpr int kSlots = kAhead + 1;
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
@@ -95,10 +76,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   // entry whose h it reads, the token (G + column: none) and the routing
   // weight. The walk reads one tile's bookkeeping with independent loads,
   // not a chain.
-  extern __shared__ __align__(16) unsigned char s_dyn[];
-  // The warps' weight rings first (16-byte aligned), then the rest.
-  unsigned char* s_ring = s_dyn + size_t(warp) * kSlots * S::kBytes;
-  auto* s_tokmask = reinterpret_cast<unsigned long long*>(s_dyn + size_t(slices) * kSlots * S::kBytes);
+  extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
@@ -211,18 +189,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     }
     __syncthreads();
 
-    // The warp's walk: items (tile n, unit u) in order; weights kAhead items
-    // ahead of the one being computed (shared-memory ring), h two ahead
-    // (registers).
+    // The warp's walk: items (tile n, unit u) in order, two in flight ahead
+    // of the one being computed.
     const int tiles = s_tiles, items = tiles * units;
-    struct Cursor {  // the next item to load
-      int n = 0, u = 0;
-    };
-    Cursor wc, hc;  // weights, h
-    auto advance = [&](Cursor& c) {
-      if (++c.u == units) {
-        c.u = 0;
-        c.n = min(c.n + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
+    int ln = 0, lu = 0;  // the next item to load
+    auto advance = [&]() {
+      if (++lu == units) {
+        lu = 0;
+        ln = min(ln + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
       }
     };
     // Loads are unconditional: past the last item they re-read the last
@@ -232,40 +206,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // register moves, and a move of a register with a load in flight waits
     // for the load, which undoes the pipelining (seen in the SASS stall
     // samples).
-    int w_slot = 0, r_slot = 0;  // the ring slot the next weights go to / the next compute reads
-    // The scale code's byte within its aligned 4-byte word: the lane's
-    // address plus the unit's 2·u blocks (an expert's scales, H·I/32 bytes,
-    // and the 8 rows to row g+8, 8·I/32 bytes, are multiples of 4).
-    const uint32_t sc_base = uint32_t(reinterpret_cast<uintptr_t>(s_lane));
-    auto issue_a = [&]() {
-      const uint32_t e = s_texp[wc.n];
-      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + wc.u * kUnit * kElemBytes;
-      const uint32_t slot = smem_u32(s_ring + w_slot * S::kBytes);
+    auto load_a = [&](Item<kMx8>& it) {
+      it.n = ln;
+      it.u = lu;
+      const uint32_t e = s_texp[ln];
+      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * kUnit * kElemBytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-        for (int c = 0; c < S::kChunks / 2; ++c)
-          cp_async16_stream(slot + ((hh * (S::kChunks / 2) + c) * kWarpSize + lane) * 16,
-                            a + hh * 8 * I * kElemBytes + 64 * c, pol);
+        for (int c = 0; c < Item<kMx8>::kChunks; ++c)
+          it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
       if constexpr (kMx8) {
-        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + wc.u * (kUnit / kMxBlock);
-        const uint32_t so = slot + S::kChunks * 512 + lane * 4;
-        cp_async4(so, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(sc) & ~uintptr_t(3)), true);
-        const uint8_t* sc8 = sc + 8 * (I / kMxBlock);
-        cp_async4(so + 128, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(sc8) & ~uintptr_t(3)), true);
+        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * (kUnit / kMxBlock);
+        it.sc[0] = ld_byte(sc);
+        it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
       }
-      cp_async_commit();
-      advance(wc);
-      w_slot = w_slot + 1 == kSlots ? 0 : w_slot + 1;
-    };
-    auto set_item = [&](Item& it) {
-      it.n = hc.n;
-      it.u = hc.u;
-      advance(hc);
     };
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
     const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
-    auto load_h = [&](Item& it) {
+    auto load_h = [&](Item<kMx8>& it) {
       const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
@@ -279,8 +238,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // scale path is chosen per item (scales_narrow), the duplicate-token
     // fold per walk, and empty columns fold into junk columns.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    using Raw = uint4[2][S::kChunks / 2];  // [row g / g+8][chunk]
-    auto compute = [&](const Item& it, const Raw& ra, const uint32_t (&sc)[2], auto narrow, auto dup_walk) {
+    auto compute = [&](const Item<kMx8>& it, auto narrow, auto dup_walk) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
       constexpr bool kDup = decltype(dup_walk)::value;
       const bool first = it.u == 0;
@@ -293,12 +251,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         if constexpr (kMx8) {
-          e4m3x16_to_bf16x8<kNarrow>(ra[hh][0], sc[hh], a[hh]);
+          e4m3x16_to_bf16x8<kNarrow>(it.a[hh][0], it.sc[hh], a[hh]);
         } else {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
-            a[hh][4 * c] = ra[hh][c].x; a[hh][4 * c + 1] = ra[hh][c].y;
-            a[hh][4 * c + 2] = ra[hh][c].z; a[hh][4 * c + 3] = ra[hh][c].w;
+            a[hh][4 * c] = it.a[hh][c].x; a[hh][4 * c + 1] = it.a[hh][c].y;
+            a[hh][4 * c + 2] = it.a[hh][c].z; a[hh][4 * c + 3] = it.a[hh][c].w;
           }
         }
       }
@@ -332,40 +290,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
         }
       }
     };
-    // One step of the walk: the weights of the item kAhead ahead and the h
-    // of the item two ahead out, then this item's weights from its slot
-    // (once its copies have landed) and its compute.
-    auto step = [&](const Item& cur, Item& ahead, auto dup_walk) {
-      issue_a();
-      set_item(ahead);
+    // One step of the walk: the loads of the item two ahead, then the
+    // compute of this one.
+    auto step = [&](const Item<kMx8>& cur, Item<kMx8>& ahead, auto dup_walk) {
+      load_a(ahead);
       load_h(ahead);
-      cp_async_wait<kAhead>();  // this item's group: all but the kAhead newer ones have landed
-      const unsigned char* slot = s_ring + r_slot * S::kBytes;
-      r_slot = r_slot + 1 == kSlots ? 0 : r_slot + 1;
-      Raw ra;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-        for (int c = 0; c < S::kChunks / 2; ++c)
-          ra[hh][c] = *reinterpret_cast<const uint4*>(slot + ((hh * (S::kChunks / 2) + c) * kWarpSize + lane) * 16);
-      uint32_t sc[2] = {0u, 0u};
+      advance();
       if constexpr (kMx8) {
-        const uint32_t shift = 8 * ((sc_base + 2 * cur.u) & 3u);
-        const auto* words = reinterpret_cast<const uint32_t*>(slot + S::kChunks * 512);
-        sc[0] = (words[lane] >> shift) & 0xFFu;
-        sc[1] = (words[kWarpSize + lane] >> shift) & 0xFFu;
-        if (scales_narrow(max(sc[0], sc[1]))) compute(cur, ra, sc, std::true_type{}, dup_walk);
-        else compute(cur, ra, sc, std::false_type{}, dup_walk);
+        if (scales_narrow(max(cur.sc[0], cur.sc[1]))) compute(cur, std::true_type{}, dup_walk);
+        else compute(cur, std::false_type{}, dup_walk);
       } else {
-        compute(cur, ra, sc, std::true_type{}, dup_walk);
+        compute(cur, std::true_type{}, dup_walk);
       }
     };
 
-    Item buf[3];
-#pragma unroll
-    for (int j = 0; j < kAhead; ++j) issue_a();
-    set_item(buf[0]);
-    set_item(buf[1]);
+    Item<kMx8> buf[3];
+    load_a(buf[0]);
+    advance();
+    load_a(buf[1]);
+    advance();
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (p.programmatic_launch && !waited) pdl_wait();
     waited = true;
@@ -385,7 +328,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     };
     if (dup) walk(std::true_type{});
     else walk(std::false_type{});
-    cp_async_wait<0>();  // the dummy copies past the last item land before the ring is reused
     __syncthreads();
 
     // The warps' accumulators summed in warp order; then the residual.
@@ -399,37 +341,21 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   }
 }
 
-constexpr size_t kSmemLimit = 226 * 1024;  // dynamic shared memory a block may use (sm_90: 227 KB with the static)
-
-// The block's shared memory: the warps' weight rings, then the routing
-// bookkeeping and the accumulators (see the kernel).
-template <bool kMx8>
-size_t smem_bytes(const DownParams& p, int slices, int ahead) {
+size_t smem_bytes(const DownParams& p, int slices) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
-  return size_t(slices) * (ahead + 1) * Slot<kMx8>::kBytes + size_t(p.experts) * 8 +
-         size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 8 + size_t(na) * 8 +
+  return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 8 + size_t(na) * 8 +
          size_t(max_tiles(ne, na)) * (4 + 8 * 12);
 }
 
-template <bool kMx8, int kAhead>
-void launch_depth(const DownParams& p, int slices, int units, cudaStream_t stream) {
-  const size_t smem = smem_bytes<kMx8>(p, slices, kAhead);
-  auto* k = &moe_down_tc_kernel<kMx8, kAhead>;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
-                units);
-}
-
-// The deepest ring that fits (moe_down_tc checks that depth 1 does).
 template <bool kMx8>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  if (smem_bytes<kMx8>(p, slices, kDeepAhead<kMx8>) <= kSmemLimit)
-    launch_depth<kMx8, kDeepAhead<kMx8>>(p, slices, units, stream);
-  else if (smem_bytes<kMx8>(p, slices, 2) <= kSmemLimit) launch_depth<kMx8, 2>(p, slices, units, stream);
-  else launch_depth<kMx8, 1>(p, slices, units, stream);
+  const size_t smem = smem_bytes(p, slices);
+  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch_kernel(moe_down_tc_kernel<kMx8>, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
+                p.programmatic_launch != 0, p, units);
 }
 
 }  // namespace
@@ -453,10 +379,8 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  const bool mx8 = format == WeightFormat::kMXFP8;
-  const int slices = down_tc_slices(p.intermediate);
-  WD_CHECK((mx8 ? smem_bytes<true>(p, slices, 1) : smem_bytes<false>(p, slices, 1)) <= kSmemLimit,
-           "moe_down_tc: E = ", p.experts, ", K = ", p.top_k, " need more shared memory than a block may use");
+  WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
+           ", K = ", p.top_k, " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
   if (format == WeightFormat::kBF16) launch<false>(p, stream);
