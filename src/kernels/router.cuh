@@ -9,10 +9,11 @@
 // depend on which runs). Spread, wherever a group's activations fit in
 // shared memory (8·H·2 bytes <= 160 KB: every Qwen3-MoE shape): grid
 // (ceil(E / 8), ceil(B / kRouterTokens)); block 8 warps. The block stages
-// its group's activations in shared memory; warp w of block (x, y) computes
-// the logits of expert 8x + w for the up to kRouterTokens tokens of group y
-// (lane l takes 16-byte chunks l, l+32, ... of the row, loaded once for the
-// group; shfl_xor butterfly) into `logits`. The group's last block to finish
+// its group's activations in shared memory (cp.async, all copies in flight);
+// warp w of block (x, y) computes the logits of expert 8x + w for the up to
+// kRouterTokens tokens of group y (lane l takes 16-byte chunks l, l+32, ...
+// of the row, loaded once for the group, 8 per lane in flight; shfl_xor
+// butterfly) into `logits`. The group's last block to finish
 // (an atomic counter per group, which that block resets) runs the softmax
 // and K rounds of a warp-wide arg-max, one warp per token. The E·H router is
 // read once per group of 8 tokens by E/8 blocks in parallel. Otherwise one
