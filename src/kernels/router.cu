@@ -19,8 +19,10 @@ constexpr size_t kMaxStagedBytes = 160 * 1024;
 constexpr int kPerTokenWarps = 16;
 
 // Phase 1: the block stages the group's activations (nb × H BF16) in shared
-// memory with cp.async (every copy in flight at once: a loop of register
-// loads made one L2 round trip per 256 chunks, 24 in a row at H = 6144);
+// memory with cp.async (every copy in flight at once; the loop of register
+// loads it replaced made one L2 round trip per 256 chunks, yet the change
+// gained only 0.3-8 µs: the staging is not what the router's time is,
+// docs/PERF_LOG.md v10);
 // warp w of block (x, y) computes logits[b][8x + w] for the tokens b of group
 // y. Lane l takes 16-byte chunks l, l+32, ... of the router row, loaded once
 // for all the group's tokens, kRowBatch at a time with the next batch in
