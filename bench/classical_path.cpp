@@ -104,9 +104,10 @@ double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, do
 std::vector<ClassicalConfig> classical_sweep_configs() {
   std::vector<ClassicalConfig> v;
   for (bool pdl : {false, true}) {
-    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, pdl});
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, pdl});
     if (ClassicalMoe::wgmma_available())
-      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, pdl});
+      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
+    v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, pdl});
   }
   return v;
 }

@@ -58,12 +58,23 @@ class DeviceFp8BlockWeights {
 // Per-call tuning. for_batch() picks T from the expected tokens per expert
 // m = B·K/E and the kernel from the format, as measured on the H200
 // (docs/CLASSICAL.md "Choosing the configuration").
+// The grouped GEMM kernel of stages 5 and 7:
+//   kMmaSync  cp.async → shared memory → ldmatrix → mma.sync (any T)
+//   kWgmma    the same pipeline into sm_90a warpgroup MMAs (T = 64, 128)
+//   kStream   the decode tile (T = 8): weights loaded straight into MMA
+//             fragments in registers, no shared-memory staging; needs H
+//             and I multiples of 64 (W8A8 already needs 128): stream_fits
+enum class ClassicalGemm { kMmaSync, kWgmma, kStream };
+const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream"
+
 struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)
-  bool wgmma = false;    // sm_90a warpgroup GEMM (wgmma) instead of mma.sync
+  ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
-  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl"
+  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl"
+  // Whether the kStream GEMM takes both GEMMs of this shape and format.
+  static bool stream_fits(const MoeShape& shape, WeightFormat format);
 };
 
 enum class ClassicalStage { kRouterGemm, kTopK, kAlign, kPermute, kGateUp, kSiluMul, kDown, kCombine };

@@ -65,6 +65,10 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
     WD_CHECK(format == WeightFormat::kMXFP8 ? p.w_mx_scales != nullptr : p.w_block_scales != nullptr,
              "classical GEMM: the ", to_string(format), " weight scales are missing");
   }
+  if (kernel == GemmKernel::kStream) {
+    WD_CHECK(tile_tokens == 8, "classical GEMM: the stream kernel takes tile_tokens 8, not ", tile_tokens);
+    return stream_gemm(p, format, stream, pdl);
+  }
   WD_CHECK(kernel != GemmKernel::kWgmma || wgmma_available(),
            "classical GEMM: the wgmma kernel needs an sm_90 device and an sm_90a build");
   switch (format) {

@@ -56,14 +56,23 @@ struct GroupedGemmParams {
   int max_blocks;               // blocks launched along x
 };
 
-enum class GemmKernel { kMmaSync, kWgmma };
+// kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode
+// tile (T = 8 only) with the weights streamed straight into MMA fragments in
+// registers, no shared-memory staging (classical_stream_gemm.cu).
+enum class GemmKernel { kMmaSync, kWgmma, kStream };
 
-// tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a only).
+// tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a
+// only); 8 (stream, where stream_gemm_fits).
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.
 void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, GemmKernel kernel,
                   cudaStream_t stream, bool pdl = false);
+
+// Whether the stream kernel takes an (N, K) GEMM of this format: N % 32 == 0
+// and K % 64 == 0 (BF16) or K % 128 == 0 (W8A8).
+bool stream_gemm_fits(WeightFormat format, int n, int k);
+void stream_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl);
 
 // True when the current device runs the wgmma kernel (compute capability 9.0
 // and this build has sm_90a code).

@@ -89,17 +89,18 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // 362 µs vs 376 at T = 16), the wgmma T = 64 tile from B = 256 (m = 16:
   // 444 µs vs 486 at T = 32) through B = 1024 (617 µs vs 655 at T = 128);
   // PDL saves 4-6 µs a layer at every B. The same choice for every format
-  // (FP8 block-128 swept alike: T = 8 then T = 64 on wgmma).
+  // (FP8 block-128 swept alike: T = 8 then T = 64 on wgmma). At T = 8 the
+  // stream GEMM where the shape fits it (run 3).
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
   ClassicalConfig c;
   c.pdl = true;
-  (void)format;
   if (m <= 4.5) {
     c.tile_tokens = 8;
+    if (stream_fits(s, format)) c.gemm = ClassicalGemm::kStream;
   } else if (wg) {
     c.tile_tokens = m <= 96 ? 64 : 128;
-    c.wgmma = true;
+    c.gemm = ClassicalGemm::kWgmma;
   } else {
     // Elsewhere: T covers an expert's tokens with high probability (mean m,
     // spread ~ sqrt(m)), so that most experts are one block.
@@ -110,8 +111,23 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   return c;
 }
 
+bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
+  return kernels::stream_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
+         kernels::stream_gemm_fits(format, s.hidden, s.intermediate);
+}
+
 std::string ClassicalConfig::label() const {
-  return "t" + std::to_string(tile_tokens) + (wgmma ? "/wgmma" : "") + (pdl ? "/pdl" : "");
+  return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
+         (pdl ? "/pdl" : "");
+}
+
+const char* to_string(ClassicalGemm g) {
+  switch (g) {
+    case ClassicalGemm::kMmaSync: return "mma";
+    case ClassicalGemm::kWgmma: return "wgmma";
+    case ClassicalGemm::kStream: return "stream";
+  }
+  return "?";
 }
 
 const char* to_string(ClassicalStage s) {
@@ -223,7 +239,12 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
 }
 
 kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
-  return c.wgmma ? kernels::GemmKernel::kWgmma : kernels::GemmKernel::kMmaSync;
+  switch (c.gemm) {
+    case ClassicalGemm::kWgmma: return kernels::GemmKernel::kWgmma;
+    case ClassicalGemm::kStream: return kernels::GemmKernel::kStream;
+    case ClassicalGemm::kMmaSync: break;
+  }
+  return kernels::GemmKernel::kMmaSync;
 }
 }  // namespace
 
@@ -235,6 +256,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   const int T = config.tile_tokens;
   WD_CHECK(T == 8 || T == 16 || T == 32 || T == 64 || T == 128, "classical MoE: tile_tokens = ", T,
            " (allowed: 8, 16, 32, 64, 128)");
+  WD_CHECK(config.gemm != ClassicalGemm::kStream || (T == 8 && ClassicalConfig::stream_fits(shape_, w.format)),
+           "classical MoE: the stream GEMM takes T = 8 (not ", T, ") and H, I multiples of 64 (BF16) or 128 (W8A8); "
+           "H = ", H, ", I = ", I);
   const bool w8a8 = w.format != WeightFormat::kBF16;
   const int entries = B * K;
   const int max_blocks = max_blocks_for(entries, E, T);

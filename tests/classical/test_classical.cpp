@@ -346,9 +346,10 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
 
 std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
   std::vector<ClassicalConfig> v;
-  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, false, false});
+  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, false});
   if (ClassicalMoe::wgmma_available())
-    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, true, false});
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, false});
+  v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, false});
   if (with_pdl) {
     const size_t n = v.size();
     for (size_t i = 0; i < n; ++i) {
@@ -373,8 +374,11 @@ TEST(Classical, EachStageOnARealShape) {
   MoeShape s = preset_shape("qwen3-30b-a3b");
   s.experts = 32;  // its H and I; fewer experts keep the CPU checks quick
   for (WeightFormat f : kAllFormats) {
-    check_stages(s, f, 5, ClassicalConfig{8, false}, fresh_seed());
-    check_stages(s, f, 40, ClassicalConfig{64, ClassicalMoe::wgmma_available()}, fresh_seed());
+    check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kMmaSync}, fresh_seed());
+    check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kStream}, fresh_seed());
+    check_stages(s, f, 40, ClassicalConfig{64, ClassicalMoe::wgmma_available() ? ClassicalGemm::kWgmma
+                                                                                : ClassicalGemm::kMmaSync},
+                 fresh_seed());
   }
 }
 
@@ -646,8 +650,22 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
   EXPECT_THROW(moe.forward(lb.host.view(), x.data(), 2, out, nullptr), InvalidArgument);  // host weights
   DeviceBuffer<int32_t> ids(size_t(2) * odd.top_k);
   DeviceBuffer<float> w(size_t(2) * odd.top_k);
-  const ClassicalConfig bad_tile{24, false};
-  EXPECT_THROW(moe.experts(lb.view(), x.data(), RoutingView{2, odd.top_k, ids.data(), w.data()}, out, bad_tile, nullptr),
+  const RoutingView r2{2, odd.top_k, ids.data(), w.data()};
+  const ClassicalConfig bad_tile{24};
+  EXPECT_THROW(moe.experts(lb.view(), x.data(), r2, out, bad_tile, nullptr), InvalidArgument);
+  // The stream GEMM: T = 8 only, and H = 160 is not a multiple of 64.
+  EXPECT_THROW(moe.experts(lb.view(), x.data(), r2, out, ClassicalConfig{8, ClassicalGemm::kStream}, nullptr),
+               InvalidArgument);
+  const MoeShape fits = make_shape(256, 128, 16, 4);
+  const Layer lf = Layer::make(fits, WeightFormat::kBF16, 1);
+  ClassicalMoe moe_f(fits, 4);
+  DeviceBuffer<int32_t> ids_f(size_t(2) * fits.top_k);
+  DeviceBuffer<float> w_f(size_t(2) * fits.top_k);
+  DeviceBuffer<uint16_t> x_f(size_t(8) * fits.hidden);
+  DeviceBuffer<float> y_f(size_t(8) * fits.hidden);
+  EXPECT_THROW(moe_f.experts(lf.view(), x_f.data(), RoutingView{2, fits.top_k, ids_f.data(), w_f.data()},
+                             MoeOutput{y_f.data(), OutputType::kFP32, nullptr},
+                             ClassicalConfig{16, ClassicalGemm::kStream}, nullptr),
                InvalidArgument);
 }
 

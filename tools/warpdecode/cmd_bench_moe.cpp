@@ -32,6 +32,7 @@ struct Opts {
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
+  std::vector<std::string> classical_configs;  // labels timed beside the default
   std::string tune_json = "crossover.json";
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
   std::vector<int> tune_batches;
@@ -218,10 +219,16 @@ void run(const Opts& o) {
           opt.with_router = !o.no_router;
           opt.stages = o.stages;
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
-          if (o.classical_sweep)
-            for (const auto& c : bench::classical_sweep_configs())
-              if (c.label() != ClassicalConfig::for_batch(shapes[si], B, f).label())
-                doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
+          if (o.classical_sweep || !o.classical_configs.empty())
+            for (const auto& c : bench::classical_sweep_configs()) {
+              const bool listed = std::find(o.classical_configs.begin(), o.classical_configs.end(), c.label()) !=
+                                  o.classical_configs.end();
+              if (c.label() == ClassicalConfig::for_batch(shapes[si], B, f).label() ||
+                  (c.gemm == ClassicalGemm::kStream && !ClassicalConfig::stream_fits(shapes[si], f)) ||
+                  (!o.classical_sweep && !listed))
+                continue;
+              doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
+            }
         }
       }
     }
@@ -258,6 +265,9 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");
+  cmd->add_option("--classical-config", o->classical_configs,
+                  "Also time these classical configurations, by label (e.g. t8/pdl,t8/stream/pdl)")
+      ->delimiter(',');
   cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();

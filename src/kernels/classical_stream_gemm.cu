@@ -1,0 +1,292 @@
+// The register-streamed grouped GEMM of the classical path (GemmKernel::kStream,
+// classical_gemm.cuh): the decode tile, T = 8 token rows per expert block.
+//
+// Why a second decode kernel: the cp.async → shared memory → ldmatrix
+// pipeline of classical_gemm_impl.cuh streamed the decode GEMMs at 72-79 % of
+// the read bandwidth (BF16, B = 16-32; a barrier and a wait per 8 KB stage),
+// and FP8 went through sm_90's emulated E4M3 mma.sync. Here, as in warp
+// decode's tensor-core kernels, every lane loads its weight bytes with
+// 16-byte loads straight into the registers of its MMA fragments (mma.cuh:
+// the K permutation), and nothing waits at a barrier until the epilogue.
+//
+// Mapping: grid (N/32, max_blocks). Block (x, y) computes weight rows
+// [32x, 32x+32) (two m16 tiles) for the 8 token rows of expert block y
+// (rows [8y, 8y+8) of A, expert block_expert[y]; blocks y >= the device-side
+// count exit at once). The block's S warps (S = blockDim.x / 32 <= 4) split
+// K into S ranges of whole rounds; lane 4g+q loads rows g, g+8, 16+g, 24+g
+// of each 64-byte chunk of its range (16 bytes at 16q) and the same 16 bytes
+// of A's row g. The S partial tiles are summed in shared memory in warp order
+// (deterministic), then stored with 16-byte stores.
+//
+// Numerics. BF16: the MMA chain of each K range in FP32, ranges summed in
+// order. W8A8: the E4M3 codes of W and A are decoded exactly to BF16 (every
+// E4M3 value is a BF16, mma.cuh e4m3x16_to_bf16x8) and multiplied on the BF16
+// tensor cores, where every product of two E4M3 values is exact in FP32; each
+// 128-element K group (one activation scale group, one FP8 block-128 weight
+// block) is summed alone, then promoted: acc += group · sw · sa (DeepGEMM-
+// style, as the shared-memory kernel does). MXFP8 weights enter the decode
+// with their 32-element scale (exact whenever the product is a BF16 normal),
+// so their group promotion carries only sa.
+//
+// Shapes: N % 32 == 0; K % 64 == 0 (BF16) or K % 128 == 0 (W8A8);
+// stream_gemm_fits() says whether a GEMM qualifies.
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/cuda_check.h"
+#include "kernels/classical_gemm.cuh"
+#include "kernels/common.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/mma.cuh"
+#include "warpdecode/error.h"
+
+namespace wd::kernels {
+namespace {
+
+constexpr int kRows = 32;      // weight rows per block: two m16 tiles
+constexpr int kTokens = 8;     // token rows per expert block: one n8 tile
+constexpr int kMaxSlices = 4;  // warps per block, one K range each
+constexpr int kGroup = 128;    // W8A8: elements per activation scale group
+
+// A chunk is 64 bytes of a row (16 per lane of a quad): 32 BF16 or 64 E4M3.
+// A round is what one load phase brings: two chunks for BF16, one for W8A8
+// (whose decoded words need the registers of the second). A W8A8 group is
+// two rounds, so the main loop's two buffers hold exactly one group.
+template <WeightFormat F>
+struct Stream {
+  static constexpr bool kFp8 = F != WeightFormat::kBF16;
+  static constexpr bool kMx = F == WeightFormat::kMXFP8;
+  static constexpr int kChunkElems = kFp8 ? 64 : 32;
+  static constexpr int kChunks = kFp8 ? 1 : 2;  // per round
+  static constexpr int kRoundElems = kChunks * kChunkElems;
+  static constexpr int kSteps = kChunkElems / 16;  // k16 MMA steps per chunk
+  static constexpr int kElemBytes = kFp8 ? 1 : 2;
+};
+
+template <WeightFormat F>
+__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
+    stream_gemm_kernel(const __grid_constant__ GroupedGemmParams p) {
+  using S = Stream<F>;
+  __shared__ float s_part[kMaxSlices][8][kWarpSize];
+  __shared__ __align__(16) float s_out[kTokens][kRows];
+
+  const int N = p.n, K = p.k;
+  // The block table comes from the align stage, two kernels back: complete
+  // before this kernel starts even under PDL (launch.cuh).
+  const int nb = p.num_blocks != nullptr ? __ldcg(p.num_blocks) : p.max_blocks;
+  if (int(blockIdx.y) >= nb) {
+    wait_for_previous_kernel();  // a kernel's completion must imply its predecessor's
+    return;
+  }
+  const int expert = p.block_expert != nullptr ? __ldcg(p.block_expert + blockIdx.y) : 0;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int slices = blockDim.x / kWarpSize;
+  const int g = lane / 4, q = lane % 4;
+  const int n0 = blockIdx.x * kRows, row0 = blockIdx.y * kTokens;
+
+  // The warp's rounds [r_begin, r_begin + nr): the most equal split of K in
+  // units of a round (BF16) or a group of two rounds (W8A8). The launcher
+  // never makes more slices than units, so nr >= 1 (>= 2 and even for W8A8).
+  constexpr int kUnit = S::kFp8 ? 2 : 1;
+  const int units = K / S::kRoundElems / kUnit;
+  const int r_begin = warp * units / slices * kUnit, nr = (warp + 1) * units / slices * kUnit - r_begin;
+  const size_t k_bytes = size_t(K) * S::kElemBytes;
+  const uint64_t pol = l2_stream_policy(true);
+
+  // Lane addresses. Row r of the lane (0..3) is n0 + g + 8r; chunk c of the
+  // warp's range starts at element (r_begin·kChunks + c)·kChunkElems.
+  const int c_first = r_begin * S::kChunks;
+  const uint8_t* w_lane = static_cast<const uint8_t*>(p.w) +
+                          (size_t(expert) * N + n0 + g) * k_bytes + size_t(c_first) * 64 + 16 * q;
+  const size_t w_row_step = 8 * k_bytes;
+  const int a_row = min(row0 + g, p.rows - 1);
+  const uint8_t* a_lane = static_cast<const uint8_t*>(p.a) + size_t(a_row) * k_bytes + size_t(c_first) * 64 + 16 * q;
+  // MXFP8: the code of the lane's 16 elements of chunk c of row r.
+  const int mx_blocks = K / kMxBlock;
+  const uint8_t* mx_lane = S::kMx ? p.w_mx_scales + (size_t(expert) * N + n0 + g) * mx_blocks +
+                                        (c_first * S::kChunkElems + 16 * q) / kMxBlock
+                                  : nullptr;
+  const int groups = K / kGroup;
+
+  struct Round {
+    uint4 w[S::kChunks][4];
+    uint4 a[S::kChunks];
+    uint32_t code[S::kChunks][4];
+    float ws, sa0, sa1;  // W8A8: the group's scales, loaded with its second round
+  };
+  auto load_w = [&](Round& rd, int r) {
+    r = min(r, nr - 1);  // past the end: re-read the last round (never computed)
+#pragma unroll
+    for (int u = 0; u < S::kChunks; ++u) {
+      const int c = r * S::kChunks + u;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        rd.w[u][j] = ld_stream(w_lane + j * w_row_step + size_t(c) * 64, pol);
+        if constexpr (S::kMx) rd.code[u][j] = ld_byte(mx_lane + size_t(j) * 8 * mx_blocks + 2 * c);
+      }
+    }
+  };
+  // with_scales: W8A8, the group's scales ride with its second round.
+  auto load_a = [&](Round& rd, int r, bool with_scales) {
+    r = min(r, nr - 1);
+#pragma unroll
+    for (int u = 0; u < S::kChunks; ++u) rd.a[u] = ld_cached(a_lane + size_t(r * S::kChunks + u) * 64);
+    if (S::kFp8 && with_scales) {
+      // Group of round r (two rounds a group; the range starts on a group).
+      const int grp = (c_first + r) / 2;
+      rd.sa0 = __ldg(p.a_scales + size_t(min(row0 + 2 * q, p.rows - 1)) * groups + grp);
+      rd.sa1 = __ldg(p.a_scales + size_t(min(row0 + 2 * q + 1, p.rows - 1)) * groups + grp);
+      if constexpr (!S::kMx)
+        rd.ws = __ldg(p.w_block_scales + (size_t(expert) * (N / kGroup) + n0 / kGroup) * groups + grp);
+    }
+  };
+
+  // acc (BF16) or the group's partial (W8A8) += the round's products.
+  auto compute_path = [&](const Round& rd, float (&d)[2][4], auto narrow) {
+    [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
+#pragma unroll
+    for (int u = 0; u < S::kChunks; ++u) {
+      uint32_t xw[8];
+      if constexpr (S::kFp8) {
+        e4m3x16_to_bf16x8<true>(rd.a[u], 127u, xw);  // scale 2^0: the E4M3 values themselves
+      } else {
+        xw[0] = rd.a[u].x; xw[1] = rd.a[u].y; xw[2] = rd.a[u].z; xw[3] = rd.a[u].w;
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        uint32_t a[2][8];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const uint4& raw = rd.w[u][2 * mt + hh];
+          if constexpr (S::kFp8) {
+            e4m3x16_to_bf16x8<kNarrow>(raw, S::kMx ? rd.code[u][2 * mt + hh] : 127u, a[hh]);
+          } else {
+            a[hh][0] = raw.x; a[hh][1] = raw.y; a[hh][2] = raw.z; a[hh][3] = raw.w;
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < S::kSteps; ++s)
+          mma_bf16(d[mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+      }
+    }
+  };
+  auto compute = [&](const Round& rd, float (&d)[2][4]) {
+    if constexpr (S::kMx) {
+      uint32_t mc = 0;
+#pragma unroll
+      for (int u = 0; u < S::kChunks; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mc = max(mc, rd.code[u][j]);
+      if (scales_narrow(mc)) compute_path(rd, d, std::true_type{});
+      else compute_path(rd, d, std::false_type{});
+    } else {
+      compute_path(rd, d, std::true_type{});
+    }
+  };
+
+  // C fragment: d[mt][c] is weight row n0 + 16mt + g + 8(c/2), token 2q + c%2.
+  float acc[2][4] = {};
+  auto promote = [&](const float (&t)[2][4], const Round& rd) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float sa = (c % 2) ? rd.sa1 : rd.sa0;
+        acc[mt][c] = __fmaf_rn(t[mt][c], S::kMx ? sa : rd.ws * sa, acc[mt][c]);
+      }
+  };
+
+  // Two buffers used alternately, one round in flight while the other is
+  // computed. The weights of the first round are requested before the wait
+  // for the previous kernel (PDL): they are layer inputs. Loads are never
+  // conditional (see moe_gate_up_tc.cu: a conditional load made the
+  // compiler wait on it at a register move).
+  Round ra, rb;
+  load_w(ra, 0);
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  load_a(ra, 0, false);
+  for (int r = 0;; r += 2) {
+    load_w(rb, r + 1);
+    load_a(rb, r + 1, true);
+    if constexpr (S::kFp8) {
+      // ra and rb are the two rounds of one group (nr is even).
+      float t[2][4] = {};
+      compute(ra, t);
+      load_w(ra, r + 2);
+      load_a(ra, r + 2, false);
+      compute(rb, t);
+      promote(t, rb);
+      if (r + 2 >= nr) break;
+    } else {
+      compute(ra, acc);
+      if (r + 1 >= nr) break;
+      load_w(ra, r + 2);
+      load_a(ra, r + 2, false);
+      compute(rb, acc);
+      if (r + 2 >= nr) break;
+    }
+  }
+
+  // The S K ranges' partials, summed in warp order; then 16-byte stores of
+  // the (8 tokens × 32 rows) tile, one row segment of a token per lane.
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s_part[warp][j][lane] = acc[j / 4][j % 4];
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    float v = s_part[0][j][lane];
+    for (int s = 1; s < slices; ++s) v += s_part[s][j][lane];
+    const int mt = j / 4, c = j % 4;
+    s_out[2 * q + c % 2][16 * mt + g + 8 * (c / 2)] = v;
+  }
+  __syncwarp();
+  const int out_bytes = p.out_fp32 ? 4 : 2;
+  const int segs = kRows * out_bytes / 16;  // 16-byte segments of a token's 32 outputs
+  for (int i = lane; i < kTokens * segs; i += kWarpSize) {
+    const int tok = i / segs, sg = i % segs, row = row0 + tok;
+    if (row >= p.rows) continue;
+    const int e0 = sg * 16 / out_bytes;
+    const float* src = &s_out[tok][e0];
+    uint4 v;
+    if (p.out_fp32) {
+      v = make_uint4(__float_as_uint(src[0]), __float_as_uint(src[1]), __float_as_uint(src[2]), __float_as_uint(src[3]));
+    } else {
+      v = make_uint4(pack_bf16x2(src[0], src[1]), pack_bf16x2(src[2], src[3]), pack_bf16x2(src[4], src[5]),
+                     pack_bf16x2(src[6], src[7]));
+    }
+    *reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + (size_t(row) * N + n0 + e0) * out_bytes) = v;
+  }
+}
+
+template <WeightFormat F>
+void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
+  // One slice per unit of K at most (a round for BF16, a group for W8A8).
+  const int units = p.k / Stream<F>::kRoundElems / (Stream<F>::kFp8 ? 2 : 1);
+  const int slices = units < kMaxSlices ? units : kMaxSlices;
+  const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
+  launch_kernel(&stream_gemm_kernel<F>, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
+}
+
+}  // namespace
+
+bool stream_gemm_fits(WeightFormat format, int n, int k) {
+  if (n <= 0 || k <= 0 || n % kRows != 0) return false;
+  return format == WeightFormat::kBF16 ? k % Stream<WeightFormat::kBF16>::kRoundElems == 0 : k % kGroup == 0;
+}
+
+void stream_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
+  WD_CHECK(stream_gemm_fits(format, p.n, p.k), "classical GEMM: the stream kernel needs N % 32 == 0 and K % ",
+           format == WeightFormat::kBF16 ? 64 : 128, " == 0 (N = ", p.n, ", K = ", p.k,
+           "); use the mma.sync kernel");
+  switch (format) {
+    case WeightFormat::kBF16: return launch<WeightFormat::kBF16>(p, stream, pdl);
+    case WeightFormat::kFP8Block128: return launch<WeightFormat::kFP8Block128>(p, stream, pdl);
+    case WeightFormat::kMXFP8: return launch<WeightFormat::kMXFP8>(p, stream, pdl);
+  }
+  throw InvalidArgument("classical GEMM: unknown weight format");
+}
+
+}  // namespace wd::kernels

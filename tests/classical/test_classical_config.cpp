@@ -1,0 +1,58 @@
+// ClassicalConfig on the host: which GEMM kernel and tile a batch gets, which
+// shapes the stream GEMM takes, and the labels the benchmark prints.
+#include <gtest/gtest.h>
+
+#include "warpdecode/classical.h"
+#include "warpdecode/layout.h"
+
+namespace wd {
+namespace {
+
+MoeShape shape_of(int hidden, int intermediate) {
+  MoeShape s = preset_shape("qwen3-30b-a3b");
+  s.hidden = hidden;
+  s.intermediate = intermediate;
+  return s;
+}
+
+TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
+  for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
+    const MoeShape s = preset_shape(preset);
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
+      EXPECT_TRUE(ClassicalConfig::stream_fits(s, f)) << preset << " " << to_string(f);
+      for (int B : {1, 8, 32, 64}) {
+        const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
+        EXPECT_EQ(c.tile_tokens, 8) << preset << " B=" << B;
+        EXPECT_EQ(c.gemm, ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_EQ(c.label(), "t8/stream/pdl");
+      }
+      // From ~5 tokens per expert on, larger tiles: never the stream GEMM.
+      EXPECT_NE(ClassicalConfig::for_batch(s, 1024, f).gemm, ClassicalGemm::kStream) << preset;
+    }
+  }
+}
+
+TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
+  EXPECT_FALSE(ClassicalConfig::stream_fits(shape_of(160, 96), WeightFormat::kBF16));   // H % 64 != 0
+  EXPECT_FALSE(ClassicalConfig::stream_fits(shape_of(256, 96), WeightFormat::kBF16));   // I % 64 != 0
+  EXPECT_TRUE(ClassicalConfig::stream_fits(shape_of(256, 192), WeightFormat::kBF16));
+  EXPECT_FALSE(ClassicalConfig::stream_fits(shape_of(256, 192), WeightFormat::kFP8Block128));  // I % 128 != 0
+  EXPECT_TRUE(ClassicalConfig::stream_fits(shape_of(384, 256), WeightFormat::kMXFP8));
+  // A shape the stream GEMM cannot take gets the mma.sync tile at T = 8.
+  const ClassicalConfig c = ClassicalConfig::for_batch(shape_of(160, 96), 1, WeightFormat::kBF16);
+  EXPECT_EQ(c.tile_tokens, 8);
+  EXPECT_EQ(c.gemm, ClassicalGemm::kMmaSync);
+  EXPECT_EQ(c.label(), "t8/pdl");
+}
+
+TEST(ClassicalConfig, Labels) {
+  EXPECT_STREQ(to_string(ClassicalGemm::kMmaSync), "mma");
+  EXPECT_STREQ(to_string(ClassicalGemm::kWgmma), "wgmma");
+  EXPECT_STREQ(to_string(ClassicalGemm::kStream), "stream");
+  EXPECT_EQ((ClassicalConfig{16}).label(), "t16");
+  EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kWgmma, true}).label(), "t128/wgmma/pdl");
+  EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStream, false}).label(), "t8/stream");
+}
+
+}  // namespace
+}  // namespace wd
