@@ -20,18 +20,23 @@
 //
 // Numerics. BF16: the MMA chain of each K range in FP32, ranges summed in
 // order. W8A8: the E4M3 codes of W and A are decoded exactly to BF16 (every
-// E4M3 value is a BF16, mma.cuh e4m3x16_to_bf16x8) and multiplied on the BF16
-// tensor cores, where every product of two E4M3 values is exact in FP32; each
-// 128-element K group (one activation scale group, one FP8 block-128 weight
-// block) is summed alone, then promoted: acc += group · sw · sa (DeepGEMM-
-// style, as the shared-memory kernel does). MXFP8 weights enter the decode
-// with their 32-element scale (exact whenever the product is a BF16 normal),
-// so their group promotion carries only sa.
+// E4M3 value is a BF16, mma.cuh) and multiplied on the BF16 tensor cores,
+// where every product of two E4M3 values is exact in FP32; each 128-element
+// K group (one activation scale group, one FP8 block-128 weight block) is
+// summed alone, then promoted: acc += group · sw · sa (DeepGEMM-style, as
+// the shared-memory kernel does). FP8 block-128 weights are decoded as
+// w·2^-112 (one multiply a pair fewer: the bulk of the decode) and A as
+// a·2^6, so every product w·a·2^-106 is an FP32 normal (|w|, |a| >= 2^-9)
+// and the group sum is the exact-scale sum times 2^-106, which the promotion
+// undoes exactly. MXFP8 weights enter the decode with their 32-element scale
+// (exact whenever the product is a BF16 normal), so their promotion carries
+// only sa.
 //
 // Shapes: N % 32 == 0; K % 64 == 0 (BF16) or K % 128 == 0 (W8A8);
 // stream_gemm_fits() says whether a GEMM qualifies.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/cuda_check.h"
@@ -46,29 +51,33 @@ namespace {
 
 constexpr int kRows = 32;      // weight rows per block: two m16 tiles
 constexpr int kTokens = 8;     // token rows per expert block: one n8 tile
-constexpr int kMaxSlices = 4;  // warps per block, one K range each
+constexpr int kMaxSlices = 8;  // warps per block, one K range each (MXFP8: 4)
 constexpr int kGroup = 128;    // W8A8: elements per activation scale group
 
 // A chunk is 64 bytes of a row (16 per lane of a quad): 32 BF16 or 64 E4M3.
-// A round is what one load phase brings: two chunks for BF16, one for W8A8
-// (whose decoded words need the registers of the second). A W8A8 group is
-// two rounds, so the main loop's two buffers hold exactly one group.
+// A round is what one load phase brings, two chunks: 4 KB per warp in flight
+// while the other buffer is computed. A W8A8 round is one 128-element group.
 template <WeightFormat F>
 struct Stream {
   static constexpr bool kFp8 = F != WeightFormat::kBF16;
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr int kChunkElems = kFp8 ? 64 : 32;
-  static constexpr int kChunks = kFp8 ? 1 : 2;  // per round
+  static constexpr int kChunks = 2;  // per round
   static constexpr int kRoundElems = kChunks * kChunkElems;
   static constexpr int kSteps = kChunkElems / 16;  // k16 MMA steps per chunk
   static constexpr int kElemBytes = kFp8 ? 1 : 2;
+  // Warps per block at most, and the blocks of that size the registers must
+  // allow per SM: 16 warps at <= 128 registers; MXFP8's scale codes and
+  // second decode path need more (spills at 128): 12 warps.
+  static constexpr int kMaxWarps = kMx ? 4 : kMaxSlices;
+  static constexpr int kMinBlocks = kMx ? 3 : 2;
 };
 
 template <WeightFormat F>
-__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
+__global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::kMinBlocks)
     stream_gemm_kernel(const __grid_constant__ GroupedGemmParams p) {
   using S = Stream<F>;
-  __shared__ float s_part[kMaxSlices][8][kWarpSize];
+  __shared__ float s_part[S::kMaxWarps][8][kWarpSize];
   __shared__ __align__(16) float s_out[kTokens][kRows];
 
   const int N = p.n, K = p.k;
@@ -85,12 +94,10 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
   const int g = lane / 4, q = lane % 4;
   const int n0 = blockIdx.x * kRows, row0 = blockIdx.y * kTokens;
 
-  // The warp's rounds [r_begin, r_begin + nr): the most equal split of K in
-  // units of a round (BF16) or a group of two rounds (W8A8). The launcher
-  // never makes more slices than units, so nr >= 1 (>= 2 and even for W8A8).
-  constexpr int kUnit = S::kFp8 ? 2 : 1;
-  const int units = K / S::kRoundElems / kUnit;
-  const int r_begin = warp * units / slices * kUnit, nr = (warp + 1) * units / slices * kUnit - r_begin;
+  // The warp's rounds [r_begin, r_begin + nr): the most equal split of K's
+  // rounds. The launcher never makes more slices than rounds: nr >= 1.
+  const int rounds = K / S::kRoundElems;
+  const int r_begin = warp * rounds / slices, nr = (warp + 1) * rounds / slices - r_begin;
   const size_t k_bytes = size_t(K) * S::kElemBytes;
   const uint64_t pol = l2_stream_policy(true);
 
@@ -127,14 +134,12 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
       }
     }
   };
-  // with_scales: W8A8, the group's scales ride with its second round.
-  auto load_a = [&](Round& rd, int r, bool with_scales) {
+  auto load_a = [&](Round& rd, int r) {
     r = min(r, nr - 1);
 #pragma unroll
     for (int u = 0; u < S::kChunks; ++u) rd.a[u] = ld_cached(a_lane + size_t(r * S::kChunks + u) * 64);
-    if (S::kFp8 && with_scales) {
-      // Group of round r (two rounds a group; the range starts on a group).
-      const int grp = (c_first + r) / 2;
+    if constexpr (S::kFp8) {
+      const int grp = r_begin + r;  // W8A8: round = group
       rd.sa0 = __ldg(p.a_scales + size_t(min(row0 + 2 * q, p.rows - 1)) * groups + grp);
       rd.sa1 = __ldg(p.a_scales + size_t(min(row0 + 2 * q + 1, p.rows - 1)) * groups + grp);
       if constexpr (!S::kMx)
@@ -149,7 +154,8 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
     for (int u = 0; u < S::kChunks; ++u) {
       uint32_t xw[8];
       if constexpr (S::kFp8) {
-        e4m3x16_to_bf16x8<true>(rd.a[u], 127u, xw);  // scale 2^0: the E4M3 values themselves
+        // a·2^(c-127): a itself for MXFP8, a·2^6 beside block-128's w·2^-112.
+        e4m3x16_to_bf16x8<true>(rd.a[u], S::kMx ? 127u : 133u, xw);
       } else {
         xw[0] = rd.a[u].x; xw[1] = rd.a[u].y; xw[2] = rd.a[u].z; xw[3] = rd.a[u].w;
       }
@@ -159,8 +165,10 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const uint4& raw = rd.w[u][2 * mt + hh];
-          if constexpr (S::kFp8) {
-            e4m3x16_to_bf16x8<kNarrow>(raw, S::kMx ? rd.code[u][2 * mt + hh] : 127u, a[hh]);
+          if constexpr (S::kMx) {
+            e4m3x16_to_bf16x8<kNarrow>(raw, rd.code[u][2 * mt + hh], a[hh]);
+          } else if constexpr (S::kFp8) {
+            e4m3x16_to_bf16x8_pow2(raw, a[hh]);
           } else {
             a[hh][0] = raw.x; a[hh][1] = raw.y; a[hh][2] = raw.z; a[hh][3] = raw.w;
           }
@@ -193,7 +201,8 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const float sa = (c % 2) ? rd.sa1 : rd.sa0;
-        acc[mt][c] = __fmaf_rn(t[mt][c], S::kMx ? sa : rd.ws * sa, acc[mt][c]);
+        if constexpr (S::kMx) acc[mt][c] = __fmaf_rn(t[mt][c], sa, acc[mt][c]);
+        else acc[mt][c] = __fmaf_rn(t[mt][c] * 0x1p106f, rd.ws * sa, acc[mt][c]);  // × 2^106: exact
       }
   };
 
@@ -206,27 +215,26 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
   load_w(ra, 0);
   wait_for_previous_kernel();
   allow_next_kernel();
-  load_a(ra, 0, false);
+  load_a(ra, 0);
+  // BF16 accumulates straight into acc; W8A8 sums a group alone, then promotes.
+  auto consume = [&](const Round& rd) {
+    if constexpr (S::kFp8) {
+      float t[2][4] = {};
+      compute(rd, t);
+      promote(t, rd);
+    } else {
+      compute(rd, acc);
+    }
+  };
   for (int r = 0;; r += 2) {
     load_w(rb, r + 1);
-    load_a(rb, r + 1, true);
-    if constexpr (S::kFp8) {
-      // ra and rb are the two rounds of one group (nr is even).
-      float t[2][4] = {};
-      compute(ra, t);
-      load_w(ra, r + 2);
-      load_a(ra, r + 2, false);
-      compute(rb, t);
-      promote(t, rb);
-      if (r + 2 >= nr) break;
-    } else {
-      compute(ra, acc);
-      if (r + 1 >= nr) break;
-      load_w(ra, r + 2);
-      load_a(ra, r + 2, false);
-      compute(rb, acc);
-      if (r + 2 >= nr) break;
-    }
+    load_a(rb, r + 1);
+    consume(ra);
+    if (r + 1 >= nr) break;
+    load_w(ra, r + 2);
+    load_a(ra, r + 2);
+    consume(rb);
+    if (r + 2 >= nr) break;
   }
 
   // The S K ranges' partials, summed in warp order; then 16-byte stores of
@@ -263,9 +271,33 @@ __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 4)
 
 template <WeightFormat F>
 void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
-  // One slice per unit of K at most (a round for BF16, a group for W8A8).
-  const int units = p.k / Stream<F>::kRoundElems / (Stream<F>::kFp8 ? 2 : 1);
-  const int slices = units < kMaxSlices ? units : kMaxSlices;
+  using S = Stream<F>;
+  auto kernel = &stream_gemm_kernel<F>;
+  // Warps the device holds at once (one-warp blocks: the register limit).
+  static const long resident_warps = [&] {
+    int dev = 0, sms = 0, per_sm = 0;
+    WD_CUDA_CHECK(cudaGetDevice(&dev));
+    WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarpSize, 0));
+    return long(sms) * per_sm;
+  }();
+  const long tiles = long(p.n / kRows) * p.max_blocks;
+  const int rounds = p.k / S::kRoundElems;
+  // Slices (warps per block): a warp's time is about its rounds, so the
+  // fewest slices that give the least rounds per warp with 4 warps (6
+  // rounds: 3 slices of 2). A grid that would leave the device partly idle
+  // (decode at B = 1: 8 experts' tiles) is split further, up to the slice
+  // count that minimises waves × rounds per warp.
+  int per_warp = (rounds + 3) / 4;
+  int slices = (rounds + per_warp - 1) / per_warp;
+  if (tiles * slices < resident_warps) {
+    long best = -1;
+    for (int sl = slices; sl <= std::min(S::kMaxWarps, rounds); ++sl) {
+      const long waves = (tiles * sl + resident_warps - 1) / resident_warps;
+      const long cost = waves * ((rounds + sl - 1) / sl);
+      if (best < 0 || cost < best) best = cost, slices = sl;
+    }
+  }
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
   launch_kernel(&stream_gemm_kernel<F>, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
 }

@@ -63,6 +63,25 @@ __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
   return __all_sync(kFullMask, max_code <= kNarrowMaxCode);
 }
 
+// Two E4M3 codes (the low 16 bits of `two`) -> BF16x2 whose values are the
+// E4M3 values × 2^-112, exactly: E4M3 -> F16 in hardware, then the F16
+// exponent and mantissa moved down three places. Every E4M3 value,
+// subnormals included, is an F16 normal, and lands on a BF16 normal.
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_pow2(uint32_t two) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
+  const uint32_t x = uint32_t(h.x) | (uint32_t(h.y) << 16);
+  return ((x >> 3) & 0x0FFF0FFFu) | (x & 0x80008000u);
+}
+
+// 16 E4M3 codes -> 8 BF16x2 words of their values × 2^-112 (exact): for a
+// caller that folds the 2^112 into a later scale (classical_stream_gemm.cu).
+__device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_t (&out)[8]) {
+  const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = e4m3x2_to_bf16x2_pow2(v[i / 2] >> (16 * (i % 2)));
+}
+
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -71,10 +90,7 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t cod
     const __nv_bfloat162 mul = *reinterpret_cast<const __nv_bfloat162*>(&m);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-          static_cast<__nv_fp8x2_storage_t>((v[i / 2] >> (16 * (i % 2))) & 0xFFFFu), __NV_E4M3);
-      const uint32_t x = uint32_t(h.x) | (uint32_t(h.y) << 16);
-      const uint32_t b = ((x >> 3) & 0x0FFF0FFFu) | (x & 0x80008000u);
+      const uint32_t b = e4m3x2_to_bf16x2_pow2(v[i / 2] >> (16 * (i % 2)));
       const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&b), mul);
       out[i] = *reinterpret_cast<const uint32_t*>(&r);
     }

@@ -84,20 +84,24 @@ size_t DeviceFp8BlockWeights::bytes() const {
 
 // ---- ClassicalConfig -------------------------------------------------------------------
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
-  // m = expected tokens per expert under uniform routing. H200 sweep (run 2,
-  // qwen3-30b-a3b, docs/CLASSICAL.md): T = 8 is fastest up to B = 64 (m = 4:
-  // 362 µs vs 376 at T = 16), the wgmma T = 64 tile from B = 256 (m = 16:
-  // 444 µs vs 486 at T = 32) through B = 1024 (617 µs vs 655 at T = 128);
-  // PDL saves 4-6 µs a layer at every B. The same choice for every format
-  // (FP8 block-128 swept alike: T = 8 then T = 64 on wgmma). At T = 8 the
-  // stream GEMM where the shape fits it (run 3).
+  // m = expected tokens per expert under uniform routing. H200 measurements
+  // (docs/CLASSICAL.md): the stream GEMM at T = 8 beats every shared-memory
+  // tile up to m = 8 (B = 128 on qwen3-30b-a3b: BF16 369 µs vs 439 for the
+  // wgmma T = 64 tile; qwen3-235b-a22b FP8 block-128 ties there) and, for
+  // MXFP8, up to m = 12 (B = 192: 415 vs 451 µs); above, the wgmma T = 64
+  // tile, then T = 128 from m = 96 (run 2: 617 µs vs 655 at B = 1024). A
+  // shape the stream GEMM cannot take runs T = 8 on mma.sync up to m = 4.5
+  // (run 2: 362 µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer.
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
+  const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : 8.0;
   ClassicalConfig c;
   c.pdl = true;
-  if (m <= 4.5) {
+  if (m <= stream_up_to && stream_fits(s, format)) {
     c.tile_tokens = 8;
-    if (stream_fits(s, format)) c.gemm = ClassicalGemm::kStream;
+    c.gemm = ClassicalGemm::kStream;
+  } else if (m <= 4.5) {
+    c.tile_tokens = 8;
   } else if (wg) {
     c.tile_tokens = m <= 96 ? 64 : 128;
     c.gemm = ClassicalGemm::kWgmma;

@@ -20,14 +20,17 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
     const MoeShape s = preset_shape(preset);
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
       EXPECT_TRUE(ClassicalConfig::stream_fits(s, f)) << preset << " " << to_string(f);
-      for (int B : {1, 8, 32, 64}) {
+      // Up to 8 tokens per expert (12 for MXFP8): the stream GEMM.
+      const int up_to = s.experts * (f == WeightFormat::kMXFP8 ? 12 : 8) / s.top_k;
+      for (int B : {1, 8, 32, 64, up_to}) {
         const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
         EXPECT_EQ(c.tile_tokens, 8) << preset << " B=" << B;
         EXPECT_EQ(c.gemm, ClassicalGemm::kStream) << preset << " B=" << B;
         EXPECT_EQ(c.label(), "t8/stream/pdl");
       }
-      // From ~5 tokens per expert on, larger tiles: never the stream GEMM.
-      EXPECT_NE(ClassicalConfig::for_batch(s, 1024, f).gemm, ClassicalGemm::kStream) << preset;
+      // Above, larger tiles: never the stream GEMM.
+      for (int B : {up_to + 1, 1024})
+        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
     }
   }
 }
