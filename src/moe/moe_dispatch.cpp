@@ -26,10 +26,10 @@ bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
 std::vector<CrossoverEntry> built_in_entries() {
   return {
       // preset, H, I, E, K, format, crossover
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 128},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 192},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 192},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 48},
   };
 }
 

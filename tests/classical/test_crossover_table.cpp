@@ -64,6 +64,18 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     EXPECT_TRUE(e.crossover == CrossoverEntry::kNever || e.crossover >= 1) << e.preset;
     EXPECT_GT(e.hidden, 0);
   }
+  // The built-in entries are the committed H200 measurement, entry for entry.
+  const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
+  ASSERT_EQ(t.entries().size(), measured.entries().size());
+  for (size_t i = 0; i < t.entries().size(); ++i) {
+    const auto& a = t.entries()[i];
+    const auto& b = measured.entries()[i];
+    EXPECT_EQ(a.preset, b.preset);
+    EXPECT_EQ(a.format, b.format) << a.preset;
+    EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
+    EXPECT_EQ(a.hidden, b.hidden);
+    EXPECT_EQ(a.intermediate, b.intermediate);
+  }
 }
 
 }  // namespace
