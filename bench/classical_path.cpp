@@ -108,6 +108,7 @@ std::vector<ClassicalConfig> classical_sweep_configs() {
     if (ClassicalMoe::wgmma_available())
       for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, pdl});
+    if (ClassicalMoe::wgmma_available()) v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
   }
   return v;
 }

@@ -64,8 +64,10 @@ class DeviceFp8BlockWeights {
 //   kStream   the decode tile (T = 8): weights loaded straight into MMA
 //             fragments in registers, no shared-memory staging; needs H
 //             and I multiples of 64 (W8A8 already needs 128): stream_fits
-enum class ClassicalGemm { kMmaSync, kWgmma, kStream };
-const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream"
+//   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
+//             native E4M3 register operands of wgmma, no decode
+enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma };
+const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma"
 
 struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)
@@ -75,6 +77,9 @@ struct ClassicalConfig {
   std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
+  // Whether this configuration runs that shape and format on this device
+  // (tile and kernel allowed, shape divisible as the kernel needs).
+  bool supports(const MoeShape& shape, WeightFormat format) const;
 };
 
 enum class ClassicalStage { kRouterGemm, kTopK, kAlign, kPermute, kGateUp, kSiluMul, kDown, kCombine };

@@ -8,6 +8,7 @@ target_sources(warpdecode PRIVATE
   kernels/classical_gemm_mxfp8.cu
   kernels/classical_stages.cu
   kernels/classical_stream_gemm.cu
+  kernels/classical_stream_wgmma.cu
   moe/classical_moe.cpp
   moe/moe_dispatch.cpp
   reference/classical_reference.cpp)

@@ -114,6 +114,25 @@ __device__ __forceinline__ void wgmma_m64n128_e4m3(float (&d)[64], uint64_t desc
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// m64n8k32 E4M3 with A from registers (the decode tile of
+// classical_stream_wgmma.cu): warp w of the warpgroup supplies rows
+// [16w, 16w+16); lane (g, t) holds a[0] = row g, k 4t..4t+3; a[1] = row g+8,
+// same k; a[2] = row g, k 16+4t..16+4t+3; a[3] = row g+8, same k (four
+// E4M3 bytes a register, lowest k in the lowest byte).
+__device__ __forceinline__ void wgmma_m64n8k32_e4m3_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                       int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+// Keeps the compiler from moving reads of an accumulator above the
+// wgmma.wait that makes it valid (the value is written asynchronously).
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
 #endif  // WD_WGMMA_AVAILABLE
 
 }  // namespace wd::kernels::wgmma

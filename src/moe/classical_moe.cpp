@@ -92,12 +92,16 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // tile, then T = 128 from m = 96 (run 2: 617 µs vs 655 at B = 1024). A
   // shape the stream GEMM cannot take runs T = 8 on mma.sync up to m = 4.5
   // (run 2: 362 µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer.
+  // FP8 block-128 on sm_90a: the native-FP8 stream tile (run 3 c6).
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
   const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : 8.0;
   ClassicalConfig c;
   c.pdl = true;
-  if (m <= stream_up_to && stream_fits(s, format)) {
+  const ClassicalConfig native_fp8{8, ClassicalGemm::kStreamWgmma, true};
+  if (m <= stream_up_to && native_fp8.supports(s, format)) {
+    c = native_fp8;
+  } else if (m <= stream_up_to && stream_fits(s, format)) {
     c.tile_tokens = 8;
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {
@@ -120,6 +124,23 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
          kernels::stream_gemm_fits(format, s.hidden, s.intermediate);
 }
 
+bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
+  const bool t_ok = tile_tokens == 8 || tile_tokens == 16 || tile_tokens == 32 || tile_tokens == 64 ||
+                    tile_tokens == 128;
+  const bool w8a8_ok = format == WeightFormat::kBF16 || (s.hidden % 128 == 0 && s.intermediate % 128 == 0);
+  if (!t_ok || !w8a8_ok) return false;
+  switch (gemm) {
+    case ClassicalGemm::kMmaSync: return true;
+    case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
+    case ClassicalGemm::kStream: return tile_tokens == 8 && stream_fits(s, format);
+    case ClassicalGemm::kStreamWgmma:
+      return tile_tokens == 8 && ClassicalMoe::wgmma_available() &&
+             kernels::stream_wgmma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
+             kernels::stream_wgmma_gemm_fits(format, s.hidden, s.intermediate);
+  }
+  return false;
+}
+
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
          (pdl ? "/pdl" : "");
@@ -130,6 +151,7 @@ const char* to_string(ClassicalGemm g) {
     case ClassicalGemm::kMmaSync: return "mma";
     case ClassicalGemm::kWgmma: return "wgmma";
     case ClassicalGemm::kStream: return "stream";
+    case ClassicalGemm::kStreamWgmma: return "stream-wgmma";
   }
   return "?";
 }
@@ -246,6 +268,7 @@ kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
   switch (c.gemm) {
     case ClassicalGemm::kWgmma: return kernels::GemmKernel::kWgmma;
     case ClassicalGemm::kStream: return kernels::GemmKernel::kStream;
+    case ClassicalGemm::kStreamWgmma: return kernels::GemmKernel::kStreamWgmma;
     case ClassicalGemm::kMmaSync: break;
   }
   return kernels::GemmKernel::kMmaSync;
@@ -263,6 +286,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(config.gemm != ClassicalGemm::kStream || (T == 8 && ClassicalConfig::stream_fits(shape_, w.format)),
            "classical MoE: the stream GEMM takes T = 8 (not ", T, ") and H, I multiples of 64 (BF16) or 128 (W8A8); "
            "H = ", H, ", I = ", I);
+  WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
+           "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
+           to_string(w.format), ") and an sm_90a device");
   const bool w8a8 = w.format != WeightFormat::kBF16;
   const int entries = B * K;
   const int max_blocks = max_blocks_for(entries, E, T);

@@ -344,12 +344,13 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   }
 }
 
-std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
+// Every configuration that runs shape s in format f on this device.
+std::vector<ClassicalConfig> all_configs(const MoeShape& s, WeightFormat f, bool with_pdl = false) {
   std::vector<ClassicalConfig> v;
   for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, false});
-  if (ClassicalMoe::wgmma_available())
-    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, false});
+  for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, false});
   v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, false});
+  v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, false});
   if (with_pdl) {
     const size_t n = v.size();
     for (size_t i = 0; i < n; ++i) {
@@ -358,14 +359,17 @@ std::vector<ClassicalConfig> all_configs(bool with_pdl = false) {
       v.push_back(c);
     }
   }
-  return v;
+  std::vector<ClassicalConfig> out;
+  for (const auto& c : v)
+    if (c.supports(s, f)) out.push_back(c);
+  return out;
 }
 
 TEST(Classical, EachStageOnItsOwn) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
   for (WeightFormat f : kAllFormats)
-    for (const auto& cfg : all_configs())
+    for (const auto& cfg : all_configs(s, f))
       for (int B : {1, 13, 70}) check_stages(s, f, B, cfg, fresh_seed());
 }
 
@@ -376,6 +380,8 @@ TEST(Classical, EachStageOnARealShape) {
   for (WeightFormat f : kAllFormats) {
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kMmaSync}, fresh_seed());
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kStream}, fresh_seed());
+    const ClassicalConfig native{8, ClassicalGemm::kStreamWgmma};
+    if (native.supports(s, f)) check_stages(s, f, 5, native, fresh_seed());
     check_stages(s, f, 40, ClassicalConfig{64, ClassicalMoe::wgmma_available() ? ClassicalGemm::kWgmma
                                                                                 : ClassicalGemm::kMmaSync},
                  fresh_seed());
@@ -415,7 +421,7 @@ TEST(Classical, EveryTileConfiguration) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 1024);
-    for (const auto& cfg : all_configs(true))
+    for (const auto& cfg : all_configs(s, f, true))
       for (int B : {3, 77, 1024})
         check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " B=" + std::to_string(B) + " " + cfg.label(), &cfg);
   }
@@ -461,7 +467,7 @@ TEST(Classical, OddRoutings) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 300);
     for (const auto& o : odds)
-      for (const auto& cfg : all_configs()) {
+      for (const auto& cfg : all_configs(s, f)) {
         HostRouting r;
         std::mt19937 g{unsigned(fresh_seed())};
         for (int b = 0; b < o.B; ++b)
@@ -667,6 +673,11 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
                              MoeOutput{y_f.data(), OutputType::kFP32, nullptr},
                              ClassicalConfig{16, ClassicalGemm::kStream}, nullptr),
                InvalidArgument);
+  // The native-FP8 stream tile takes FP8 block-128 weights only.
+  EXPECT_THROW(moe_f.experts(lf.view(), x_f.data(), RoutingView{2, fits.top_k, ids_f.data(), w_f.data()},
+                             MoeOutput{y_f.data(), OutputType::kFP32, nullptr},
+                             ClassicalConfig{8, ClassicalGemm::kStreamWgmma}, nullptr),
+               InvalidArgument);
 }
 
 // Small and quick: the case run under compute-sanitizer (memcheck, racecheck).
@@ -676,7 +687,7 @@ TEST(Classical, SanitizerCase) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 40);
-    for (const auto& cfg : all_configs(true)) {
+    for (const auto& cfg : all_configs(s, f, true)) {
       const int B = 40;
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       DeviceBuffer<uint16_t> dx(x);

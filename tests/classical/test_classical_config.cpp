@@ -25,12 +25,14 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
       for (int B : {1, 8, 32, 64, up_to}) {
         const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
         EXPECT_EQ(c.tile_tokens, 8) << preset << " B=" << B;
-        EXPECT_EQ(c.gemm, ClassicalGemm::kStream) << preset << " B=" << B;
-        EXPECT_EQ(c.label(), "t8/stream/pdl");
+        // FP8 block-128 on an sm_90a device: the native-FP8 stream tile.
+        const bool native = f == WeightFormat::kFP8Block128 && ClassicalMoe::wgmma_available();
+        EXPECT_EQ(c.gemm, native ? ClassicalGemm::kStreamWgmma : ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_TRUE(c.supports(s, f)) << c.label();
       }
       // Above, larger tiles: never the stream GEMM.
       for (int B : {up_to + 1, 1024})
-        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).tile_tokens, 8) << preset << " B=" << B;
     }
   }
 }
@@ -46,6 +48,14 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_EQ(c.tile_tokens, 8);
   EXPECT_EQ(c.gemm, ClassicalGemm::kMmaSync);
   EXPECT_EQ(c.label(), "t8/pdl");
+  // What each kernel takes.
+  const MoeShape q = shape_of(2048, 768);
+  EXPECT_FALSE((ClassicalConfig{16, ClassicalGemm::kStream}).supports(q, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kMXFP8));
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
+  EXPECT_TRUE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(q, WeightFormat::kFP8Block128));
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(shape_of(160, 96), WeightFormat::kFP8Block128));
 }
 
 TEST(ClassicalConfig, Labels) {
@@ -55,6 +65,8 @@ TEST(ClassicalConfig, Labels) {
   EXPECT_EQ((ClassicalConfig{16}).label(), "t16");
   EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kWgmma, true}).label(), "t128/wgmma/pdl");
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStream, false}).label(), "t8/stream");
+  EXPECT_STREQ(to_string(ClassicalGemm::kStreamWgmma), "stream-wgmma");
+  EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).label(), "t8/stream-wgmma/pdl");
 }
 
 }  // namespace

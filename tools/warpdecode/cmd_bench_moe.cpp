@@ -224,7 +224,7 @@ void run(const Opts& o) {
               const bool listed = std::find(o.classical_configs.begin(), o.classical_configs.end(), c.label()) !=
                                   o.classical_configs.end();
               if (c.label() == ClassicalConfig::for_batch(shapes[si], B, f).label() ||
-                  (c.gemm == ClassicalGemm::kStream && !ClassicalConfig::stream_fits(shapes[si], f)) ||
+                  !c.supports(shapes[si], f) ||
                   (!o.classical_sweep && !listed))
                 continue;
               doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
