@@ -65,7 +65,8 @@ class DeviceFp8BlockWeights {
 //             fragments in registers, no shared-memory staging; needs H
 //             and I multiples of 64 (W8A8 already needs 128): stream_fits
 //   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
-//             native E4M3 register operands of wgmma, no decode
+//             native E4M3 register operands of wgmma, no decode (measured
+//             slower than kStream on the H200: not the default)
 enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma };
 const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma"
 

@@ -26,6 +26,12 @@
 // of 128 bytes with the same permutation, in the 128-byte-swizzle K-major
 // layout of classical_wgmma.cuh (8 rows × 128 B = 1024 B; step s at +32s).
 //
+// Measured (H200, docs/CLASSICAL.md run 3 c6): correct, but slower than the
+// stream tile's BF16 decode (qwen3-30b-a3b B = 8: gate_up 48.9 vs 48.2 µs,
+// down 37.5 vs 29.5): each round waits for its wgmmas before the next round's
+// loads are issued, and the block stages its B tiles before any MMA. So it
+// is a selectable configuration ("t8/stream-wgmma"), not the default.
+//
 // Numerics: each group's four k32 wgmmas sum into a fresh FP32 register set
 // (Hopper's FP8 MMA accumulates with reduced precision inside it), which is
 // then promoted: acc += group · sw · sa (DeepGEMM-style, as the other

@@ -92,16 +92,15 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // tile, then T = 128 from m = 96 (run 2: 617 µs vs 655 at B = 1024). A
   // shape the stream GEMM cannot take runs T = 8 on mma.sync up to m = 4.5
   // (run 2: 362 µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer.
-  // FP8 block-128 on sm_90a: the native-FP8 stream tile (run 3 c6).
+  // The native-FP8 stream tile (kStreamWgmma) measured slower than the
+  // stream tile for FP8 block-128 (run 3 c6: qwen3-30b-a3b B = 8 102.5 vs
+  // 91.9 µs): not chosen.
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
   const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : 8.0;
   ClassicalConfig c;
   c.pdl = true;
-  const ClassicalConfig native_fp8{8, ClassicalGemm::kStreamWgmma, true};
-  if (m <= stream_up_to && native_fp8.supports(s, format)) {
-    c = native_fp8;
-  } else if (m <= stream_up_to && stream_fits(s, format)) {
+  if (m <= stream_up_to && stream_fits(s, format)) {
     c.tile_tokens = 8;
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {

@@ -25,9 +25,8 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
       for (int B : {1, 8, 32, 64, up_to}) {
         const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
         EXPECT_EQ(c.tile_tokens, 8) << preset << " B=" << B;
-        // FP8 block-128 on an sm_90a device: the native-FP8 stream tile.
-        const bool native = f == WeightFormat::kFP8Block128 && ClassicalMoe::wgmma_available();
-        EXPECT_EQ(c.gemm, native ? ClassicalGemm::kStreamWgmma : ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_EQ(c.gemm, ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_EQ(c.label(), "t8/stream/pdl");
         EXPECT_TRUE(c.supports(s, f)) << c.label();
       }
       // Above, larger tiles: never the stream GEMM.
