@@ -24,12 +24,23 @@ namespace wd::kernels {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
-// Programmatic dependent launch (sm_90+): a kernel launched with the
-// programmatic-serialization attribute may start before its predecessor in
-// the stream ends; it must call pdl_wait() before reading anything the
-// predecessor writes. pdl_trigger() lets the dependent grid be scheduled.
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;"); }
+// Programmatic dependent launch (sm_90+; launch.cuh launches with it): a
+// kernel launched with the programmatic-serialization attribute may start
+// before its predecessor in the stream ends; it must call
+// wait_for_previous_kernel() before reading anything the predecessor writes
+// (the wait returns once that grid has completed and its writes are
+// visible). allow_next_kernel() lets the dependent grid be scheduled; it
+// orders no memory. Without the launch attribute both are no-ops.
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
 
 // Shared-memory address of a generic pointer, for cp.async and ldmatrix.
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {

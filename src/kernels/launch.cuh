@@ -7,9 +7,8 @@
 // anything the predecessor writes (and in every block, also blocks that have
 // no work: a kernel's completion must imply its predecessor's, which the next
 // kernel relies on), then allow_next_kernel() so that its own successor can be
-// scheduled. Work that depends only on inputs of the layer (the GEMMs' weight
-// loads) is issued before the wait. Without the launch attribute both
-// instructions are no-ops.
+// scheduled (both in common.cuh). Work that depends only on inputs of the
+// layer (the GEMMs' weight loads) is issued before the wait.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,20 +16,9 @@
 #include <utility>
 
 #include "core/cuda_check.h"
+#include "kernels/common.cuh"  // wait_for_previous_kernel, allow_next_kernel
 
 namespace wd::kernels {
-
-__device__ __forceinline__ void wait_for_previous_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void allow_next_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
 
 template <typename... KernelArgs, typename... Args>
 void launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,

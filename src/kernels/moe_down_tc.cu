@@ -310,7 +310,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     load_a(buf[1]);
     advance();
     // Everything above reads routing and weights only; h is moe_gate_up's output.
-    if (p.programmatic_launch && !waited) pdl_wait();
+    if (p.programmatic_launch && !waited) wait_for_previous_kernel();
     waited = true;
     load_h(buf[0]);
     load_h(buf[1]);

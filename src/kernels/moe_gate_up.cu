@@ -97,7 +97,7 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
     if (rows_of(0, rp, sp) < I) load_round(rp, sp, 0, raw, sc);
   }
   for (int nw = 0; nw < p.prefetch_pairs; ++nw) prefetch_pair(nw);
-  pdl_trigger();
+  allow_next_kernel();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
   const int step = kUnroll * kWarpSize;
 

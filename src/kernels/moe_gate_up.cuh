@@ -25,7 +25,7 @@
 // flight for HBM at these sizes; with prefetch_pairs > 0, lane 0 of each warp
 // also asks the TMA unit to bring the rows of its next neuron pairs into L2
 // (prefetch_l2), so the register loads mostly hit L2. Every block signals
-// programmatic dependents (pdl_trigger) once its first loads are out, so a
+// programmatic dependents (allow_next_kernel) once its first loads are out, so a
 // PDL-launched moe_down can start its own weight prefetch while this kernel
 // runs. (moe_gate_up itself launched with PDL after the router measured
 // slower: docs/PERF_LOG.md v10.)

@@ -161,7 +161,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   // the other is computed. nc is a multiple of kR (H % 256 == 0; H % 512 == 0 for MXFP8 deep loads).
   Round ra, rb;
   load_a(ra, 0);  // out before the entry list is built: its latency overlaps that work
-  pdl_trigger();
+  allow_next_kernel();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
   // One group of up to 8 of the expert's tokens: the K loop, then h. ra
