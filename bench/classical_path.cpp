@@ -107,7 +107,7 @@ std::vector<ClassicalConfig> classical_sweep_configs() {
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, pdl});
     if (ClassicalMoe::wgmma_available())
       for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
-    v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, pdl});
+    for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
     if (ClassicalMoe::wgmma_available()) v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
   }
   return v;

@@ -65,10 +65,10 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
     WD_CHECK(format == WeightFormat::kMXFP8 ? p.w_mx_scales != nullptr : p.w_block_scales != nullptr,
              "classical GEMM: the ", to_string(format), " weight scales are missing");
   }
-  if (kernel == GemmKernel::kStream || kernel == GemmKernel::kStreamWgmma) {
-    WD_CHECK(tile_tokens == 8, "classical GEMM: the stream kernels take tile_tokens 8, not ", tile_tokens);
-    if (kernel == GemmKernel::kStreamWgmma) return stream_wgmma_gemm(p, format, stream, pdl);
-    return stream_gemm(p, format, stream, pdl);
+  if (kernel == GemmKernel::kStream) return stream_gemm(p, format, tile_tokens, stream, pdl);
+  if (kernel == GemmKernel::kStreamWgmma) {
+    WD_CHECK(tile_tokens == 8, "classical GEMM: the stream-wgmma kernel takes tile_tokens 8, not ", tile_tokens);
+    return stream_wgmma_gemm(p, format, stream, pdl);
   }
   WD_CHECK(kernel != GemmKernel::kWgmma || wgmma_available(),
            "classical GEMM: the wgmma kernel needs an sm_90 device and an sm_90a build");

@@ -57,14 +57,14 @@ struct GroupedGemmParams {
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode
-// tile (T = 8 only) with the weights streamed straight into MMA fragments in
+// tile (T = 8 or 16) with the weights streamed straight into MMA fragments in
 // registers, no shared-memory staging (classical_stream_gemm.cu).
 // kStreamWgmma: the same for FP8 block-128 on sm_90a, the weights as native
 // E4M3 A operands of wgmma (classical_stream_wgmma.cu).
 enum class GemmKernel { kMmaSync, kWgmma, kStream, kStreamWgmma };
 
 // tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a
-// only); 8 (stream, stream-wgmma, where they fit).
+// only); 8 or 16 (stream), 8 (stream-wgmma), where they fit.
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.
@@ -74,7 +74,7 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
 // Whether the stream kernel takes an (N, K) GEMM of this format: N % 32 == 0
 // and K % 64 == 0 (BF16) or K % 128 == 0 (W8A8).
 bool stream_gemm_fits(WeightFormat format, int n, int k);
-void stream_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl);
+void stream_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 // Whether the stream-wgmma kernel takes it: FP8 block-128, N % 64 == 0,
 // K % 128 == 0 (and, at launch, an sm_90a device).
 bool stream_wgmma_gemm_fits(WeightFormat format, int n, int k);

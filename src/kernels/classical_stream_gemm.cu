@@ -50,15 +50,17 @@ namespace wd::kernels {
 namespace {
 
 constexpr int kRows = 32;      // weight rows per block: two m16 tiles
-constexpr int kTokens = 8;     // token rows per expert block: one n8 tile
 constexpr int kMaxSlices = 8;  // warps per block, one K range each (MXFP8: 4)
 constexpr int kGroup = 128;    // W8A8: elements per activation scale group
 
 // A chunk is 64 bytes of a row (16 per lane of a quad): 32 BF16 or 64 E4M3.
 // A round is what one load phase brings, two chunks: 4 KB per warp in flight
 // while the other buffer is computed. A W8A8 round is one 128-element group.
-template <WeightFormat F>
+// kT: token rows per expert block, 8 or 16 (one or two n8 tiles; a weight
+// fragment feeds both).
+template <WeightFormat F, int kT>
 struct Stream {
+  static constexpr int kNT = kT / 8;
   static constexpr bool kFp8 = F != WeightFormat::kBF16;
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr int kChunkElems = kFp8 ? 64 : 32;
@@ -70,20 +72,23 @@ struct Stream {
   // allow per SM: 16 warps at <= 128 registers; MXFP8's scale codes and
   // second decode path need more (spills at 128): 12 warps. sm_100a code of
   // the FP8 block-128 tile spills at 128 (sm_90a: 122): 8 warps there.
-  static constexpr int kMaxWarps = kMx ? 4 : kMaxSlices;
+  // T = 16 holds twice the accumulators and activations: 12 warps (MXFP8:
+  // 8, it spills at 168 registers).
+  static constexpr int kMaxWarps = (kMx || kT == 16) ? 4 : kMaxSlices;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  static constexpr int kMinBlocks = kMx ? 3 : (kFp8 ? 1 : 2);
+  static constexpr int kMinBlocks = kT == 16 ? (kMx ? 2 : 3) : kMx ? 3 : (kFp8 ? 1 : 2);
 #else
-  static constexpr int kMinBlocks = kMx ? 3 : 2;
+  static constexpr int kMinBlocks = kT == 16 ? (kMx ? 2 : 3) : kMx ? 3 : 2;
 #endif
 };
 
-template <WeightFormat F>
-__global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::kMinBlocks)
+template <WeightFormat F, int kT>
+__global__ void __launch_bounds__(Stream<F, kT>::kMaxWarps * kWarpSize, Stream<F, kT>::kMinBlocks)
     stream_gemm_kernel(const __grid_constant__ GroupedGemmParams p) {
-  using S = Stream<F>;
-  __shared__ float s_part[S::kMaxWarps][8][kWarpSize];
-  __shared__ __align__(16) float s_out[kTokens][kRows];
+  using S = Stream<F, kT>;
+  constexpr int kNT = S::kNT;
+  __shared__ float s_part[S::kMaxWarps][S::kNT * 8][kWarpSize];
+  __shared__ __align__(16) float s_out[kT][kRows];
 
   const int N = p.n, K = p.k;
   // The block table comes from the align stage, two kernels back: complete
@@ -97,7 +102,7 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
   const int g = lane / 4, q = lane % 4;
-  const int n0 = blockIdx.x * kRows, row0 = blockIdx.y * kTokens;
+  const int n0 = blockIdx.x * kRows, row0 = blockIdx.y * kT;
 
   // The warp's rounds [r_begin, r_begin + nr): the most equal split of K's
   // rounds. The launcher never makes more slices than rounds: nr >= 1.
@@ -112,8 +117,12 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   const uint8_t* w_lane = static_cast<const uint8_t*>(p.w) +
                           (size_t(expert) * N + n0 + g) * k_bytes + size_t(c_first) * 64 + 16 * q;
   const size_t w_row_step = 8 * k_bytes;
-  const int a_row = min(row0 + g, p.rows - 1);
-  const uint8_t* a_lane = static_cast<const uint8_t*>(p.a) + size_t(a_row) * k_bytes + size_t(c_first) * 64 + 16 * q;
+  // Token row g of n-tile nt is row0 + 8nt + g.
+  const uint8_t* a_lane[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt)
+    a_lane[nt] = static_cast<const uint8_t*>(p.a) + size_t(min(row0 + 8 * nt + g, p.rows - 1)) * k_bytes +
+                 size_t(c_first) * 64 + 16 * q;
   // MXFP8: the code of the lane's 16 elements of chunk c of row r.
   const int mx_blocks = K / kMxBlock;
   const uint8_t* mx_lane = S::kMx ? p.w_mx_scales + (size_t(expert) * N + n0 + g) * mx_blocks +
@@ -123,9 +132,9 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
 
   struct Round {
     uint4 w[S::kChunks][4];
-    uint4 a[S::kChunks];
+    uint4 a[S::kChunks][kNT];
     uint32_t code[S::kChunks][4];
-    float ws, sa0, sa1;  // W8A8: the group's scales, loaded with its second round
+    float ws, sa[kNT][2];  // W8A8: the group's scales (tokens 8nt + 2q, +1)
   };
   auto load_w = [&](Round& rd, int r) {
     r = min(r, nr - 1);  // past the end: re-read the last round (never computed)
@@ -142,27 +151,35 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   auto load_a = [&](Round& rd, int r) {
     r = min(r, nr - 1);
 #pragma unroll
-    for (int u = 0; u < S::kChunks; ++u) rd.a[u] = ld_cached(a_lane + size_t(r * S::kChunks + u) * 64);
+    for (int u = 0; u < S::kChunks; ++u)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) rd.a[u][nt] = ld_cached(a_lane[nt] + size_t(r * S::kChunks + u) * 64);
     if constexpr (S::kFp8) {
       const int grp = r_begin + r;  // W8A8: round = group
-      rd.sa0 = __ldg(p.a_scales + size_t(min(row0 + 2 * q, p.rows - 1)) * groups + grp);
-      rd.sa1 = __ldg(p.a_scales + size_t(min(row0 + 2 * q + 1, p.rows - 1)) * groups + grp);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          rd.sa[nt][i] = __ldg(p.a_scales + size_t(min(row0 + 8 * nt + 2 * q + i, p.rows - 1)) * groups + grp);
       if constexpr (!S::kMx)
         rd.ws = __ldg(p.w_block_scales + (size_t(expert) * (N / kGroup) + n0 / kGroup) * groups + grp);
     }
   };
 
   // acc (BF16) or the group's partial (W8A8) += the round's products.
-  auto compute_path = [&](const Round& rd, float (&d)[2][4], auto narrow) {
+  auto compute_path = [&](const Round& rd, auto& d, auto narrow) {  // d: float[kNT][2][4]
     [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
 #pragma unroll
     for (int u = 0; u < S::kChunks; ++u) {
-      uint32_t xw[8];
-      if constexpr (S::kFp8) {
-        // a·2^(c-127): a itself for MXFP8, a·2^6 beside block-128's w·2^-112.
-        e4m3x16_to_bf16x8<true>(rd.a[u], S::kMx ? 127u : 133u, xw);
-      } else {
-        xw[0] = rd.a[u].x; xw[1] = rd.a[u].y; xw[2] = rd.a[u].z; xw[3] = rd.a[u].w;
+      uint32_t xw[kNT][8];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        if constexpr (S::kFp8) {
+          // a·2^(c-127): a itself for MXFP8, a·2^6 beside block-128's w·2^-112.
+          e4m3x16_to_bf16x8<true>(rd.a[u][nt], S::kMx ? 127u : 133u, xw[nt]);
+        } else {
+          xw[nt][0] = rd.a[u][nt].x; xw[nt][1] = rd.a[u][nt].y; xw[nt][2] = rd.a[u][nt].z; xw[nt][3] = rd.a[u][nt].w;
+        }
       }
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
@@ -179,12 +196,15 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
           }
         }
 #pragma unroll
-        for (int s = 0; s < S::kSteps; ++s)
-          mma_bf16(d[mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int s = 0; s < S::kSteps; ++s)
+            mma_bf16(d[nt][mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[nt][2 * s],
+                     xw[nt][2 * s + 1]);
       }
     }
   };
-  auto compute = [&](const Round& rd, float (&d)[2][4]) {
+  auto compute = [&](const Round& rd, auto& d) {
     if constexpr (S::kMx) {
       uint32_t mc = 0;
 #pragma unroll
@@ -198,17 +218,21 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
     }
   };
 
-  // C fragment: d[mt][c] is weight row n0 + 16mt + g + 8(c/2), token 2q + c%2.
-  float acc[2][4] = {};
-  auto promote = [&](const float (&t)[2][4], const Round& rd) {
+  // C fragment: d[nt][mt][c] is weight row n0 + 16mt + g + 8(c/2), token
+  // 8nt + 2q + c%2.
+  float acc[kNT][2][4] = {};
+  auto promote = [&](const auto& t, const Round& rd) {
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const float sa = (c % 2) ? rd.sa1 : rd.sa0;
-        if constexpr (S::kMx) acc[mt][c] = __fmaf_rn(t[mt][c], sa, acc[mt][c]);
-        else acc[mt][c] = __fmaf_rn(t[mt][c] * 0x1p106f, rd.ws * sa, acc[mt][c]);  // × 2^106: exact
-      }
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float sa = rd.sa[nt][c % 2];
+          float& v = acc[nt][mt][c];
+          if constexpr (S::kMx) v = __fmaf_rn(t[nt][mt][c], sa, v);
+          else v = __fmaf_rn(t[nt][mt][c] * 0x1p106f, rd.ws * sa, v);  // × 2^106: exact
+        }
   };
 
   // Two buffers used alternately, one round in flight while the other is
@@ -224,7 +248,7 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   // BF16 accumulates straight into acc; W8A8 sums a group alone, then promotes.
   auto consume = [&](const Round& rd) {
     if constexpr (S::kFp8) {
-      float t[2][4] = {};
+      float t[kNT][2][4] = {};
       compute(rd, t);
       promote(t, rd);
     } else {
@@ -243,22 +267,22 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   }
 
   // The S K ranges' partials, summed in warp order; then 16-byte stores of
-  // the (8 tokens × 32 rows) tile, one row segment of a token per lane.
+  // the (kT tokens × 32 rows) tile, one row segment of a token per lane.
 #pragma unroll
-  for (int j = 0; j < 8; ++j) s_part[warp][j][lane] = acc[j / 4][j % 4];
+  for (int j = 0; j < kNT * 8; ++j) s_part[warp][j][lane] = acc[j / 8][(j / 4) % 2][j % 4];
   __syncthreads();
   if (warp != 0) return;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kNT * 8; ++j) {
     float v = s_part[0][j][lane];
     for (int s = 1; s < slices; ++s) v += s_part[s][j][lane];
-    const int mt = j / 4, c = j % 4;
-    s_out[2 * q + c % 2][16 * mt + g + 8 * (c / 2)] = v;
+    const int nt = j / 8, mt = (j / 4) % 2, c = j % 4;
+    s_out[8 * nt + 2 * q + c % 2][16 * mt + g + 8 * (c / 2)] = v;
   }
   __syncwarp();
   const int out_bytes = p.out_fp32 ? 4 : 2;
   const int segs = kRows * out_bytes / 16;  // 16-byte segments of a token's 32 outputs
-  for (int i = lane; i < kTokens * segs; i += kWarpSize) {
+  for (int i = lane; i < kT * segs; i += kWarpSize) {
     const int tok = i / segs, sg = i % segs, row = row0 + tok;
     if (row >= p.rows) continue;
     const int e0 = sg * 16 / out_bytes;
@@ -274,10 +298,10 @@ __global__ void __launch_bounds__(Stream<F>::kMaxWarps * kWarpSize, Stream<F>::k
   }
 }
 
-template <WeightFormat F>
+template <WeightFormat F, int kT>
 void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
-  using S = Stream<F>;
-  auto kernel = &stream_gemm_kernel<F>;
+  using S = Stream<F, kT>;
+  auto kernel = &stream_gemm_kernel<F, kT>;
   // Warps the device holds at once (one-warp blocks: the register limit).
   static const long resident_warps = [&] {
     int dev = 0, sms = 0, per_sm = 0;
@@ -304,24 +328,34 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     }
   }
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
-  launch_kernel(&stream_gemm_kernel<F>, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
+  launch_kernel(&stream_gemm_kernel<F, kT>, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
 }
 
 }  // namespace
 
 bool stream_gemm_fits(WeightFormat format, int n, int k) {
   if (n <= 0 || k <= 0 || n % kRows != 0) return false;
-  return format == WeightFormat::kBF16 ? k % Stream<WeightFormat::kBF16>::kRoundElems == 0 : k % kGroup == 0;
+  return format == WeightFormat::kBF16 ? k % Stream<WeightFormat::kBF16, 8>::kRoundElems == 0 : k % kGroup == 0;
 }
 
-void stream_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
+namespace {
+template <WeightFormat F>
+void launch_tokens(const GroupedGemmParams& p, int tile_tokens, cudaStream_t stream, bool pdl) {
+  if (tile_tokens == 16) return launch<F, 16>(p, stream, pdl);
+  return launch<F, 8>(p, stream, pdl);
+}
+}  // namespace
+
+void stream_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl) {
   WD_CHECK(stream_gemm_fits(format, p.n, p.k), "classical GEMM: the stream kernel needs N % 32 == 0 and K % ",
            format == WeightFormat::kBF16 ? 64 : 128, " == 0 (N = ", p.n, ", K = ", p.k,
            "); use the mma.sync kernel");
+  WD_CHECK(tile_tokens == 8 || tile_tokens == 16, "classical GEMM: the stream kernel takes tile_tokens 8 or 16, not ",
+           tile_tokens);
   switch (format) {
-    case WeightFormat::kBF16: return launch<WeightFormat::kBF16>(p, stream, pdl);
-    case WeightFormat::kFP8Block128: return launch<WeightFormat::kFP8Block128>(p, stream, pdl);
-    case WeightFormat::kMXFP8: return launch<WeightFormat::kMXFP8>(p, stream, pdl);
+    case WeightFormat::kBF16: return launch_tokens<WeightFormat::kBF16>(p, tile_tokens, stream, pdl);
+    case WeightFormat::kFP8Block128: return launch_tokens<WeightFormat::kFP8Block128>(p, tile_tokens, stream, pdl);
+    case WeightFormat::kMXFP8: return launch_tokens<WeightFormat::kMXFP8>(p, tile_tokens, stream, pdl);
   }
   throw InvalidArgument("classical GEMM: unknown weight format");
 }

@@ -131,7 +131,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return true;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
-    case ClassicalGemm::kStream: return tile_tokens == 8 && stream_fits(s, format);
+    case ClassicalGemm::kStream: return (tile_tokens == 8 || tile_tokens == 16) && stream_fits(s, format);
     case ClassicalGemm::kStreamWgmma:
       return tile_tokens == 8 && ClassicalMoe::wgmma_available() &&
              kernels::stream_wgmma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
@@ -282,9 +282,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   const int T = config.tile_tokens;
   WD_CHECK(T == 8 || T == 16 || T == 32 || T == 64 || T == 128, "classical MoE: tile_tokens = ", T,
            " (allowed: 8, 16, 32, 64, 128)");
-  WD_CHECK(config.gemm != ClassicalGemm::kStream || (T == 8 && ClassicalConfig::stream_fits(shape_, w.format)),
-           "classical MoE: the stream GEMM takes T = 8 (not ", T, ") and H, I multiples of 64 (BF16) or 128 (W8A8); "
-           "H = ", H, ", I = ", I);
+  WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
+           "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
+           "(W8A8); H = ", H, ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");

@@ -349,7 +349,7 @@ std::vector<ClassicalConfig> all_configs(const MoeShape& s, WeightFormat f, bool
   std::vector<ClassicalConfig> v;
   for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, false});
   for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, false});
-  v.push_back(ClassicalConfig{8, ClassicalGemm::kStream, false});
+  for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, false});
   v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, false});
   if (with_pdl) {
     const size_t n = v.size();
@@ -380,6 +380,7 @@ TEST(Classical, EachStageOnARealShape) {
   for (WeightFormat f : kAllFormats) {
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kMmaSync}, fresh_seed());
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kStream}, fresh_seed());
+    check_stages(s, f, 40, ClassicalConfig{16, ClassicalGemm::kStream}, fresh_seed());
     const ClassicalConfig native{8, ClassicalGemm::kStreamWgmma};
     if (native.supports(s, f)) check_stages(s, f, 5, native, fresh_seed());
     check_stages(s, f, 40, ClassicalConfig{64, ClassicalMoe::wgmma_available() ? ClassicalGemm::kWgmma
@@ -659,7 +660,7 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
   const RoutingView r2{2, odd.top_k, ids.data(), w.data()};
   const ClassicalConfig bad_tile{24};
   EXPECT_THROW(moe.experts(lb.view(), x.data(), r2, out, bad_tile, nullptr), InvalidArgument);
-  // The stream GEMM: T = 8 only, and H = 160 is not a multiple of 64.
+  // The stream GEMM: T = 8 or 16, and H = 160 is not a multiple of 64.
   EXPECT_THROW(moe.experts(lb.view(), x.data(), r2, out, ClassicalConfig{8, ClassicalGemm::kStream}, nullptr),
                InvalidArgument);
   const MoeShape fits = make_shape(256, 128, 16, 4);
@@ -671,7 +672,7 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
   DeviceBuffer<float> y_f(size_t(8) * fits.hidden);
   EXPECT_THROW(moe_f.experts(lf.view(), x_f.data(), RoutingView{2, fits.top_k, ids_f.data(), w_f.data()},
                              MoeOutput{y_f.data(), OutputType::kFP32, nullptr},
-                             ClassicalConfig{16, ClassicalGemm::kStream}, nullptr),
+                             ClassicalConfig{32, ClassicalGemm::kStream}, nullptr),
                InvalidArgument);
   // The native-FP8 stream tile takes FP8 block-128 weights only.
   EXPECT_THROW(moe_f.experts(lf.view(), x_f.data(), RoutingView{2, fits.top_k, ids_f.data(), w_f.data()},

@@ -49,7 +49,8 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_EQ(c.label(), "t8/pdl");
   // What each kernel takes.
   const MoeShape q = shape_of(2048, 768);
-  EXPECT_FALSE((ClassicalConfig{16, ClassicalGemm::kStream}).supports(q, WeightFormat::kBF16));
+  EXPECT_TRUE((ClassicalConfig{16, ClassicalGemm::kStream}).supports(q, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{32, ClassicalGemm::kStream}).supports(q, WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kMXFP8));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
