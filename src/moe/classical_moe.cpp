@@ -94,14 +94,22 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // (run 2: 362 µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer.
   // The native-FP8 stream tile (kStreamWgmma) measured slower than the
   // stream tile for FP8 block-128 (run 3 c6: qwen3-30b-a3b B = 8 102.5 vs
-  // 91.9 µs): not chosen.
+  // 91.9 µs): not chosen. BF16 from m = 6 to 12: the T = 16 stream tile
+  // (run 3 c9: qwen3-30b-a3b B = 128 356.0 µs vs 371.1 at T = 8 and 439.6 on
+  // wgmma; qwen3-235b-a22b 1323 vs 1574 and 1743; at m = 16 wgmma wins);
+  // for W8A8 its decode costs more than the re-read it saves (B = 128 FP8
+  // block-128 278.6 vs 261.9 at T = 8).
   const double m = double(batch) * s.top_k / s.experts;
   const bool wg = ClassicalMoe::wgmma_available();
-  const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : 8.0;
+  const bool bf16 = format == WeightFormat::kBF16;
+  const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : bf16 ? 6.0 : 8.0;
   ClassicalConfig c;
   c.pdl = true;
   if (m <= stream_up_to && stream_fits(s, format)) {
     c.tile_tokens = 8;
+    c.gemm = ClassicalGemm::kStream;
+  } else if (bf16 && m <= 12.0 && stream_fits(s, format)) {
+    c.tile_tokens = 16;
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {
     c.tile_tokens = 8;

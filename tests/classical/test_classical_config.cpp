@@ -20,18 +20,23 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
     const MoeShape s = preset_shape(preset);
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
       EXPECT_TRUE(ClassicalConfig::stream_fits(s, f)) << preset << " " << to_string(f);
-      // Up to 8 tokens per expert (12 for MXFP8): the stream GEMM.
-      const int up_to = s.experts * (f == WeightFormat::kMXFP8 ? 12 : 8) / s.top_k;
+      // Up to 8 tokens per expert (BF16 6, MXFP8 12): the stream GEMM at T = 8.
+      const bool bf16 = f == WeightFormat::kBF16;
+      const int up_to = s.experts * (f == WeightFormat::kMXFP8 ? 12 : bf16 ? 6 : 8) / s.top_k;
       for (int B : {1, 8, 32, 64, up_to}) {
         const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
-        EXPECT_EQ(c.tile_tokens, 8) << preset << " B=" << B;
-        EXPECT_EQ(c.gemm, ClassicalGemm::kStream) << preset << " B=" << B;
-        EXPECT_EQ(c.label(), "t8/stream/pdl");
+        EXPECT_EQ(c.label(), "t8/stream/pdl") << preset << " B=" << B;
         EXPECT_TRUE(c.supports(s, f)) << c.label();
       }
+      // BF16 up to 12 tokens per expert: the T = 16 stream tile.
+      const int up_to16 = s.experts * 12 / s.top_k;
+      if (bf16) {
+        for (int B : {up_to + 1, up_to16})
+          EXPECT_EQ(ClassicalConfig::for_batch(s, B, f).label(), "t16/stream/pdl") << preset << " B=" << B;
+      }
       // Above, larger tiles: never the stream GEMM.
-      for (int B : {up_to + 1, 1024})
-        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).tile_tokens, 8) << preset << " B=" << B;
+      for (int B : {(bf16 ? up_to16 : up_to) + 1, 1024})
+        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
     }
   }
 }
