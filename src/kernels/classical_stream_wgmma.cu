@@ -62,7 +62,11 @@ constexpr int kMaxWarpgroups = 4;   // K ranges per block
 constexpr int kWgThreads = 128;
 constexpr int kTileBytes = kTokens * kGroup;  // one group's B tile
 
-struct Smem {
+}  // namespace
+
+// Outside the anonymous namespace: the sm_100a pass compiles the kernel body
+// out, and unreferenced internal functions are warnings (errors here).
+struct StreamWgmmaSmem {
   int groups, warpgroups;
   // Byte offsets from the 1024-aligned base.
   __host__ __device__ int b_tiles() const { return 0; }
@@ -71,6 +75,8 @@ struct Smem {
   __host__ __device__ int out() const { return partials() + warpgroups * kWgThreads * 4 * 4; }
   __host__ __device__ int bytes() const { return out() + kTokens * kRows * 4 + 1024; }  // + alignment slack
 };
+
+namespace {
 
 __global__ void __launch_bounds__(kMaxWarpgroups * kWgThreads, 1)
     stream_wgmma_kernel(const __grid_constant__ GroupedGemmParams p) {
@@ -89,7 +95,7 @@ __global__ void __launch_bounds__(kMaxWarpgroups * kWgThreads, 1)
   const int tid = threadIdx.x % kWgThreads, w = tid / kWarpSize, lane = tid % kWarpSize;
   const int g = lane / 4, q = lane % 4;
   const int n0 = blockIdx.x * kRows, row0 = blockIdx.y * kTokens;
-  const Smem L{groups, warpgroups};
+  const StreamWgmmaSmem L{groups, warpgroups};
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem = (smem_u32(smem_raw) + 1023u) & ~1023u;
   uint8_t* base = smem_raw + (smem - smem_u32(smem_raw));
@@ -260,7 +266,7 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
       if (best < 0 || cost < best) best = cost, wgs = s;
     }
   }
-  const Smem L{groups, wgs};
+  const StreamWgmmaSmem L{groups, wgs};
   WD_CHECK(L.bytes() <= 200 * 1024, "classical GEMM: K = ", p.k, " needs ", L.bytes(),
            " bytes of shared memory in the stream-wgmma kernel (at most 200 KB)");
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
