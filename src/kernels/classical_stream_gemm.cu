@@ -205,17 +205,12 @@ __global__ void __launch_bounds__(Stream<F, kT>::kMaxWarps * kWarpSize, Stream<F
     }
   };
   auto compute = [&](const Round& rd, auto& d) {
-    if constexpr (S::kMx) {
-      uint32_t mc = 0;
+    uint32_t mc = 0;
 #pragma unroll
-      for (int u = 0; u < S::kChunks; ++u)
+    for (int u = 0; u < S::kChunks; ++u)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mc = max(mc, rd.code[u][j]);
-      if (scales_narrow(mc)) compute_path(rd, d, std::true_type{});
-      else compute_path(rd, d, std::false_type{});
-    } else {
-      compute_path(rd, d, std::true_type{});
-    }
+      for (int j = 0; j < 4; ++j) mc = max(mc, rd.code[u][j]);
+    with_scale_path<S::kMx>(mc, [&](auto narrow) { compute_path(rd, d, narrow); });
   };
 
   // C fragment: d[nt][mt][c] is weight row n0 + 16mt + g + 8(c/2), token

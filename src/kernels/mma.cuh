@@ -19,6 +19,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common.cuh"
 
@@ -61,6 +62,19 @@ constexpr uint32_t kNarrowMaxCode = 142;
 
 __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
   return __all_sync(kFullMask, max_code <= kNarrowMaxCode);
+}
+
+// Runs f(std::true_type{}) (the narrow decode) when every lane's largest
+// scale code of the item is narrow, else f(std::false_type{}); with
+// kMx8 = false (no scales) always the narrow path.
+template <bool kMx8, typename F>
+__device__ __forceinline__ void with_scale_path(uint32_t max_code, F&& f) {
+  if constexpr (kMx8) {
+    if (scales_narrow(max_code)) f(std::true_type{});
+    else f(std::false_type{});
+  } else {
+    f(std::true_type{});
+  }
 }
 
 // Two E4M3 codes (the low 16 bits of `two`) -> BF16x2 whose values are the

@@ -296,12 +296,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       load_a(ahead);
       load_h(ahead);
       advance();
-      if constexpr (kMx8) {
-        if (scales_narrow(max(cur.sc[0], cur.sc[1]))) compute(cur, std::true_type{}, dup_walk);
-        else compute(cur, std::false_type{}, dup_walk);
-      } else {
-        compute(cur, std::true_type{}, dup_walk);
-      }
+      with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
+                            [&](auto narrow) { compute(cur, narrow, dup_walk); });
     };
 
     Item<kMx8> buf[3];

@@ -144,17 +144,14 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
     }
   };
   auto compute = [&](const Round& rd, float (&acc)[2][4]) {
+    uint32_t mc = 0;
     if constexpr (kMx8) {
-      uint32_t mc = 0;
 #pragma unroll
       for (int u = 0; u < kR; ++u)
 #pragma unroll
         for (int r = 0; r < 4; ++r) mc = max(mc, rd.sc[u][r]);
-      if (scales_narrow(mc)) compute_path(rd, acc, std::true_type{});
-      else compute_path(rd, acc, std::false_type{});
-    } else {
-      compute_path(rd, acc, std::true_type{});
     }
+    with_scale_path<kMx8>(mc, [&](auto narrow) { compute_path(rd, acc, narrow); });
   };
 
   // Two buffers, used alternately (never copied): one round in flight while
