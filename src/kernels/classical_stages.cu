@@ -144,12 +144,7 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
     const int lo = min(E, lane * per), hi = min(E, lo + per);
     int sum = 0;
     for (int e = lo; e < hi; ++e) sum += s_off[e];
-    int incl = sum;
-#pragma unroll
-    for (int o = 1; o < kWarpSize; o <<= 1) {
-      const int n = __shfl_up_sync(kFullMask, incl, o);
-      if (lane >= o) incl += n;
-    }
+    const int incl = warp_inclusive_sum(sum, lane);
     int run = incl - sum;
     for (int e = lo; e < hi; ++e) {
       const int v = s_off[e];

@@ -120,6 +120,17 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Inclusive prefix sum over the warp's lanes: lane i (the caller's lane
+// index) gets v_0 + ... + v_i.
+__device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o <<= 1) {
+    const int n = __shfl_up_sync(kFullMask, v, o);
+    if (lane >= o) v += n;
+  }
+  return v;
+}
+
 // Two BF16 packed in a word -> floats (exact).
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }

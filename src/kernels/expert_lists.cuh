@@ -32,12 +32,7 @@ __device__ __forceinline__ int find_distinct_expert(const int32_t* ids, int entr
     for (int base = 0; base < words; base += kWarpSize) {
       const uint32_t word = base + lane < words ? s_present[base + lane] : 0u;
       const int cnt = __popc(word);
-      int incl = cnt;
-#pragma unroll
-      for (int o = 1; o < kWarpSize; o <<= 1) {
-        const int n = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += n;
-      }
+      const int incl = warp_inclusive_sum(cnt, lane);
       const int excl = incl - cnt;
       const unsigned hit = __ballot_sync(kFullMask, target >= excl && target < incl);
       if (hit) {

@@ -128,12 +128,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     // 3. Rank of each expert word (exclusive popcount prefix).
     if (warp == 0) {
       const int c = lane < words ? __popc(s_bits[lane]) : 0;
-      int incl = c;
-#pragma unroll
-      for (int o = 1; o < kWarpSize; o <<= 1) {
-        const int v = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += v;
-      }
+      const int incl = warp_inclusive_sum(c, lane);
       if (lane < words) s_wpre[lane] = incl - c;
       if (lane == kWarpSize - 1) s_na = incl;
     }
@@ -157,12 +152,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
         const int c = base + lane < na ? (s_cnt[base + lane] + 7) / 8 : 0;
-        int incl = c;
-#pragma unroll
-        for (int o = 1; o < kWarpSize; o <<= 1) {
-          const int v = __shfl_up_sync(kFullMask, incl, o);
-          if (lane >= o) incl += v;
-        }
+        const int incl = warp_inclusive_sum(c, lane);
         if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
         carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
       }
