@@ -11,6 +11,7 @@
 //                                until no near-tie decides the top-k)
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,13 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
   const size_t BK = size_t(batch) * s.top_k, BH = size_t(batch) * s.hidden;
   auto dw = DeviceMoeWeights::upload(w);
   DeviceBuffer<uint16_t> dx(x);
-  WarpDecodeMoe moe(s, batch);
+  // One layer object per kernel family the shape takes; the first also
+  // serves the router check (the router does not depend on the family).
+  std::vector<KernelFamily> families{KernelFamily::kScalar};
+  if (WarpDecodeConfig::tensor_cores_fit(s)) families.push_back(KernelFamily::kTensorCores);
+  std::vector<std::unique_ptr<WarpDecodeMoe>> layers;
+  for (KernelFamily fam : families) layers.push_back(std::make_unique<WarpDecodeMoe>(s, batch, fam));
+  const WarpDecodeMoe& moe = *layers.front();
 
   // Router kernel against the FP64 router.
   DeviceBuffer<int32_t> ids(BK);
@@ -86,10 +93,9 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
   DeviceBuffer<int32_t> rid(routing.ids);
   DeviceBuffer<float> rwt(std::vector<float>(routing.weights.begin(), routing.weights.end()));
   const RoutingView rv{batch, s.top_k, rid.data(), rwt.data()};
-  std::vector<KernelFamily> families{KernelFamily::kScalar};
-  if (WarpDecodeConfig::tensor_cores_fit(s)) families.push_back(KernelFamily::kTensorCores);
-  for (KernelFamily fam : families) {
-    const WarpDecodeMoe fm(s, batch, fam);
+  for (size_t li = 0; li < families.size(); ++li) {
+    const KernelFamily fam = families[li];
+    const WarpDecodeMoe& fm = *layers[li];
     const std::string name = std::string("gpu warp ") + (fam == KernelFamily::kScalar ? "scalar" : "tensor-core");
     for (OutputType t : {OutputType::kFP32, OutputType::kBF16}) {
       std::vector<double> y(BH);
