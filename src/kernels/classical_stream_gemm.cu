@@ -1,5 +1,6 @@
 // The register-streamed grouped GEMM of the classical path (GemmKernel::kStream,
-// classical_gemm.cuh): the decode tile, T = 8 token rows per expert block.
+// classical_gemm.cuh): the decode tile, T = 8 or 16 token rows per expert
+// block.
 //
 // Why a second decode kernel: the cp.async → shared memory → ldmatrix
 // pipeline of classical_gemm_impl.cuh streamed the decode GEMMs at 72-79 % of
@@ -10,12 +11,13 @@
 // the K permutation), and nothing waits at a barrier until the epilogue.
 //
 // Mapping: grid (N/32, max_blocks). Block (x, y) computes weight rows
-// [32x, 32x+32) (two m16 tiles) for the 8 token rows of expert block y
-// (rows [8y, 8y+8) of A, expert block_expert[y]; blocks y >= the device-side
-// count exit at once). The block's S warps (S = blockDim.x / 32 <= 4) split
+// [32x, 32x+32) (two m16 tiles) for the T token rows of expert block y
+// (rows [Ty, Ty+T) of A, expert block_expert[y]; blocks y >= the device-side
+// count exit at once). The block's S warps (S = blockDim.x / 32 <= 8) split
 // K into S ranges of whole rounds; lane 4g+q loads rows g, g+8, 16+g, 24+g
 // of each 64-byte chunk of its range (16 bytes at 16q) and the same 16 bytes
-// of A's row g. The S partial tiles are summed in shared memory in warp order
+// of A's rows g (and g+8 when T = 16: a second n8 MMA on the same weight
+// fragment). The S partial tiles are summed in shared memory in warp order
 // (deterministic), then stored with 16-byte stores.
 //
 // Numerics. BF16: the MMA chain of each K range in FP32, ranges summed in
