@@ -39,7 +39,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
@@ -325,7 +324,7 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     }
   }
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
-  launch_kernel(&stream_gemm_kernel<F, kT>, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
+  launch_kernel(kernel, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
 }
 
 }  // namespace
