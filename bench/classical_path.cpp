@@ -101,18 +101,6 @@ double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, do
 }
 
 // ---- table rows ------------------------------------------------------------------------------
-std::vector<ClassicalConfig> classical_sweep_configs() {
-  std::vector<ClassicalConfig> v;
-  for (bool pdl : {false, true}) {
-    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, pdl});
-    if (ClassicalMoe::wgmma_available())
-      for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
-    for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
-    if (ClassicalMoe::wgmma_available()) v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
-  }
-  return v;
-}
-
 nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int B, const Options& opt,
                              double warp_us, double read_tbps, double* us_out, std::optional<ClassicalConfig> config) {
   const MoeShape shape = preset_shape(preset);

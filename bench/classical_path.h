@@ -66,10 +66,6 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
                              double warp_us, double read_tbps, double* us_out = nullptr,
                              std::optional<ClassicalConfig> config = std::nullopt);
 
-// The configurations `bench-moe --sweep` times besides the default: every
-// tile height on mma.sync, and the wgmma kernel where the device has it.
-std::vector<ClassicalConfig> classical_sweep_configs();
-
 // bench-moe --tune: for each preset and format, times both paths over a
 // ladder of batch sizes, finds the crossover (the smallest B from which the
 // classical path stays faster), prints the ladder, and writes the crossover

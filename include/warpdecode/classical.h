@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "warpdecode/layout.h"
 #include "warpdecode/warp_decode.h"
@@ -81,6 +82,10 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
+  // Every tile height of every GEMM kernel, PDL off then on (not filtered:
+  // supports() says which run a given shape here). bench-moe's sweep and the
+  // tests walk this list.
+  static std::vector<ClassicalConfig> candidates();
 };
 
 enum class ClassicalStage { kRouterGemm, kTopK, kAlign, kPermute, kGateUp, kSiluMul, kDown, kCombine };

@@ -148,6 +148,17 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   return false;
 }
 
+std::vector<ClassicalConfig> ClassicalConfig::candidates() {
+  std::vector<ClassicalConfig> v;
+  for (bool pdl : {false, true}) {
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, pdl});
+    for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
+    for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
+    v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
+  }
+  return v;
+}
+
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
          (pdl ? "/pdl" : "");

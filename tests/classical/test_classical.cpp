@@ -344,24 +344,12 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   }
 }
 
-// Every configuration that runs shape s in format f on this device.
+// Every configuration that runs shape s in format f on this device (PDL
+// off; with_pdl: then the same with PDL on).
 std::vector<ClassicalConfig> all_configs(const MoeShape& s, WeightFormat f, bool with_pdl = false) {
-  std::vector<ClassicalConfig> v;
-  for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kMmaSync, false});
-  for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, false});
-  for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, false});
-  v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, false});
-  if (with_pdl) {
-    const size_t n = v.size();
-    for (size_t i = 0; i < n; ++i) {
-      ClassicalConfig c = v[i];
-      c.pdl = true;
-      v.push_back(c);
-    }
-  }
   std::vector<ClassicalConfig> out;
-  for (const auto& c : v)
-    if (c.supports(s, f)) out.push_back(c);
+  for (const auto& c : ClassicalConfig::candidates())
+    if (c.supports(s, f) && (with_pdl || !c.pdl)) out.push_back(c);
   return out;
 }
 

@@ -2,6 +2,10 @@
 // shapes the stream GEMM takes, and the labels the benchmark prints.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "warpdecode/classical.h"
 #include "warpdecode/layout.h"
 
@@ -61,6 +65,21 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
   EXPECT_TRUE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(q, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(shape_of(160, 96), WeightFormat::kFP8Block128));
+}
+
+TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
+  std::vector<std::string> labels;
+  for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
+  const std::vector<std::string> want = {
+      "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
+      "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl",
+      "t16/stream/pdl", "t8/stream-wgmma/pdl"};
+  EXPECT_EQ(labels, want);
+  // Every default for_batch picks is a candidate.
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8})
+    for (int B : {1, 64, 128, 1024, 4096})
+      EXPECT_NE(std::find(want.begin(), want.end(), ClassicalConfig::for_batch(s, B, f).label()), want.end()) << B;
 }
 
 TEST(ClassicalConfig, Labels) {

@@ -219,13 +219,12 @@ void run(const Opts& o) {
           opt.with_router = !o.no_router;
           opt.stages = o.stages;
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
+          const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (o.classical_sweep || !o.classical_configs.empty())
-            for (const auto& c : bench::classical_sweep_configs()) {
+            for (const auto& c : ClassicalConfig::candidates()) {
               const bool listed = std::find(o.classical_configs.begin(), o.classical_configs.end(), c.label()) !=
                                   o.classical_configs.end();
-              if (c.label() == ClassicalConfig::for_batch(shapes[si], B, f).label() ||
-                  !c.supports(shapes[si], f) ||
-                  (!o.classical_sweep && !listed))
+              if (c.label() == default_label || !c.supports(shapes[si], f) || (!o.classical_sweep && !listed))
                 continue;
               doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
             }
