@@ -2,8 +2,6 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
-#include <type_traits>
-
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
