@@ -76,6 +76,11 @@ struct MoeWeightsView {
   const uint8_t* down_scales = nullptr;   // (E, H, I/32), MXFP8 only
   const float* gate_up_block_scales = nullptr;  // (E, 2·ceil(I/128), ceil(H/128)), FP8 block-128 only
   const float* down_block_scales = nullptr;     // (E, ceil(H/128), ceil(I/128)), FP8 block-128 only
+  // Optional, MXFP8 on the device: the down weights again in the tensor-core
+  // tiled layout (warpdecode/down_tiling.h); moe_down_tc reads these instead
+  // of down / down_scales when both are set. Same values, so the same bits.
+  const uint8_t* down_tiled = nullptr;
+  const uint8_t* down_tiled_scales = nullptr;
 
   // Throws unless every pointer the format needs is set and the shape is valid.
   void validate() const;

@@ -26,18 +26,31 @@ struct MoeOutput {
   const void* residual = nullptr;  // optional (B, H), same type: y = residual + moe(x)
 };
 
-// Device copy of one layer's weights, in the canonical layout of layout.h.
+// What a DeviceMoeWeights keeps besides the canonical tensors.
+struct DeviceWeightsOptions {
+  // MXFP8: the down projection a second time, in the tiled layout that
+  // moe_down_tc streams (warpdecode/down_tiling.h; the shape must take it:
+  // H % 16 == 0, I % 64 == 0). Costs a third more weight memory (the down
+  // tensor is a third of an expert); makes the tensor-core down kernel
+  // 8-16 % faster and the layer 2-6 % (H200, docs/PERF_LOG.md v12). Off: the
+  // kernels read the canonical tensors, with the same bits.
+  bool tiled_mxfp8_down = true;
+};
+
+// Device copy of one layer's weights, in the canonical layout of layout.h
+// (plus what DeviceWeightsOptions asks for).
 class DeviceMoeWeights {
  public:
   // Uploads host weights (BF16 or MXFP8).
-  static DeviceMoeWeights upload(const MoeWeights& host);
+  static DeviceMoeWeights upload(const MoeWeights& host, const DeviceWeightsOptions& options = {});
   // Uploads weights described by a host view (e.g. a checkpoint's expert
   // stack, include/warpdecode/model/expert_stack.h). BF16 or MXFP8.
-  static DeviceMoeWeights upload(const MoeWeightsView& host);
+  static DeviceMoeWeights upload(const MoeWeightsView& host, const DeviceWeightsOptions& options = {});
   // Generates synthetic weights on the device (bit-identical to
   // MoeWeights::synthetic(...) and, for MXFP8, to_mxfp8(rule)).
   static DeviceMoeWeights synthetic(const MoeShape& shape, const SyntheticSpec& spec,
-                                    WeightFormat format, MxScaleRule rule, cudaStream_t stream);
+                                    WeightFormat format, MxScaleRule rule, cudaStream_t stream,
+                                    const DeviceWeightsOptions& options = {});
   DeviceMoeWeights(DeviceMoeWeights&&) noexcept;
   DeviceMoeWeights& operator=(DeviceMoeWeights&&) noexcept;
   ~DeviceMoeWeights();
@@ -61,8 +74,8 @@ const char* to_string(KernelFamily f);
 
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
-// (tensor_cores = true; only programmatic_launch, evict_first and
-// tc_deep_loads apply). All
+// (tensor_cores = true; only programmatic_launch, evict_first,
+// tc_deep_loads and tc_tiled_down apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -82,6 +95,8 @@ struct WarpDecodeConfig {
   bool down_stage_h = false;         // moe_down blocks stage their token's h (K·I FP32) in shared memory
   bool tensor_cores = false;         // the tensor-core kernels (moe_tc.cuh) instead of the scalar ones
   bool tc_deep_loads = false;        // tensor cores, MXFP8: gate_up rounds of two chunks (moe_gate_up_tc.cu)
+  bool tc_tiled_down = false;        // tensor cores, MXFP8: moe_down_tc streams the view's tiled down
+                                     // weights (warpdecode/down_tiling.h) where it has them
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,

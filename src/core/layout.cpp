@@ -87,6 +87,14 @@ void MoeWeightsView::validate() const {
     WD_CHECK(gate_up_block_scales != nullptr, "MoE weights: FP8 block-128 gate_up scales are missing");
     WD_CHECK(down_block_scales != nullptr, "MoE weights: FP8 block-128 down scales are missing");
   }
+  WD_CHECK((down_tiled == nullptr) == (down_tiled_scales == nullptr),
+           "MoE weights: tiled down weights and their scales must be set together");
+  if (down_tiled != nullptr) {
+    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled down weights are MXFP8 only, not ",
+             to_string(format));
+    WD_CHECK(shape.hidden % 16 == 0 && shape.intermediate % 64 == 0, "MoE weights: tiled down weights need H % 16 == 0 "
+             "and I % 64 == 0 (H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+  }
 }
 
 }  // namespace wd

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "warpdecode/formats.h"
+#include "warpdecode/layout.h"
 
 namespace wd::kernels {
 
@@ -22,5 +23,9 @@ void bf16_encode(const float* in, uint16_t* out, size_t n, cudaStream_t stream);
 // q (rows, cols) E4M3, scales (rows, cols/32) E8M0. One thread per block of 32.
 void mxfp8_quantize(const uint16_t* in, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,
                     MxScaleRule rule, cudaStream_t stream);
+// MXFP8 down weights (E, H, I) + scales (E, H, I/32), device -> the tiled
+// copies of warpdecode/down_tiling.h (the device twin of wd::tile_mxfp8_down).
+void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                     uint8_t* scales_tiled, cudaStream_t stream);
 
 }  // namespace wd::kernels

@@ -64,6 +64,7 @@ struct DownParams {
   int prefetch_experts;    // >= 0: sorted slots whose rows a warp keeps requested into L2 ahead
   int evict_first;         // 1: streamed weight loads are marked evict-first in L2
   int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
+  int tiled;               // moe_down_tc, MXFP8: weights and scales in the tiled layout (warpdecode/down_tiling.h)
 };
 
 // The most shared memory moe_down stages h in (bytes).

@@ -10,6 +10,7 @@
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/moe_down_store.cuh"
+#include "warpdecode/down_tiling.h"
 
 namespace wd::kernels {
 namespace {
@@ -43,9 +44,13 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-template <bool kMx8>
+// kTiled (MXFP8): weights and scales in the tiled layout of
+// warpdecode/down_tiling.h, where a work item's kilobyte is contiguous; the
+// same values reach the same registers, so the bits are the same.
+template <bool kMx8, bool kTiled>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
+  static_assert(kMx8 || !kTiled, "the tiled layout is MXFP8's");
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
@@ -62,8 +67,22 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   // first byte and first scale in expert 0 (an expert's weights and scales
   // are below 4 GiB: moe_down_tc checks).
   const uint32_t expert_bytes = uint32_t(H) * I * kElemBytes, expert_scales = uint32_t(H) * (I / kMxBlock);
-  const uint8_t* a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
-  const uint8_t* s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
+  // Per item (expert e, unit u): + e·expert_bytes + u·unit_bytes; row g + 8
+  // at + row8_bytes; likewise for the scales.
+  const uint8_t* a_lane;
+  const uint8_t* s_lane;
+  uint32_t unit_bytes, row8_bytes, unit_scales, row8_scales;
+  if constexpr (kTiled) {
+    const size_t item0 = size_t(blockIdx.x) * (I / kUnit) + kw / kUnit;  // item (0, blockIdx.x, kw / 64)
+    a_lane = w + item0 * kDownTileBytes + 16 * lane;
+    s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
+    unit_bytes = kDownTileBytes, row8_bytes = 512, unit_scales = kDownTileScales, row8_scales = 16;
+  } else {
+    a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
+    s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
+    unit_bytes = kUnit * kElemBytes, row8_bytes = 8 * I * kElemBytes;
+    unit_scales = kUnit / kMxBlock, row8_scales = 8 * (I / kMxBlock);
+  }
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
@@ -200,16 +219,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       it.n = ln;
       it.u = lu;
       const uint32_t e = s_texp[ln];
-      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * kUnit * kElemBytes;
+      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * unit_bytes;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
         for (int c = 0; c < Item<kMx8>::kChunks; ++c)
-          it.a[hh][c] = ld_stream(a + hh * 8 * I * kElemBytes + 64 * c, pol);
+          it.a[hh][c] = ld_stream(a + hh * row8_bytes + 64 * c, pol);
       if constexpr (kMx8) {
-        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * (kUnit / kMxBlock);
+        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * unit_scales;
         it.sc[0] = ld_byte(sc);
-        it.sc[1] = ld_byte(sc + 8 * (I / kMxBlock));
+        it.sc[1] = ld_byte(sc + row8_scales);
       }
     };
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
@@ -334,14 +353,15 @@ size_t smem_bytes(const DownParams& p, int slices) {
          size_t(max_tiles(ne, na)) * (4 + 8 * 12);
 }
 
-template <bool kMx8>
+template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
-  WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_tc_kernel<kMx8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch_kernel(moe_down_tc_kernel<kMx8>, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
-                p.programmatic_launch != 0, p, units);
+  auto* k = &moe_down_tc_kernel<kMx8, kTiled>;
+  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
+                units);
 }
 
 }  // namespace
@@ -369,8 +389,10 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            ", K = ", p.top_k, " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
-  if (format == WeightFormat::kBF16) launch<false>(p, stream);
-  else launch<true>(p, stream);
+  WD_CHECK(!p.tiled || format == WeightFormat::kMXFP8, "moe_down_tc: the tiled layout is MXFP8 only");
+  if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
+  else if (p.tiled) launch<true, true>(p, stream);
+  else launch<true, false>(p, stream);
 }
 
 }  // namespace wd::kernels

@@ -2,6 +2,7 @@
 
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
+#include "warpdecode/down_tiling.h"
 #include "kernels/formats_device.cuh"
 #include "kernels/moe_down.cuh"
 #include "kernels/moe_gate_up.cuh"
@@ -19,6 +20,17 @@ struct DeviceMoeWeights::Impl {
   DeviceBuffer<uint8_t> gate_up;  // raw bytes: BF16 or E4M3
   DeviceBuffer<uint8_t> down;
   DeviceBuffer<uint8_t> gate_up_scales, down_scales;
+  DeviceBuffer<uint8_t> down_tiled, down_tiled_scales;  // MXFP8: warpdecode/down_tiling.h
+
+  // MXFP8: the tiled copy of the down weights that moe_down_tc streams
+  // (where the shape takes it).
+  void tile_down(cudaStream_t stream) {
+    if (format != WeightFormat::kMXFP8 || !down_tiling_fits(shape)) return;
+    down_tiled = DeviceBuffer<uint8_t>(down.bytes());
+    down_tiled_scales = DeviceBuffer<uint8_t>(down_scales.bytes());
+    kernels::tile_mxfp8_down(shape, down.data(), down_scales.data(), down_tiled.data(), down_tiled_scales.data(),
+                             stream);
+  }
 };
 
 DeviceMoeWeights::DeviceMoeWeights() : impl_(std::make_unique<Impl>()) {}
@@ -35,7 +47,7 @@ DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
 }
 }  // namespace
 
-DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) {
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host, const DeviceWeightsOptions& options) {
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
   m.shape = host.shape();
@@ -49,11 +61,13 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host) {
     m.down = upload_bytes(host.down_q);
     m.gate_up_scales = upload_bytes(host.gate_up_scales);
     m.down_scales = upload_bytes(host.down_scales);
+    if (options.tiled_mxfp8_down) m.tile_down(nullptr);
+    WD_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   return d;
 }
 
-DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host) {
+DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host, const DeviceWeightsOptions& options) {
   host.validate();
   WD_CHECK(host.space == MemorySpace::kHost, "DeviceMoeWeights::upload needs a host view");
   WD_CHECK(host.format == WeightFormat::kBF16 || host.format == WeightFormat::kMXFP8,
@@ -76,13 +90,15 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host) {
   if (m.format == WeightFormat::kMXFP8) {
     m.gate_up_scales = copy(host.gate_up_scales, E * 2 * I * H / kMxBlock);
     m.down_scales = copy(host.down_scales, E * H * I / kMxBlock);
+    if (options.tiled_mxfp8_down) m.tile_down(nullptr);
+    WD_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   return d;
 }
 
 DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const SyntheticSpec& spec,
                                              WeightFormat format, MxScaleRule rule,
-                                             cudaStream_t stream) {
+                                             cudaStream_t stream, const DeviceWeightsOptions& options) {
   shape.validate();
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
@@ -112,6 +128,7 @@ DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const Synthe
     kernels::synthetic_bf16(tmp.data(), dn, spec, SyntheticTensor::kDown, stream);
     kernels::mxfp8_quantize(tmp.data(), E * H, I, m.down.data(), m.down_scales.data(), rule,
                             stream);
+    if (options.tiled_mxfp8_down) m.tile_down(stream);
     WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // tmp is freed on return
   }
   return d;
@@ -129,6 +146,10 @@ MoeWeightsView DeviceMoeWeights::view() const {
   if (m.format == WeightFormat::kMXFP8) {
     v.gate_up_scales = m.gate_up_scales.data();
     v.down_scales = m.down_scales.data();
+    if (m.down_tiled.bytes() != 0) {
+      v.down_tiled = m.down_tiled.data();
+      v.down_tiled_scales = m.down_tiled_scales.data();
+    }
   }
   return v;
 }
@@ -136,7 +157,7 @@ MoeWeightsView DeviceMoeWeights::view() const {
 size_t DeviceMoeWeights::bytes() const {
   const Impl& m = *impl_;
   return m.router.bytes() + m.gate_up.bytes() + m.down.bytes() + m.gate_up_scales.bytes() +
-         m.down_scales.bytes();
+         m.down_scales.bytes() + m.down_tiled.bytes() + m.down_tiled_scales.bytes();
 }
 
 // ---- WarpDecodeMoe ---------------------------------------------------------------
@@ -174,6 +195,9 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     c.programmatic_launch = true;
     // Only where the deep kernel runs, so that the label says which one does.
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) && (batch <= 16 || shape.hidden >= 4096);
+    // The tiled down weights (v12): HBM serves moe_down_tc's 16-row × 64-byte
+    // items as one contiguous kilobyte instead of 16 pieces of 64 bytes.
+    c.tc_tiled_down = format == WeightFormat::kMXFP8;
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -215,7 +239,7 @@ std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
     return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
-           (programmatic_launch ? "/pdl" : "");
+           (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
@@ -340,8 +364,16 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.stage_h = config.down_stage_h ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
-  if (config.tensor_cores) kernels::moe_down_tc(d, w.format, stream);
-  else kernels::moe_down(d, w.format, stream);
+  if (config.tensor_cores) {
+    if (config.tc_tiled_down && w.down_tiled != nullptr) {  // the same values, laid out for the tensor-core walk
+      d.weights = w.down_tiled;
+      d.scales = w.down_tiled_scales;
+      d.tiled = 1;
+    }
+    kernels::moe_down_tc(d, w.format, stream);
+  } else {
+    kernels::moe_down(d, w.format, stream);
+  }
 }
 
 void WarpDecodeMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch,

@@ -9,6 +9,8 @@
 #include "kernels/formats_device.cuh"
 #include "kernels/synthetic.cuh"
 #include "tests/gpu/gpu_test_util.h"
+#include "warpdecode/down_tiling.h"
+#include "warpdecode/warp_decode.h"
 #include "warpdecode/weights.h"
 
 namespace wd {
@@ -85,6 +87,48 @@ TEST(GpuFormats, Mxfp8QuantizeAndSyntheticWeightsMatchHost) {
                           sc.data(), MxScaleRule::kNoSaturate, nullptr);
   EXPECT_EQ(q.download(), hq.gate_up_q);
   EXPECT_EQ(sc.download(), hq.gate_up_scales);
+}
+
+// The device tiling of MXFP8 down weights (what DeviceMoeWeights keeps for
+// moe_down_tc) equals the host's, on random bytes, and the device weights'
+// view carries it.
+TEST(GpuFormats, Mxfp8DownTilingMatchesHost) {
+  WD_REQUIRE_GPU();
+  MoeShape s = preset_shape("tiny");
+  s.hidden = 96;  // 6 row tiles
+  s.intermediate = 192;
+  std::mt19937 rng(std::random_device{}());
+  const size_t n = size_t(s.experts) * s.hidden * s.intermediate;
+  std::vector<uint8_t> q(n), sc(n / 32), qt(n), st(n / 32);
+  for (auto& b : q) b = uint8_t(rng());
+  for (auto& b : sc) b = uint8_t(rng());
+  tile_mxfp8_down(s, q.data(), sc.data(), qt.data(), st.data());
+  DeviceBuffer<uint8_t> dq(q), dsc(sc), dqt(n), dst(n / 32);
+  dqt.fill_bytes(0xA5);
+  dst.fill_bytes(0xA5);
+  kernels::tile_mxfp8_down(s, dq.data(), dsc.data(), dqt.data(), dst.data(), nullptr);
+  EXPECT_EQ(dqt.download(), qt);
+  EXPECT_EQ(dst.download(), st);
+
+  const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
+  const auto d = DeviceMoeWeights::upload(w);
+  const MoeWeightsView v = d.view();
+  ASSERT_NE(v.down_tiled, nullptr);
+  ASSERT_NE(v.down_tiled_scales, nullptr);
+  std::vector<uint8_t> wt(w.down_q.size()), wst(w.down_scales.size());
+  tile_mxfp8_down(w.shape(), w.down_q.data(), w.down_scales.data(), wt.data(), wst.data());
+  std::vector<uint8_t> got(wt.size()), got_s(wst.size());
+  WD_CUDA_CHECK(cudaMemcpy(got.data(), v.down_tiled, got.size(), cudaMemcpyDeviceToHost));
+  WD_CUDA_CHECK(cudaMemcpy(got_s.data(), v.down_tiled_scales, got_s.size(), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, wt);
+  EXPECT_EQ(got_s, wst);
+  EXPECT_EQ(DeviceMoeWeights::upload(MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{})).view().down_tiled,
+            nullptr);  // BF16: none
+  DeviceWeightsOptions no_tiles;
+  no_tiles.tiled_mxfp8_down = false;
+  const auto plain = DeviceMoeWeights::upload(w, no_tiles);
+  EXPECT_EQ(plain.view().down_tiled, nullptr);
+  EXPECT_EQ(plain.bytes() + w.down_q.size() + w.down_scales.size(), d.bytes());
 }
 
 }  // namespace

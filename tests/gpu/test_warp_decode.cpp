@@ -101,12 +101,15 @@ void expect_close(const std::vector<double>& ref, const std::vector<double>& y, 
 const char* name(WeightFormat f) { return to_string(f); }
 
 // A tensor-core configuration (the family's only knobs).
-WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false) {
+// tiled: MXFP8 down weights from the tiled copy (warpdecode/down_tiling.h),
+// which DeviceMoeWeights keeps for MXFP8; the same bits either way.
+WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool tiled = false) {
   WarpDecodeConfig c;
   c.tensor_cores = true;
   c.programmatic_launch = pdl;
   c.evict_first = evict_first;
   c.tc_deep_loads = deep;
+  c.tc_tiled_down = tiled;
   return c;
 }
 
@@ -483,10 +486,10 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   WD_REQUIRE_GPU();
   // I = 192: 3 K ranges of one unit; tiny: I = 128, 2 ranges; E = 20, K = 6:
   // many tokens share experts. H = 512 takes MXFP8 gate_up's deep rounds,
-  // H = 256 (tiny) falls back from them. PDL, the L2 policy and deep loads
-  // vary with B.
+  // H = 256 (tiny) falls back from them. PDL, the L2 policy, deep loads and
+  // the tiled down weights vary with B.
   check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
-                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2); });
+                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0); });
 }
 
 TEST(WarpDecodeTensorCores, RealShapes) {
@@ -504,11 +507,13 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
-// PDL, the L2 policy and deep loads on and off (none changes the bits); 65
+// PDL, the L2 policy, deep loads and the tiled down weights on and off (none
+// changes the bits: the token alone runs tiled, in batches both ways); 65
 // and 80 tokens: the second walk of 64.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
-  check_batch_invariance({tc_config(true, false, true), tc_config(false, true, false)}, {1, 2, 9, 37, 64, 65, 80});
+  check_batch_invariance({tc_config(true, false, true, true), tc_config(false, true, false, false)},
+                         {1, 2, 9, 37, 64, 65, 80});
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
@@ -521,7 +526,7 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 70);
-    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true)}) {
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true)}) {
       for (int B : {1, 9, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());

@@ -78,8 +78,11 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.tc_deep_loads = deep;
         c.evict_first = ef;
         c.programmatic_launch = pdl;
+        c.tc_tiled_down = d.tc_tiled_down;
         add(c);
       }
+  // MXFP8: the default without the tiled down weights.
+  if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
   return v;
 }
 

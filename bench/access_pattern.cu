@@ -1,0 +1,235 @@
+// Memory-side ceiling of moe_down_tc's access pattern, with no compute: how
+// fast HBM serves "16 rows of one expert, a P-byte piece of each row per warp"
+// for the MXFP8 piece (64 bytes: one 16-byte load per lane and row) and the
+// BF16 piece (128 bytes: two), at several depths of items in flight per warp.
+// If the 64-byte pieces alone fall short of the 128-byte ones, the MXFP8
+// kernels are bound by their access pattern, not by their instructions
+// (docs/PERF_LOG.md v12).
+//
+//   build/bench/access_pattern
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "kernels/bandwidth.cuh"
+#include "kernels/common.cuh"
+
+namespace {
+
+using namespace wd::kernels;
+
+constexpr int kRows = 2048;   // H of qwen3-30b-a3b: 128 blocks of 16 rows
+constexpr int kItems = 256;   // experts walked per launch
+
+// Block b: rows [16b, 16b+16) of each walked expert; warp w: bytes
+// [w·64·kLoads, (w+1)·64·kLoads) of each row; lane (g, q): rows g and g+8,
+// kLoads 16-byte loads at q·16 (+ 64). kDepth items in flight per warp.
+template <int kLoads, int kDepth>
+__global__ void piece_read(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts,
+                           unsigned* sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
+  const uint8_t* base = buf + size_t(blockIdx.x * 16 + g) * row_bytes + warp * 64 * kLoads + q * 16;
+  const uint64_t pol = l2_stream_policy(true);
+  uint4 r[kDepth][2][kLoads];
+  auto load = [&](uint4 (&d)[2][kLoads], int item) {
+    const uint8_t* a = base + size_t(experts[min(item, kItems - 1)]) * expert_bytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int c = 0; c < kLoads; ++c) d[h][c] = ld_stream(a + size_t(h) * 8 * row_bytes + 64 * c, pol);
+  };
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) load(r[d], d);
+  unsigned acc = 0;
+  for (int it = 0; it < kItems; it += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int c = 0; c < kLoads; ++c) acc ^= r[d][h][c].x ^ r[d][h][c].y ^ r[d][h][c].z ^ r[d][h][c].w;
+      load(r[d], it + d + kDepth);
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads; (almost) never taken
+}
+
+// The same walk over a tiled layout: each (expert, 16-row tile, 64-byte
+// unit) is 1 KB contiguous, lane l's two 16-byte pieces at 16·l and 512 + 16·l.
+template <int kDepth>
+__global__ void tiled_read(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts,
+                           unsigned* sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, units = row_bytes / 64;
+  const uint8_t* base = buf + (size_t(blockIdx.x) * units + warp) * 1024 + 16 * lane;
+  const uint64_t pol = l2_stream_policy(true);
+  uint4 r[kDepth][2];
+  auto load = [&](uint4 (&d)[2], int item) {
+    const uint8_t* a = base + size_t(experts[min(item, kItems - 1)]) * expert_bytes;
+    d[0] = ld_stream(a, pol);
+    d[1] = ld_stream(a + 512, pol);
+  };
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) load(r[d], d);
+  unsigned acc = 0;
+  for (int it = 0; it < kItems; it += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      acc ^= r[d][0].x ^ r[d][0].y ^ r[d][0].z ^ r[d][0].w ^ r[d][1].x ^ r[d][1].y ^ r[d][1].z ^ r[d][1].w;
+      load(r[d], it + d + kDepth);
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// moe_gate_up_tc's walk: block (16-neuron tile x, expert y of kItems); 4
+// warps, warp w a quarter of the row (H bytes); lane (g, q) rows g, g+8,
+// I+g, I+8+g; a round is kChunks 64-byte chunks of each row (16 bytes a
+// lane), kDepth rounds in flight. kTiled: each (expert, tile, chunk) is 2 KB
+// contiguous instead (32 rows × 64 bytes, lane l's pieces at 16·l + 512·r).
+template <int kChunks, int kDepth, bool kTiled>
+__global__ void gate_up_read(const uint8_t* buf, size_t expert_bytes, int row_bytes, int inter,
+                             const int* experts, unsigned* sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
+  const int nc = row_bytes / 4 / 64;  // chunks per warp
+  const uint8_t* ex = buf + size_t(experts[blockIdx.y]) * expert_bytes;
+  const uint64_t pol = l2_stream_policy(true);
+  auto addr = [&](int r, int c) -> const uint8_t* {
+    const int chunk = warp * nc + c;
+    if constexpr (kTiled)
+      return ex + (size_t(blockIdx.x) * (row_bytes / 64) + chunk) * 2048 + 512 * r + 16 * lane;
+    const int row = blockIdx.x * 16 + g + (r % 2) * 8 + (r / 2) * inter;
+    return ex + size_t(row) * row_bytes + chunk * 64 + q * 16;
+  };
+  uint4 v[kDepth][kChunks][4];
+  auto load = [&](uint4 (&d)[kChunks][4], int round) {
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) d[u][r] = ld_stream(addr(r, min(round * kChunks + u, nc - 1)), pol);
+  };
+  const int rounds = nc / kChunks;
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) load(v[d], d);
+  unsigned acc = 0;
+  for (int it = 0; it < rounds; it += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc ^= v[d][u][r].x ^ v[d][u][r].y ^ v[d][u][r].z ^ v[d][u][r].w;
+      load(v[d], it + d + kDepth);
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// Median ms of 20 timed launches after 3 warm-ups; launch(rep) uses routing rep.
+template <typename Launch>
+float time_ms(Launch launch) {
+  cudaEvent_t a, b;
+  WD_CUDA_CHECK(cudaEventCreate(&a));
+  WD_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 23; ++rep) {
+    WD_CUDA_CHECK(cudaEventRecord(a));
+    launch(rep);
+    WD_CUDA_CHECK(cudaEventRecord(b));
+    WD_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    WD_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    if (rep >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  WD_CUDA_CHECK(cudaEventDestroy(a));
+  WD_CUDA_CHECK(cudaEventDestroy(b));
+  return ms[ms.size() / 2];
+}
+
+template <int kLoads, int kDepth>
+float run(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts, unsigned* sink) {
+  const int warps = row_bytes / (64 * kLoads);
+  return time_ms([&](int rep) {
+    piece_read<kLoads, kDepth><<<kRows / 16, warps * 32>>>(buf, expert_bytes, row_bytes, experts + rep * kItems, sink);
+  });
+}
+
+template <int kDepth>
+float run_tiled(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts, unsigned* sink) {
+  return time_ms([&](int rep) {
+    tiled_read<kDepth><<<kRows / 16, (row_bytes / 64) * 32>>>(buf, expert_bytes, row_bytes, experts + rep * kItems, sink);
+  });
+}
+
+// gate_up of qwen3-30b-a3b: H = 2048 (MXFP8) or 4096 (BF16) bytes a row, I = 768; kItems
+// experts = blocks in y, I/16 tiles in x.
+template <int kChunks, int kDepth, bool kTiled>
+float run_gate_up(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts, unsigned* sink) {
+  return time_ms([&](int rep) {
+    gate_up_read<kChunks, kDepth, kTiled><<<dim3(768 / 16, kItems), 128>>>(buf, expert_bytes, row_bytes, 768,
+                                                                          experts + rep * kItems, sink);
+  });
+}
+
+}  // namespace
+
+int main() {
+  const size_t buf_bytes = size_t(4) << 30;
+  const auto bw = measure_bandwidth(buf_bytes, 20, nullptr);
+  std::printf("streaming read %.2f TB/s (4 GiB)\n", bw.read_tbps);
+  uint8_t* buf = nullptr;
+  unsigned* sink = nullptr;
+  int* experts = nullptr;
+  WD_CUDA_CHECK(cudaMalloc(&buf, buf_bytes));
+  WD_CUDA_CHECK(cudaMemset(buf, 0x5a, buf_bytes));
+  WD_CUDA_CHECK(cudaMalloc(&sink, 4));
+  WD_CUDA_CHECK(cudaMalloc(&experts, sizeof(int) * kItems * 23));
+  std::mt19937 rng(1);
+  std::printf("%-34s %8s %8s %7s\n", "pattern (row bytes, piece, depth)", "us", "TB/s", "% read");
+  auto report = [&](const char* name, int row_bytes, auto fn) {
+    const size_t expert_bytes = size_t(kRows) * row_bytes;
+    const int n_experts = int(buf_bytes / expert_bytes);
+    std::vector<int> ids(size_t(kItems) * 23);
+    for (int& e : ids) e = int(rng() % unsigned(n_experts));
+    WD_CUDA_CHECK(cudaMemcpy(experts, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+    const float ms = fn(expert_bytes);
+    const double tbps = double(kItems) * expert_bytes / (ms * 1e-3) / 1e12;
+    std::printf("%-34s %8.1f %8.2f %7.1f\n", name, ms * 1e3, tbps, 100.0 * tbps / bw.read_tbps);
+  };
+#define WD_CASE(NAME, ROW, LOADS, DEPTH)                                                                    \
+  report(NAME, ROW, [&](size_t eb) { return run<LOADS, DEPTH>(buf, eb, ROW, experts, sink); })
+  WD_CASE("mxfp8 now: 768, 64 B x12 warps, d2", 768, 1, 2);
+  WD_CASE("mxfp8 now: 768, 64 B x12 warps, d4", 768, 1, 4);
+  WD_CASE("mxfp8 now: 768, 64 B x12 warps, d8", 768, 1, 8);
+  WD_CASE("bf16 now: 1536, 128 B x12 warps, d2", 1536, 2, 2);
+  WD_CASE("bf16 now: 1536, 128 B x12 warps, d4", 1536, 2, 4);
+  WD_CASE("mxfp8 2-unit: 768, 128 B x6, d2", 768, 2, 2);
+  WD_CASE("mxfp8 2-unit: 768, 128 B x6, d4", 768, 2, 4);
+  WD_CASE("mxfp8 2-unit: 768, 128 B x6, d8", 768, 2, 8);
+#undef WD_CASE
+#define WD_TILED(NAME, ROW, DEPTH) \
+  report(NAME, ROW, [&](size_t eb) { return run_tiled<DEPTH>(buf, eb, ROW, experts, sink); })
+  WD_TILED("mxfp8 tiled 1 KB: 768, x12, d2", 768, 2);
+  WD_TILED("mxfp8 tiled 1 KB: 768, x12, d3", 768, 3);
+  WD_TILED("mxfp8 tiled 1 KB: 768, x12, d4", 768, 4);
+#undef WD_TILED
+  // gate_up: expert = 2I rows of H = 2048 bytes (MXFP8 qwen3-30b-a3b).
+#define WD_GU(NAME, CH, DEPTH, TILED) \
+  report(NAME, 1536, [&](size_t eb) { return run_gate_up<CH, DEPTH, TILED>(buf, eb, 2048, experts, sink); })
+  WD_GU("gate_up mxfp8 rows, 1 chunk, d2", 1, 2, false);
+  WD_GU("gate_up mxfp8 rows, 2 chunks, d2", 2, 2, false);
+  WD_GU("gate_up mxfp8 tiled, 1 chunk, d2", 1, 2, true);
+  WD_GU("gate_up mxfp8 tiled, 1 chunk, d4", 1, 4, true);
+  WD_GU("gate_up mxfp8 tiled, 2 chunks, d2", 2, 2, true);
+  report("gate_up bf16 rows, 2 chunks, d2", 3072,
+         [&](size_t eb) { return run_gate_up<2, 2, false>(buf, eb, 4096, experts, sink); });
+#undef WD_GU
+  WD_CUDA_CHECK(cudaFree(buf));
+  WD_CUDA_CHECK(cudaFree(sink));
+  WD_CUDA_CHECK(cudaFree(experts));
+  return 0;
+}

@@ -1,0 +1,75 @@
+// The tiled layout of MXFP8 down weights (warpdecode/down_tiling.h): a
+// permutation of the canonical bytes, with the positions moe_down_tc's lanes
+// read. Checked against the layout's definition, written out here afresh.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "warpdecode/down_tiling.h"
+#include "warpdecode/error.h"
+
+namespace wd {
+namespace {
+
+MoeShape shape(int H, int I, int E) {
+  MoeShape s;
+  s.hidden = H;
+  s.intermediate = I;
+  s.experts = E;
+  s.top_k = 2;
+  return s;
+}
+
+TEST(DownTiling, OffsetsAreAPermutationOfTheCanonicalBytes) {
+  const size_t E = 3, H = 32, I = 128;
+  std::set<size_t> codes, scales;
+  for (size_t e = 0; e < E; ++e)
+    for (size_t r = 0; r < H; ++r) {
+      for (size_t k = 0; k < I; ++k) codes.insert(down_tiled_offset(e, r, k, H, I));
+      for (size_t j = 0; j < I / kMxBlock; ++j) scales.insert(down_tiled_scale_offset(e, r, j, H, I));
+    }
+  EXPECT_EQ(codes.size(), E * H * I);
+  EXPECT_EQ(*codes.rbegin(), E * H * I - 1);
+  EXPECT_EQ(scales.size(), E * H * I / kMxBlock);
+  EXPECT_EQ(*scales.rbegin(), E * H * I / kMxBlock - 1);
+}
+
+// Where lane 4g + q of the warp that owns unit u of rows [16t, 16t + 16) finds
+// its bytes: its first 16 codes (row 16t + g) at 16·lane, its second (row
+// 16t + 8 + g) at 512 + 16·lane of item (e, t, u); scales at 2g + q/2 and
+// 16 + 2g + q/2 of the item's 32.
+TEST(DownTiling, LaneReadsItsFragmentRows) {
+  const MoeShape s = shape(48, 192, 2);
+  const size_t E = 2, H = 48, I = 192, T = H / 16, U = I / 64;
+  std::vector<uint8_t> q(E * H * I), sc(E * H * I / 32), qt(q.size()), st(sc.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = uint8_t(i * 7 + i / 251);
+  for (size_t i = 0; i < sc.size(); ++i) sc[i] = uint8_t(100 + i % 53);
+  tile_mxfp8_down(s, q.data(), sc.data(), qt.data(), st.data());
+  for (size_t e = 0; e < E; ++e)
+    for (size_t t = 0; t < T; ++t)
+      for (size_t u = 0; u < U; ++u) {
+        const size_t item = (e * T + t) * U + u;
+        for (int lane = 0; lane < 32; ++lane) {
+          const size_t g = lane / 4, qq = lane % 4;
+          for (int h = 0; h < 2; ++h) {
+            const size_t row = e * H + 16 * t + 8 * h + g;
+            for (size_t c = 0; c < 16; ++c)
+              ASSERT_EQ(qt[item * 1024 + 512 * h + 16 * lane + c], q[row * I + 64 * u + 16 * qq + c])
+                  << e << " " << t << " " << u << " " << lane;
+            ASSERT_EQ(st[item * 32 + 16 * h + 2 * g + qq / 2], sc[row * (I / 32) + 2 * u + qq / 2]);
+          }
+        }
+      }
+}
+
+TEST(DownTiling, RefusesShapesItCannotTile) {
+  EXPECT_TRUE(down_tiling_fits(shape(2048, 768, 128)));
+  EXPECT_FALSE(down_tiling_fits(shape(40, 128, 2)));   // H % 16
+  EXPECT_FALSE(down_tiling_fits(shape(32, 96, 2)));    // I % 64
+  std::vector<uint8_t> b(40 * 128 * 2);
+  EXPECT_THROW(tile_mxfp8_down(shape(40, 128, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace wd
