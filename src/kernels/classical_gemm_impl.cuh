@@ -466,14 +466,8 @@ template <WeightFormat F, int kT, bool kWgmma>
 void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using C = Config<F, kT, kWgmma>;
   auto kernel = grouped_gemm_kernel<F, kT, kWgmma>;
-  static const int resident = [&] {
-    WD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
-    int dev = 0, sms = 0, per_sm = 0;
-    WD_CUDA_CHECK(cudaGetDevice(&dev));
-    WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::kThreads, C::kSmemBytes));
-    return std::max(1, sms * per_sm);
-  }();
+  // Also raises the kernel's shared-memory limit on this device (launch.cuh).
+  const long resident = resident_blocks(kernel, C::kThreads, C::kSmemBytes);
   const int ntn = (p.n + C::kBW - 1) / C::kBW;
   const dim3 grid = C::kPersistent
                         ? dim3(unsigned(std::min<long>(long(p.max_blocks) * ntn, resident)), 1)

@@ -299,13 +299,7 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using S = Stream<F, kT>;
   auto kernel = &stream_gemm_kernel<F, kT>;
   // Warps the device holds at once (one-warp blocks: the register limit).
-  static const long resident_warps = [&] {
-    int dev = 0, sms = 0, per_sm = 0;
-    WD_CUDA_CHECK(cudaGetDevice(&dev));
-    WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarpSize, 0));
-    return long(sms) * per_sm;
-  }();
+  const long resident_warps = resident_blocks(kernel, kWarpSize, 0);
   const long tiles = long(p.n / kRows) * p.max_blocks;
   const int rounds = p.k / S::kRoundElems;
   // Slices (warps per block): a warp's time is about its rounds, so the

@@ -243,14 +243,7 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
   WD_CHECK(wgmma_available(), "classical GEMM: the stream-wgmma kernel needs an sm_90 device and an sm_90a build");
   auto kernel = &stream_wgmma_kernel;
   const int groups = p.k / kGroup;
-  static const long resident_warps = [&] {
-    WD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-    int dev = 0, sms = 0, per_sm = 0;
-    WD_CUDA_CHECK(cudaGetDevice(&dev));
-    WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWgThreads, 16 * 1024));
-    return long(sms) * per_sm * (kWgThreads / kWarpSize);
-  }();
+  const long resident_warps = resident_blocks(kernel, kWgThreads, 16 * 1024) * (kWgThreads / kWarpSize);
   // Warpgroups (K ranges): as classical_stream_gemm.cu, the fewest that give
   // the least rounds (two groups) per warpgroup with 2, more while the grid
   // leaves the device partly idle (B = 1: 8 experts' tiles).
@@ -270,6 +263,7 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
   WD_CHECK(L.bytes() <= 200 * 1024, "classical GEMM: K = ", p.k, " needs ", L.bytes(),
            " bytes of shared memory in the stream-wgmma kernel (at most 200 KB)");
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
+  ensure_dynamic_smem(kernel, size_t(L.bytes()));
   launch_kernel(kernel, grid, dim3(unsigned(wgs * kWgThreads)), size_t(L.bytes()), stream, pdl, p);
 }
 

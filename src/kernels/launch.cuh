@@ -9,6 +9,14 @@
 // kernel relies on), then allow_next_kernel() so that its own successor can be
 // scheduled (both in common.cuh). Work that depends only on inputs of the
 // layer (the GEMMs' weight loads) is issued before the wait.
+//
+// Per-device launch set-up (launch.cu): a kernel's dynamic shared-memory limit
+// is a function attribute of each device, and resident-block counts depend on
+// the device, so both are kept per (kernel, device) — a process that drives
+// several GPUs sets them on each (a value computed once for the whole process
+// left the second GPU's kernels at the 48 KB default). Cached: after the first
+// launch of a kernel on a device, a launch costs a map lookup, not a driver
+// call.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,6 +27,25 @@
 #include "kernels/common.cuh"  // wait_for_previous_kernel, allow_next_kernel
 
 namespace wd::kernels {
+
+// Raises the dynamic shared-memory limit of `kernel` on the current device to
+// at least `bytes` (a no-op at or below the 48 KB default, or when already
+// raised that far on this device).
+void ensure_dynamic_smem(const void* kernel, size_t bytes);
+
+// Blocks of `threads` threads and `smem` dynamic bytes that the current
+// device holds at once (SMs × blocks per SM, at least 1); raises the kernel's
+// shared-memory limit to `smem` first.
+long resident_blocks(const void* kernel, int threads, size_t smem);
+
+template <typename... KernelArgs>
+void ensure_dynamic_smem(void (*kernel)(KernelArgs...), size_t bytes) {
+  ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+}
+template <typename... KernelArgs>
+long resident_blocks(void (*kernel)(KernelArgs...), int threads, size_t smem) {
+  return resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
+}
 
 template <typename... KernelArgs, typename... Args>
 void launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,

@@ -178,9 +178,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
 template <typename Codec, int kRows>
 void launch_rows(const DownParams& p, cudaStream_t stream) {
   const size_t smem = moe_down_smem(p);
-  if (smem > 48 * 1024)
-    WD_CUDA_CHECK(cudaFuncSetAttribute(moe_down_kernel<Codec, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(smem)));
+  ensure_dynamic_smem(moe_down_kernel<Codec, kRows>, smem);
   launch_kernel(moe_down_kernel<Codec, kRows>, dim3(p.batch, (p.hidden + kWarps * kRows - 1) / (kWarps * kRows)),
                 dim3(kThreads), smem, stream, p.programmatic_launch != 0, p);
 }

@@ -359,7 +359,7 @@ void launch(const DownParams& p, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
   auto* k = &moe_down_tc_kernel<kMx8, kTiled>;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
                 units);
 }

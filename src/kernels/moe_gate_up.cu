@@ -3,6 +3,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
+#include "kernels/launch.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -218,7 +219,7 @@ void launch_variant(const GateUpParams& p, cudaStream_t stream) {
   const dim3 grid((p.intermediate + per_block - 1) / per_block, p.batch * p.top_k);
   const size_t smem = smem_bytes(p.batch * p.top_k, kTokens, p.hidden);
   auto* k = &moe_gate_up_kernel<Codec, kTokens, kUnroll>;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p);
   WD_CUDA_CHECK_LAUNCH();
 }

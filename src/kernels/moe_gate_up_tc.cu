@@ -5,6 +5,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 
 namespace wd::kernels {
@@ -218,7 +219,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep>;
-  WD_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
 }

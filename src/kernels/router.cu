@@ -5,6 +5,7 @@
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/topk.cuh"
 
 namespace wd::kernels {
@@ -171,8 +172,7 @@ void router(const RouterParams& p, cudaStream_t stream) {
   with_topk_width(p.experts, [&](auto width) {
     constexpr int kPerLane = decltype(width)::value;
     if (staged <= kMaxStagedBytes) {
-      WD_CUDA_CHECK(cudaFuncSetAttribute(router_kernel<kPerLane>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kMaxStagedBytes)));
+      ensure_dynamic_smem(router_kernel<kPerLane>, staged);
       router_kernel<kPerLane><<<grid, kThreads, staged, stream>>>(p);
     } else {
       router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);

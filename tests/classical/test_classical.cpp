@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -31,6 +32,7 @@
 #include "warpdecode/classical_reference.h"
 #include "warpdecode/error.h"
 #include "warpdecode/moe_dispatch.h"
+#include "warpdecode/warp_decode.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
 
@@ -667,6 +669,50 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
                              MoeOutput{y_f.data(), OutputType::kFP32, nullptr},
                              ClassicalConfig{8, ClassicalGemm::kStreamWgmma}, nullptr),
                InvalidArgument);
+}
+
+// Every GPU of the process runs every classical configuration and warp
+// decode, with the same bits as the first: kernels' shared-memory limits and
+// resident-block counts are per device (kernels/launch.cuh). Before they were
+// kept per device, a process's second GPU launched the large-tile kernels
+// without their raised limit. On a one-GPU machine this runs device 0 alone.
+TEST(Classical, EveryDeviceRunsEveryPath) {
+  WD_REQUIRE_GPU();
+  int devices = 0;
+  WD_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  if (devices < 2) std::cout << "[ note ] one GPU: the per-device set-up is exercised on device 0 only\n";
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const int B = 64;  // moe_down_tc needs > 48 KB of shared memory here, as do the wgmma tiles
+  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  const uint64_t seed = fresh_seed();
+  for (WeightFormat f : kAllFormats) {
+    std::vector<std::vector<double>> first;  // device 0's outputs, in configuration order
+    for (int d = 0; d < devices; ++d) {
+      WD_CUDA_CHECK(cudaSetDevice(d));
+      const Layer layer = Layer::make(s, f, seed);
+      ClassicalMoe moe(s, B);
+      std::vector<std::vector<double>> ys;
+      for (const auto& cfg : all_configs(s, f, true)) ys.push_back(run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg));
+      if (f != WeightFormat::kFP8Block128) {  // warp decode: both families' defaults
+        for (KernelFamily fam : {KernelFamily::kTensorCores, KernelFamily::kScalar}) {
+          WarpDecodeMoe warp(s, B, fam);
+          Inputs in(x, r);
+          DeviceBuffer<float> y(size_t(B) * s.hidden);
+          y.fill_bytes(0xFF);
+          warp.experts(layer.view(), in.x.data(), in.view(B, s.top_k), MoeOutput{y.data(), OutputType::kFP32, nullptr},
+                       nullptr);
+          const auto h = y.download();
+          ys.emplace_back(h.begin(), h.end());
+        }
+      }
+      for (size_t i = 0; i < ys.size(); ++i)
+        for (double v : ys[i]) ASSERT_TRUE(std::isfinite(v)) << to_string(f) << " device " << d << " output " << i;
+      if (d == 0) first = std::move(ys);
+      else EXPECT_EQ(ys, first) << to_string(f) << ": device " << d << " differs from device 0";
+    }
+    WD_CUDA_CHECK(cudaSetDevice(0));
+  }
 }
 
 // Small and quick: the case run under compute-sanitizer (memcheck, racecheck).

@@ -1,0 +1,55 @@
+#include "kernels/launch.cuh"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace wd::kernels {
+namespace {
+
+constexpr size_t kDefaultSmemLimit = 48 * 1024;
+
+std::mutex g_mutex;
+std::map<std::pair<const void*, int>, size_t> g_smem_limit;                   // (kernel, device) -> limit set
+std::map<std::tuple<const void*, int, int, size_t>, long> g_resident;        // (kernel, device, threads, smem)
+
+int current_device() {
+  int dev = 0;
+  WD_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+// With g_mutex held.
+void raise_smem_limit(const void* kernel, int dev, size_t bytes) {
+  if (bytes <= kDefaultSmemLimit) return;
+  size_t& limit = g_smem_limit[{kernel, dev}];
+  if (limit >= bytes) return;
+  WD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  limit = bytes;
+}
+
+}  // namespace
+
+void ensure_dynamic_smem(const void* kernel, size_t bytes) {
+  if (bytes <= kDefaultSmemLimit) return;
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  raise_smem_limit(kernel, dev, bytes);
+}
+
+long resident_blocks(const void* kernel, int threads, size_t smem) {
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto key = std::make_tuple(kernel, dev, threads, smem);
+  if (const auto it = g_resident.find(key); it != g_resident.end()) return it->second;
+  raise_smem_limit(kernel, dev, smem);
+  int sms = 0, per_sm = 0;
+  WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  const long n = std::max(1L, long(sms) * per_sm);
+  g_resident[key] = n;
+  return n;
+}
+
+}  // namespace wd::kernels
