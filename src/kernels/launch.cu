@@ -8,8 +8,6 @@
 namespace wd::kernels {
 namespace {
 
-constexpr size_t kDefaultSmemLimit = 48 * 1024;
-
 std::mutex g_mutex;
 std::map<std::pair<const void*, int>, size_t> g_smem_limit;                   // (kernel, device) -> limit set
 std::map<std::tuple<const void*, int, int, size_t>, long> g_resident;        // (kernel, device, threads, smem)
@@ -20,9 +18,11 @@ int current_device() {
   return dev;
 }
 
-// With g_mutex held.
+// With g_mutex held. Set even below 48 KB: that default bounds static plus
+// dynamic shared memory, and a kernel with static shared memory (the
+// router's 32 KB) needs the attribute for less dynamic memory than that.
 void raise_smem_limit(const void* kernel, int dev, size_t bytes) {
-  if (bytes <= kDefaultSmemLimit) return;
+  if (bytes == 0) return;
   size_t& limit = g_smem_limit[{kernel, dev}];
   if (limit >= bytes) return;
   WD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
@@ -32,7 +32,7 @@ void raise_smem_limit(const void* kernel, int dev, size_t bytes) {
 }  // namespace
 
 void ensure_dynamic_smem(const void* kernel, size_t bytes) {
-  if (bytes <= kDefaultSmemLimit) return;
+  if (bytes == 0) return;
   const int dev = current_device();
   std::lock_guard<std::mutex> lock(g_mutex);
   raise_smem_limit(kernel, dev, bytes);

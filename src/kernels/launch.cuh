@@ -29,8 +29,7 @@
 namespace wd::kernels {
 
 // Raises the dynamic shared-memory limit of `kernel` on the current device to
-// at least `bytes` (a no-op at or below the 48 KB default, or when already
-// raised that far on this device).
+// at least `bytes` (a no-op when already that high on this device).
 void ensure_dynamic_smem(const void* kernel, size_t bytes);
 
 // Blocks of `threads` threads and `smem` dynamic bytes that the current
