@@ -68,7 +68,7 @@ else
   [ -s .git-commit ] && prefix+=(-DWD_BUILD_COMMIT="$(head -1 .git-commit)")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
+    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate access_pattern warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
   # The classical path's GPU tests, if this tree has them (a failure here is reported, not fatal).
   if grep -q warpdecode_classical_gpu_tests tests/classical/CMakeLists.txt 2>/dev/null; then
@@ -81,7 +81,7 @@ else
       note "accuracy      test build FAILED (logs/build-accuracy.log)"
   fi
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
-    ln -sf bench/decode_rate "$BIN/decode_rate" &&
+    ln -sf bench/decode_rate "$BIN/decode_rate" && ln -sf bench/access_pattern "$BIN/access_pattern" &&
     { [ -x "$BIN/tests/classical/warpdecode_classical_gpu_tests" ] && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests" || true; } && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests"
   [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
     ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
@@ -91,6 +91,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
 "$BIN/warpdecode" info | tee "$LOG/info.txt"
 [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
+# The MoE kernels' load patterns alone: the HBM ceiling of each (docs/PERF_LOG.md v12).
+[ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
 # SASS of the kernels, for their instruction mix (no disassembler on the build machine).
 if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$BIN/warpdecode_gpu_tests" > "$LOG/sass.txt" 2>/dev/null
