@@ -25,37 +25,44 @@ using namespace wd::kernels;
 constexpr int kRows = 2048;   // H of qwen3-30b-a3b: 128 blocks of 16 rows
 constexpr int kItems = 256;   // experts walked per launch
 
-// Block b: rows [16b, 16b+16) of each walked expert; warp w: bytes
-// [w·64·kLoads, (w+1)·64·kLoads) of each row; lane (g, q): rows g and g+8,
-// kLoads 16-byte loads at q·16 (+ 64). kDepth items in flight per warp.
+// The walk every pattern shares: items 0 .. steps-1 with kDepth in flight
+// per warp (a ring of kDepth buffers of kWords 16-byte loads); load(buf, i)
+// issues item i's loads (past the last item the caller clamps). An item's
+// words are folded into a checksum before its buffer is reloaded; one write
+// of it, under a condition that (almost) never holds, keeps the loads.
+template <int kDepth, int kWords, typename Load>
+__device__ __forceinline__ void walk(int steps, Load load, unsigned* sink) {
+  uint4 r[kDepth][kWords];
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) load(r[d], d);
+  unsigned acc = 0;
+  for (int it = 0; it < steps; it += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) acc ^= r[d][w].x ^ r[d][w].y ^ r[d][w].z ^ r[d][w].w;
+      load(r[d], it + d + kDepth);
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// moe_down_tc's walk. Block b: rows [16b, 16b+16) of each walked expert;
+// warp w: bytes [w·64·kLoads, (w+1)·64·kLoads) of each row; lane (g, q): rows
+// g and g+8, kLoads 16-byte loads at q·16 (+ 64).
 template <int kLoads, int kDepth>
 __global__ void piece_read(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts,
                            unsigned* sink) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
   const uint8_t* base = buf + size_t(blockIdx.x * 16 + g) * row_bytes + warp * 64 * kLoads + q * 16;
   const uint64_t pol = l2_stream_policy(true);
-  uint4 r[kDepth][2][kLoads];
-  auto load = [&](uint4 (&d)[2][kLoads], int item) {
+  walk<kDepth, 2 * kLoads>(kItems, [&](uint4 (&d)[2 * kLoads], int item) {
     const uint8_t* a = base + size_t(experts[min(item, kItems - 1)]) * expert_bytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int c = 0; c < kLoads; ++c) d[h][c] = ld_stream(a + size_t(h) * 8 * row_bytes + 64 * c, pol);
-  };
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) load(r[d], d);
-  unsigned acc = 0;
-  for (int it = 0; it < kItems; it += kDepth) {
-#pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int c = 0; c < kLoads; ++c) acc ^= r[d][h][c].x ^ r[d][h][c].y ^ r[d][h][c].z ^ r[d][h][c].w;
-      load(r[d], it + d + kDepth);
-    }
-  }
-  if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads; (almost) never taken
+      for (int c = 0; c < kLoads; ++c) d[h * kLoads + c] = ld_stream(a + size_t(h) * 8 * row_bytes + 64 * c, pol);
+  }, sink);
 }
 
 // The same walk over a tiled layout: each (expert, 16-row tile, 64-byte
@@ -66,23 +73,11 @@ __global__ void tiled_read(const uint8_t* buf, size_t expert_bytes, int row_byte
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, units = row_bytes / 64;
   const uint8_t* base = buf + (size_t(blockIdx.x) * units + warp) * 1024 + 16 * lane;
   const uint64_t pol = l2_stream_policy(true);
-  uint4 r[kDepth][2];
-  auto load = [&](uint4 (&d)[2], int item) {
+  walk<kDepth, 2>(kItems, [&](uint4 (&d)[2], int item) {
     const uint8_t* a = base + size_t(experts[min(item, kItems - 1)]) * expert_bytes;
     d[0] = ld_stream(a, pol);
     d[1] = ld_stream(a + 512, pol);
-  };
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) load(r[d], d);
-  unsigned acc = 0;
-  for (int it = 0; it < kItems; it += kDepth) {
-#pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-      acc ^= r[d][0].x ^ r[d][0].y ^ r[d][0].z ^ r[d][0].w ^ r[d][1].x ^ r[d][1].y ^ r[d][1].z ^ r[d][1].w;
-      load(r[d], it + d + kDepth);
-    }
-  }
-  if (acc == 0x9e3779b9u) sink[0] = acc;
+  }, sink);
 }
 
 // moe_gate_up_tc's walk: block (16-neuron tile x, expert y of kItems); 4
@@ -104,28 +99,12 @@ __global__ void gate_up_read(const uint8_t* buf, size_t expert_bytes, int row_by
     const int row = blockIdx.x * 16 + g + (r % 2) * 8 + (r / 2) * inter;
     return ex + size_t(row) * row_bytes + chunk * 64 + q * 16;
   };
-  uint4 v[kDepth][kChunks][4];
-  auto load = [&](uint4 (&d)[kChunks][4], int round) {
+  walk<kDepth, 4 * kChunks>(nc / kChunks, [&](uint4 (&d)[4 * kChunks], int round) {
 #pragma unroll
     for (int u = 0; u < kChunks; ++u)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) d[u][r] = ld_stream(addr(r, min(round * kChunks + u, nc - 1)), pol);
-  };
-  const int rounds = nc / kChunks;
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) load(v[d], d);
-  unsigned acc = 0;
-  for (int it = 0; it < rounds; it += kDepth) {
-#pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-#pragma unroll
-      for (int u = 0; u < kChunks; ++u)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) acc ^= v[d][u][r].x ^ v[d][u][r].y ^ v[d][u][r].z ^ v[d][u][r].w;
-      load(v[d], it + d + kDepth);
-    }
-  }
-  if (acc == 0x9e3779b9u) sink[0] = acc;
+      for (int r = 0; r < 4; ++r) d[u * 4 + r] = ld_stream(addr(r, min(round * kChunks + u, nc - 1)), pol);
+  }, sink);
 }
 
 // Median ms of 20 timed launches after 3 warm-ups; launch(rep) uses routing rep.
