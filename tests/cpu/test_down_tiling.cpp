@@ -8,6 +8,7 @@
 
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
+#include "warpdecode/weights.h"
 
 namespace wd {
 namespace {
@@ -69,6 +70,28 @@ TEST(DownTiling, RefusesShapesItCannotTile) {
   EXPECT_FALSE(down_tiling_fits(shape(32, 96, 2)));    // I % 64
   std::vector<uint8_t> b(40 * 128 * 2);
   EXPECT_THROW(tile_mxfp8_down(shape(40, 128, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
+}
+
+// A view's tiled down weights: MXFP8 only, weights and scales together, on a
+// shape the layout takes.
+TEST(DownTiling, ViewsCheckTheirTiledTensors) {
+  const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
+  std::vector<uint8_t> qt(w.down_q.size()), st(w.down_scales.size());
+  tile_mxfp8_down(w.shape(), w.down_q.data(), w.down_scales.data(), qt.data(), st.data());
+  MoeWeightsView v = w.view();
+  v.down_tiled = qt.data();
+  v.down_tiled_scales = st.data();
+  EXPECT_NO_THROW(v.validate());
+  MoeWeightsView half = v;
+  half.down_tiled_scales = nullptr;
+  EXPECT_THROW(half.validate(), InvalidArgument);
+  MoeWeightsView bf = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).view();
+  bf.down_tiled = qt.data();
+  bf.down_tiled_scales = st.data();
+  EXPECT_THROW(bf.validate(), InvalidArgument);  // BF16 has no tiled copy
+  MoeWeightsView odd = v;
+  odd.shape.intermediate = 96;  // I % 64 != 0
+  EXPECT_THROW(odd.validate(), InvalidArgument);
 }
 
 }  // namespace
