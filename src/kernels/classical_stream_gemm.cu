@@ -43,6 +43,7 @@
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
 #include "kernels/common.cuh"
+#include "kernels/k_split.h"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "warpdecode/error.h"
@@ -301,22 +302,9 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   // Warps the device holds at once (one-warp blocks: the register limit).
   const long resident_warps = resident_blocks(kernel, kWarpSize, 0);
   const long tiles = long(p.n / kRows) * p.max_blocks;
-  const int rounds = p.k / S::kRoundElems;
-  // Slices (warps per block): a warp's time is about its rounds, so the
-  // fewest slices that give the least rounds per warp with 4 warps (6
-  // rounds: 3 slices of 2). A grid that would leave the device partly idle
-  // (decode at B = 1: 8 experts' tiles) is split further, up to the slice
-  // count that minimises waves × rounds per warp.
-  int per_warp = (rounds + 3) / 4;
-  int slices = (rounds + per_warp - 1) / per_warp;
-  if (tiles * slices < resident_warps) {
-    long best = -1;
-    for (int sl = slices; sl <= std::min(S::kMaxWarps, rounds); ++sl) {
-      const long waves = (tiles * sl + resident_warps - 1) / resident_warps;
-      const long cost = waves * ((rounds + sl - 1) / sl);
-      if (best < 0 || cost < best) best = cost, slices = sl;
-    }
-  }
+  // Slices (warps per block, one K range each): k_split.h, in rounds, with 4
+  // warps as the base.
+  const int slices = choose_k_slices(p.k / S::kRoundElems, 1, 4, S::kMaxWarps, tiles, 1, resident_warps);
   const dim3 grid(unsigned(p.n / kRows), unsigned(p.max_blocks));
   launch_kernel(kernel, grid, dim3(unsigned(slices * kWarpSize)), 0, stream, pdl, p);
 }

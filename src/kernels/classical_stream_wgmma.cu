@@ -48,6 +48,7 @@
 #include "kernels/classical_gemm.cuh"
 #include "kernels/classical_wgmma.cuh"
 #include "kernels/common.cuh"
+#include "kernels/k_split.h"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "warpdecode/error.h"
@@ -244,21 +245,10 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
   auto kernel = &stream_wgmma_kernel;
   const int groups = p.k / kGroup;
   const long resident_warps = resident_blocks(kernel, kWgThreads, 16 * 1024) * (kWgThreads / kWarpSize);
-  // Warpgroups (K ranges): as classical_stream_gemm.cu, the fewest that give
-  // the least rounds (two groups) per warpgroup with 2, more while the grid
-  // leaves the device partly idle (B = 1: 8 experts' tiles).
-  const int rounds = (groups + 1) / 2;
-  int per = (rounds + 1) / 2;
-  int wgs = (rounds + per - 1) / per;
+  // Warpgroups (K ranges): k_split.h, in 128-K groups, rounds of two, with 2
+  // warpgroups as the base.
   const long tiles = long(p.n / kRows) * p.max_blocks;
-  if (tiles * wgs * 4 < resident_warps) {
-    long best = -1;
-    for (int s = wgs; s <= std::min(kMaxWarpgroups, groups); ++s) {
-      const long waves = (tiles * s * 4 + resident_warps - 1) / resident_warps;
-      const long cost = waves * (((groups + s - 1) / s + 1) / 2);
-      if (best < 0 || cost < best) best = cost, wgs = s;
-    }
-  }
+  const int wgs = choose_k_slices(groups, 2, 2, kMaxWarpgroups, tiles, kWgThreads / kWarpSize, resident_warps);
   const StreamWgmmaSmem L{groups, wgs};
   WD_CHECK(L.bytes() <= 200 * 1024, "classical GEMM: K = ", p.k, " needs ", L.bytes(),
            " bytes of shared memory in the stream-wgmma kernel (at most 200 KB)");

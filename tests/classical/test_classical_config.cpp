@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/k_split.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/layout.h"
 
@@ -91,6 +92,58 @@ TEST(ClassicalConfig, Labels) {
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStream, false}).label(), "t8/stream");
   EXPECT_STREQ(to_string(ClassicalGemm::kStreamWgmma), "stream-wgmma");
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).label(), "t8/stream-wgmma/pdl");
+}
+
+// The stream kernels' K split (kernels/k_split.h) against the rules the two
+// launchers wrote out before they shared it, over decode-sized grids.
+TEST(ClassicalConfig, StreamKSplitKeepsEachLaunchersRule) {
+  auto stream_rule = [](int rounds, int max_warps, long tiles, long resident) {  // classical_stream_gemm.cu
+    int per_warp = (rounds + 3) / 4;
+    int slices = (rounds + per_warp - 1) / per_warp;
+    if (tiles * slices < resident) {
+      long best = -1;
+      for (int sl = slices; sl <= std::min(max_warps, rounds); ++sl) {
+        const long waves = (tiles * sl + resident - 1) / resident;
+        const long cost = waves * ((rounds + sl - 1) / sl);
+        if (best < 0 || cost < best) best = cost, slices = sl;
+      }
+    }
+    return slices;
+  };
+  auto wgmma_rule = [](int groups, int max_wgs, long tiles, long resident) {  // classical_stream_wgmma.cu
+    const int rounds = (groups + 1) / 2;
+    int per = (rounds + 1) / 2;
+    int wgs = (rounds + per - 1) / per;
+    if (tiles * wgs * 4 < resident) {
+      long best = -1;
+      for (int s = wgs; s <= std::min(max_wgs, groups); ++s) {
+        const long waves = (tiles * s * 4 + resident - 1) / resident;
+        const long cost = waves * (((groups + s - 1) / s + 1) / 2);
+        if (best < 0 || cost < best) best = cost, wgs = s;
+      }
+    }
+    return wgs;
+  };
+  int split = 0;
+  for (int units = 1; units <= 96; ++units)
+    for (long tiles : {1L, 2L, 8L, 24L, 48L, 96L, 384L, 3000L})
+      for (long resident : {132L * 8, 132L * 12, 132L * 16, 132L * 48}) {
+        for (int max_warps : {4, 8}) {
+          const int got = kernels::choose_k_slices(units, 1, 4, max_warps, tiles, 1, resident);
+          ASSERT_EQ(got, stream_rule(units, max_warps, tiles, resident)) << units << " " << tiles << " " << resident;
+          split += got > std::min(4, units);
+        }
+        ASSERT_EQ(kernels::choose_k_slices(units, 2, 2, 4, tiles, 4, resident), wgmma_rule(units, 4, tiles, resident))
+            << units << " " << tiles << " " << resident;
+      }
+  EXPECT_GT(split, 0);  // the under-filled grids do split further
+  // Worked cases. 32 rounds: the base is 4 slices of 8; 384 tiles × 4 = 1536 warps of 1584 resident, and no
+  // finer split beats one wave × 8 rounds.
+  EXPECT_EQ(kernels::choose_k_slices(32, 1, 4, 8, 384, 1, 1584), 4);
+  // 6 rounds: the base is 3 slices of 2 (not 4 of 2, 1, ...).
+  EXPECT_EQ(kernels::choose_k_slices(6, 1, 4, 8, 3000, 1, 1584), 3);
+  // 8 tiles of 32 rounds on an idle device: 8 slices of 4 rounds, one wave.
+  EXPECT_EQ(kernels::choose_k_slices(32, 1, 4, 8, 8, 1, 1584), 8);
 }
 
 }  // namespace
