@@ -44,6 +44,7 @@ ModelSummary summarize(const ModelWeights& w, const Checkpoint& ckpt) {
         all.add(m, true);
         layer_experts += m.numel();
       }
+    for (const Matrix& m : L.experts.down) s.gpu_bytes_mxfp8_tiled_down += m.numel() + m.numel() / kMxBlock;
     s.params_experts += layer_experts;
     unused_experts += layer_experts / uint64_t(c.num_experts) * uint64_t(c.num_experts - c.num_experts_per_tok);
   }
