@@ -207,11 +207,13 @@ __global__ void __launch_bounds__(Stream<F, kT>::kMaxWarps * kWarpSize, Stream<F
     }
   };
   auto compute = [&](const Round& rd, auto& d) {
-    uint32_t mc = 0;
+    uint32_t mc = 0;  // MXFP8: the round's largest scale code (no codes otherwise)
+    if constexpr (S::kMx) {
 #pragma unroll
-    for (int u = 0; u < S::kChunks; ++u)
+      for (int u = 0; u < S::kChunks; ++u)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) mc = max(mc, rd.code[u][j]);
+        for (int j = 0; j < 4; ++j) mc = max(mc, rd.code[u][j]);
+    }
     with_scale_path<S::kMx>(mc, [&](auto narrow) { compute_path(rd, d, narrow); });
   };
 
