@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
 
@@ -92,8 +93,8 @@ void MoeWeightsView::validate() const {
   if (down_tiled != nullptr) {
     WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled down weights are MXFP8 only, not ",
              to_string(format));
-    WD_CHECK(shape.hidden % 16 == 0 && shape.intermediate % 64 == 0, "MoE weights: tiled down weights need H % 16 == 0 "
-             "and I % 64 == 0 (H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+    WD_CHECK(down_tiling_fits(shape), "MoE weights: tiled down weights need H % 16 == 0 and I % 64 == 0 (H = ",
+             shape.hidden, ", I = ", shape.intermediate, ")");
   }
 }
 
