@@ -83,6 +83,14 @@ size_t DeviceFp8BlockWeights::bytes() const {
 }
 
 // ---- ClassicalConfig -------------------------------------------------------------------
+namespace {
+// The token tiles (T) the GEMM kernels are built for.
+bool tile_allowed(int t) { return t == 8 || t == 16 || t == 32 || t == 64 || t == 128; }
+// W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
+// in 128 × 128 blocks): H and I must be multiples of 128.
+bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
+}  // namespace
+
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
   // m = expected tokens per expert under uniform routing. H200 measurements
   // (docs/CLASSICAL.md): the stream GEMM at T = 8 beats every shared-memory
@@ -132,10 +140,7 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 }
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
-  const bool t_ok = tile_tokens == 8 || tile_tokens == 16 || tile_tokens == 32 || tile_tokens == 64 ||
-                    tile_tokens == 128;
-  const bool w8a8_ok = format == WeightFormat::kBF16 || (s.hidden % 128 == 0 && s.intermediate % 128 == 0);
-  if (!t_ok || !w8a8_ok) return false;
+  if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return true;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -277,7 +282,7 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
                w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
            "classical MoE: weights' shape differs from the shape this layer was built for");
   if (w.format != WeightFormat::kBF16)
-    WD_CHECK(mine.hidden % 128 == 0 && mine.intermediate % 128 == 0, "classical MoE: W8A8 (",
+    WD_CHECK(w8a8_shape_ok(mine), "classical MoE: W8A8 (",
              to_string(w.format), ") needs H = ", mine.hidden, " and I = ", mine.intermediate,
              " to be multiples of 128 (activation groups, FP8 block-128 scale blocks)");
 }
@@ -299,7 +304,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
-  WD_CHECK(T == 8 || T == 16 || T == 32 || T == 64 || T == 128, "classical MoE: tile_tokens = ", T,
+  WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T,
            " (allowed: 8, 16, 32, 64, 128)");
   WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
