@@ -46,6 +46,7 @@
 #include "kernels/k_split.h"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
+#include "kernels/tile_store.cuh"
 #include "warpdecode/error.h"
 
 namespace wd::kernels {
@@ -279,22 +280,7 @@ __global__ void __launch_bounds__(Stream<F, kT>::kMaxWarps * kWarpSize, Stream<F
     s_out[8 * nt + 2 * q + c % 2][16 * mt + g + 8 * (c / 2)] = v;
   }
   __syncwarp();
-  const int out_bytes = p.out_fp32 ? 4 : 2;
-  const int segs = kRows * out_bytes / 16;  // 16-byte segments of a token's 32 outputs
-  for (int i = lane; i < kT * segs; i += kWarpSize) {
-    const int tok = i / segs, sg = i % segs, row = row0 + tok;
-    if (row >= p.rows) continue;
-    const int e0 = sg * 16 / out_bytes;
-    const float* src = &s_out[tok][e0];
-    uint4 v;
-    if (p.out_fp32) {
-      v = make_uint4(__float_as_uint(src[0]), __float_as_uint(src[1]), __float_as_uint(src[2]), __float_as_uint(src[3]));
-    } else {
-      v = make_uint4(pack_bf16x2(src[0], src[1]), pack_bf16x2(src[2], src[3]), pack_bf16x2(src[4], src[5]),
-                     pack_bf16x2(src[6], src[7]));
-    }
-    *reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + (size_t(row) * N + n0 + e0) * out_bytes) = v;
-  }
+  store_tile_16b<kRows>(&s_out[0][0], kT, row0, p.rows, n0, N, p.out, p.out_fp32 != 0, lane, kWarpSize);
 }
 
 template <WeightFormat F, int kT>

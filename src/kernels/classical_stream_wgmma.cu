@@ -51,6 +51,7 @@
 #include "kernels/k_split.h"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
+#include "kernels/tile_store.cuh"
 #include "warpdecode/error.h"
 
 namespace wd::kernels {
@@ -216,18 +217,7 @@ __global__ void __launch_bounds__(kMaxWarpgroups * kWgThreads, 1)
     }
   }
   __syncthreads();
-  const int out_bytes = p.out_fp32 ? 4 : 2, segs = kRows * out_bytes / 16;
-  for (int i = threadIdx.x; i < kTokens * segs; i += blockDim.x) {
-    const int tok = i / segs, sg = i % segs, row = row0 + tok;
-    if (row >= p.rows) continue;
-    const int e0 = sg * 16 / out_bytes;
-    const float* src = out + tok * kRows + e0;
-    const uint4 v = p.out_fp32 ? make_uint4(__float_as_uint(src[0]), __float_as_uint(src[1]),
-                                            __float_as_uint(src[2]), __float_as_uint(src[3]))
-                               : make_uint4(pack_bf16x2(src[0], src[1]), pack_bf16x2(src[2], src[3]),
-                                            pack_bf16x2(src[4], src[5]), pack_bf16x2(src[6], src[7]));
-    *reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + (size_t(row) * N + n0 + e0) * out_bytes) = v;
-  }
+  store_tile_16b<kRows>(out, kTokens, row0, p.rows, n0, N, p.out, p.out_fp32 != 0, threadIdx.x, blockDim.x);
 #endif
 #endif
 }

@@ -98,17 +98,17 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_
 
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
-  const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
   if constexpr (kNarrow) {
     const uint32_t m = ((code + 112u) << 7) * 0x10001u;  // BF16x2 2^(c-15), 2^(c-15)
     const __nv_bfloat162 mul = *reinterpret_cast<const __nv_bfloat162*>(&m);
+    e4m3x16_to_bf16x8_pow2(raw, out);  // values × 2^-112, then × 2^(c-15): × 2^(c-127)
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const uint32_t b = e4m3x2_to_bf16x2_pow2(v[i / 2] >> (16 * (i % 2)));
-      const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&b), mul);
+      const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&out[i]), mul);
       out[i] = *reinterpret_cast<const uint32_t*>(&r);
     }
   } else {
+    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
     const float scale = e8m0_to_float(uint8_t(code));
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -88,7 +88,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
   // (slices × 16 rows × (G + 8): columns G + c are junk, the target of an
   // MMA column c without a token, so that the fold has no branch and no
-  // two lanes share an address); the group's routing (ids, weights); per
+  // two lanes share an address); the group's expert ids; per
   // distinct expert (ascending id) its token count and first tile. Then the
   // walk's tiles: a tile is one expert and up to 8 of its tokens (ascending),
   // the columns of an n8 MMA tile; per tile its expert, and per column the
@@ -98,8 +98,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
-  float* s_w = reinterpret_cast<float*>(s_ids + ne_max);
-  int* s_cnt = reinterpret_cast<int*>(s_w + ne_max);  // na_max
+  int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
   const int t_max = max_tiles(ne_max, na_max);
   int* s_texp = s_tfirst + na_max;         // t_max
@@ -119,15 +118,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
     for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
     for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
-    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
-      s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
-      s_w[i] = __ldg(p.route_w + size_t(b0) * K + i);
-    }
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
     // Columns without a token fold into a junk column (weight 0); their h
-    // is that of their tile's first column (step 6), so that the warp's h
-    // loads of a sparse tile touch the lines of one entry, not of eight.
+    // is that of their tile's first column (step 6 writes every column of
+    // every tile the walk reads), so that the warp's h loads of a sparse
+    // tile touch the lines of one entry, not of eight.
     for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
-      s_tent[i] = 0;
       s_ttok[i] = G + i % 8;
       s_tw[i] = 0.0f;
     }
@@ -194,7 +190,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       }
       s_tent[slot] = i;
       s_ttok[slot] = t;
-      s_tw[slot] = s_w[i];
+      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
     __syncthreads();
 
@@ -349,7 +345,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
 size_t smem_bytes(const DownParams& p, int slices) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
-  return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 8 + size_t(na) * 8 +
+  // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
+  return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
          size_t(max_tiles(ne, na)) * (4 + 8 * 12);
 }
 
