@@ -23,17 +23,21 @@ Timing summarize(std::vector<double> us) {
 }
 
 MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
-                   size_t memory_budget, uint64_t seed, cudaStream_t stream)
+                   size_t memory_budget, uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options)
     : shape_(shape), format_(format), stream_(stream) {
   layer_bytes_ = size_t(shape.experts) * expert_bytes(shape, format);
-  WD_CHECK(layer_bytes_ <= memory_budget, "bench: one copy of the layer (", layer_bytes_ >> 20,
+  // The tiled copies, where kept: the down third and the gate_up two thirds again.
+  size_t held = layer_bytes_;
+  if (format == WeightFormat::kMXFP8 && options.tiled_mxfp8_down) held += layer_bytes_ / 3;
+  if (format == WeightFormat::kMXFP8 && options.tiled_mxfp8_gate_up) held += layer_bytes_ / 3 * 2;
+  WD_CHECK(held <= memory_budget, "bench: one copy of the layer (", held >> 20,
            " MiB) does not fit in the memory budget (", memory_budget >> 20, " MiB)");
   size_t copies = std::max<size_t>(1, (8 * l2_bytes + layer_bytes_ - 1) / layer_bytes_);
-  copies = std::min(copies, memory_budget / layer_bytes_);
+  copies = std::min(copies, memory_budget / held);
   for (size_t c = 0; c < copies; ++c) {
     SyntheticSpec spec;
     spec.seed = seed + 7919 * c;
-    weights_.push_back(DeviceMoeWeights::synthetic(shape, spec, format, MxScaleRule::kNoSaturate, stream));
+    weights_.push_back(DeviceMoeWeights::synthetic(shape, spec, format, MxScaleRule::kNoSaturate, stream, options));
   }
   WD_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

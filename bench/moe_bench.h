@@ -110,9 +110,10 @@ struct Options {
 class MoeBench {
  public:
   // Allocates ceil(8·l2 / layer bytes) copies (at least 1), within
-  // memory_budget bytes. Throws if even one copy does not fit.
+  // memory_budget bytes. Throws if even one copy does not fit. options: what
+  // each copy keeps besides the canonical tensors (counted in the budget).
   MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes, size_t memory_budget,
-           uint64_t seed, cudaStream_t stream);
+           uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options = {});
   ~MoeBench();
 
   // Times `path` at this batch on these weights (see the method above).

@@ -81,6 +81,10 @@ struct MoeWeightsView {
   // of down / down_scales when both are set. Same values, so the same bits.
   const uint8_t* down_tiled = nullptr;
   const uint8_t* down_tiled_scales = nullptr;
+  // Optional, MXFP8 on the device: gate_up in the tiled layout of
+  // warpdecode/gate_up_tiling.h, read by moe_gate_up_tc when asked to.
+  const uint8_t* gate_up_tiled = nullptr;
+  const uint8_t* gate_up_tiled_scales = nullptr;
 
   // Throws unless every pointer the format needs is set and the shape is valid.
   void validate() const;

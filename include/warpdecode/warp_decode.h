@@ -35,6 +35,11 @@ struct DeviceWeightsOptions {
   // 8-16 % faster and the layer 2-6 % (H200, docs/PERF_LOG.md v12). Off: the
   // kernels read the canonical tensors, with the same bits.
   bool tiled_mxfp8_down = true;
+  // MXFP8: the gate_up projection a second time, in the tiled layout of
+  // warpdecode/gate_up_tiling.h (I % 16 == 0, H % 64 == 0), which
+  // moe_gate_up_tc streams when WarpDecodeConfig::tc_tiled_gate_up is set.
+  // Costs two thirds more weight memory. Off by default.
+  bool tiled_mxfp8_gate_up = false;
 };
 
 // Device copy of one layer's weights, in the canonical layout of layout.h
@@ -75,7 +80,7 @@ const char* to_string(KernelFamily f);
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
 // (tensor_cores = true; only programmatic_launch, evict_first,
-// tc_deep_loads and tc_tiled_down apply). All
+// tc_deep_loads, tc_tiled_down and tc_tiled_gate_up apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -97,6 +102,8 @@ struct WarpDecodeConfig {
   bool tc_deep_loads = false;        // tensor cores, MXFP8: gate_up rounds of two chunks (moe_gate_up_tc.cu)
   bool tc_tiled_down = false;        // tensor cores, MXFP8: moe_down_tc streams the view's tiled down
                                      // weights (warpdecode/down_tiling.h) where it has them
+  bool tc_tiled_gate_up = false;     // tensor cores, MXFP8: moe_gate_up_tc streams the view's tiled gate_up
+                                     // weights (warpdecode/gate_up_tiling.h) where it has them
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,

@@ -5,6 +5,7 @@
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
+#include "warpdecode/gate_up_tiling.h"
 
 namespace wd {
 
@@ -94,6 +95,14 @@ void MoeWeightsView::validate() const {
     WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled down weights are MXFP8 only, not ",
              to_string(format));
     WD_CHECK(down_tiling_fits(shape), "MoE weights: tiled down weights need H % 16 == 0 and I % 64 == 0 (H = ",
+             shape.hidden, ", I = ", shape.intermediate, ")");
+  }
+  WD_CHECK((gate_up_tiled == nullptr) == (gate_up_tiled_scales == nullptr),
+           "MoE weights: tiled gate_up weights and their scales must be set together");
+  if (gate_up_tiled != nullptr) {
+    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled gate_up weights are MXFP8 only, not ",
+             to_string(format));
+    WD_CHECK(gate_up_tiling_fits(shape), "MoE weights: tiled gate_up weights need H % 64 == 0 and I % 16 == 0 (H = ",
              shape.hidden, ", I = ", shape.intermediate, ")");
   }
 }

@@ -2,6 +2,7 @@
 
 #include "core/cuda_check.h"
 #include "warpdecode/down_tiling.h"
+#include "warpdecode/gate_up_tiling.h"
 
 namespace wd::kernels {
 namespace {
@@ -56,7 +57,32 @@ __global__ void tile_mxfp8_down_kernel(const uint8_t* q, const uint8_t* scales, 
   }
 }
 
+// The same for gate_up (E, 2I, H): one thread per 16-byte piece and scale byte.
+__global__ void tile_mxfp8_gate_up_kernel(const uint8_t* q, const uint8_t* scales, size_t E, size_t H, size_t I,
+                                          uint8_t* q_tiled, uint8_t* scales_tiled) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < E * 2 * I * H / 16) {
+    const size_t k = (i * 16) % H, row = (i * 16) / H, e = row / (2 * I), r = row % (2 * I);
+    *reinterpret_cast<uint4*>(q_tiled + gate_up_tiled_offset(e, r, k, H, I)) = reinterpret_cast<const uint4*>(q)[i];
+  }
+  if (i < E * 2 * I * H / kMxBlock) {
+    const size_t j = i % (H / kMxBlock), row = i / (H / kMxBlock), e = row / (2 * I), r = row % (2 * I);
+    scales_tiled[gate_up_tiled_scale_offset(e, r, j, H, I)] = scales[i];
+  }
+}
+
 }  // namespace
+
+void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                        uint8_t* scales_tiled, cudaStream_t stream) {
+  WD_CHECK(gate_up_tiling_fits(s), "tile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  const size_t E = s.experts, H = s.hidden, I = s.intermediate;
+  const size_t n = E * 2 * I * H / 16;
+  if (n == 0) return;
+  tile_mxfp8_gate_up_kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, scales, E, H, I, q_tiled, scales_tiled);
+  WD_CUDA_CHECK_LAUNCH();
+}
 
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled, cudaStream_t stream) {

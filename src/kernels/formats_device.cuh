@@ -27,5 +27,9 @@ void mxfp8_quantize(const uint16_t* in, size_t rows, size_t cols, uint8_t* q, ui
 // copies of warpdecode/down_tiling.h (the device twin of wd::tile_mxfp8_down).
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled, cudaStream_t stream);
+// MXFP8 gate_up weights (E, 2I, H) + scales (E, 2I, H/32), device -> the
+// tiled copies of warpdecode/gate_up_tiling.h. Throws unless the shape fits.
+void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                        uint8_t* scales_tiled, cudaStream_t stream);
 
 }  // namespace wd::kernels

@@ -62,6 +62,8 @@ struct GateUpParams {
   int narrow_rounds;       // tokens_per_pass 1 only: 1 chunk per lane and row per round
   int deep_loads;          // tensor-core kernel, MXFP8: rounds of two chunks (twice the bytes in flight)
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
+  int tiled;               // tensor-core kernel, MXFP8: weights and scales in the tiled layout
+                           // (warpdecode/gate_up_tiling.h)
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

@@ -7,6 +7,7 @@
 #include "kernels/expert_lists.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
+#include "warpdecode/gate_up_tiling.h"
 
 namespace wd::kernels {
 namespace {
@@ -38,9 +39,14 @@ struct Rounds {
   static constexpr int kMinBlocks = kMx8 && kDeep ? 3 : 4;
 };
 
-template <bool kMx8, bool kDeep>
+// kTiled (MXFP8): weights and scales in the tiled layout of
+// warpdecode/gate_up_tiling.h, where a chunk's 32 row pieces are one
+// contiguous 2 KB item; the same values reach the same registers, so the
+// bits are the same.
+template <bool kMx8, bool kDeep, bool kTiled>
 __global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
+  static_assert(kMx8 || !kTiled, "the tiled layout is MXFP8's");
   using C = Chunk<kMx8>;
   constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
@@ -75,12 +81,24 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
 
   // Rows gate g, gate g+8, up g, up g+8 of the tile: row r is row0 + (r%2)·8
   // + (r/2)·I. Lane q's 16 bytes of chunk c of row r sit at
-  // a0 + r_off(r) + 64·c; its scale at s0 + s_off(r) + 2·c.
+  // a0 + r_off(r) + c_bytes·c; its scale at s0 + s_off(r) + c_scales·c.
+  // (kTiled: item (e, tile, k0 / 64) is the warp's first; row r at 512·r,
+  // scale row r at 16·r.)
+  constexpr int c_bytes = kTiled ? kGateUpTileBytes : 64, c_scales = kTiled ? kGateUpTileScales : 2;
   const size_t row0 = size_t(e) * 2 * I + i0 + g;
-  const uint8_t* a0 = w + (row0 * H + k0) * kElemBytes + q * 16;
-  const uint8_t* s0 = kMx8 ? p.scales + row0 * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock : nullptr;
-  auto r_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * H * kElemBytes; };
-  auto s_off = [&](int r) { return (size_t(r % 2) * 8 + size_t(r / 2) * I) * (H / kMxBlock); };
+  const size_t item0 = (size_t(e) * (I / kTile) + blockIdx.x) * (H / 64) + k0 / 64;
+  const uint8_t* a0 = kTiled ? w + item0 * kGateUpTileBytes + 16 * lane : w + (row0 * H + k0) * kElemBytes + q * 16;
+  const uint8_t* s0 = !kMx8 ? nullptr
+                      : kTiled ? p.scales + item0 * kGateUpTileScales + 2 * g + q / 2
+                               : p.scales + row0 * (H / kMxBlock) + (k0 + q * C::kLaneElems) / kMxBlock;
+  auto r_off = [&](int r) {
+    if constexpr (kTiled) return size_t(512) * r;
+    else return (size_t(r % 2) * 8 + size_t(r / 2) * I) * H * kElemBytes;
+  };
+  auto s_off = [&](int r) {
+    if constexpr (kTiled) return size_t(16) * r;
+    else return (size_t(r % 2) * 8 + size_t(r / 2) * I) * (H / kMxBlock);
+  };
 
   struct Round {
     uint4 a[kR][4];
@@ -99,8 +117,8 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
       const int c = min(c0 + u, nc - 1);
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        rd.a[u][r] = ld_stream(a0 + r_off(r) + 64 * c, pol);
-        if constexpr (kMx8) rd.sc[u][r] = ld_byte(s0 + s_off(r) + 2 * c);
+        rd.a[u][r] = ld_stream(a0 + r_off(r) + c_bytes * c, pol);
+        if constexpr (kMx8) rd.sc[u][r] = ld_byte(s0 + s_off(r) + c_scales * c);
       }
     }
   };
@@ -212,13 +230,13 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   }
 }
 
-template <bool kMx8, bool kDeep>
+template <bool kMx8, bool kDeep, bool kTiled = false>
 void launch(const GateUpParams& p, cudaStream_t stream) {
   const int entries = p.batch * p.top_k;
   const int by_rank = entries > 2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
-  auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep>;
+  auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
   ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
@@ -247,8 +265,11 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
            "moe_gate_up_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
+  WD_CHECK(!p.tiled || format == WeightFormat::kMXFP8, "moe_gate_up_tc: the tiled layout is MXFP8 only");
+  const bool deep = p.deep_loads && gate_up_tc_deep_fits(p.hidden);
   if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
-  else if (p.deep_loads && gate_up_tc_deep_fits(p.hidden)) launch<true, true>(p, stream);
+  else if (p.tiled) deep ? launch<true, true, true>(p, stream) : launch<true, false, true>(p, stream);
+  else if (deep) launch<true, true>(p, stream);
   else launch<true, false>(p, stream);
 }
 

@@ -45,6 +45,8 @@ ModelSummary summarize(const ModelWeights& w, const Checkpoint& ckpt) {
         layer_experts += m.numel();
       }
     for (const Matrix& m : L.experts.down) s.gpu_bytes_mxfp8_tiled_down += m.numel() + m.numel() / kMxBlock;
+    for (const auto* v : {&L.experts.gate, &L.experts.up})
+      for (const Matrix& m : *v) s.gpu_bytes_mxfp8_tiled_gate_up += m.numel() + m.numel() / kMxBlock;
     s.params_experts += layer_experts;
     unused_experts += layer_experts / uint64_t(c.num_experts) * uint64_t(c.num_experts - c.num_experts_per_tok);
   }

@@ -74,22 +74,35 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeAndBatch) {
   EXPECT_FALSE(WarpDecodeConfig::tc_deep_loads_apply(small, WeightFormat::kBF16));
   EXPECT_FALSE(WarpDecodeConfig::for_batch(odd, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads);
   auto c = WarpDecodeConfig::for_batch(small, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores);
-  EXPECT_EQ(c.label(), "tc/deep/ef/pdl/tiled");
+  EXPECT_EQ(c.label(), "tc/deep/ef/pdl/tiled/tgu");
   c.tc_deep_loads = false;
-  EXPECT_EQ(c.label(), "tc/ef/pdl/tiled");
+  EXPECT_EQ(c.label(), "tc/ef/pdl/tiled/tgu");
 }
 
-// The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
-// default at every B; BF16 and the scalar kernels never.
+// The tiled down and gate_up weights (docs/PERF_LOG.md v12, v13): the tensor
+// cores' MXFP8 default at every B (where the weights keep them); BF16 and the
+// scalar kernels never.
 TEST(WarpDecodeConfig, TiledDownForTensorCoreMxfp8Only) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (int B : {1, 8, 32, 64, 256}) {
     EXPECT_TRUE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_down);
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_tiled_down);
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar).tc_tiled_down);
+    EXPECT_TRUE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_gate_up);
+    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_tiled_gate_up);
+    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar).tc_tiled_gate_up);
   }
   EXPECT_EQ(WarpDecodeConfig::for_batch(s, 8, WeightFormat::kBF16, KernelFamily::kTensorCores).label(),
             "tc/ef/pdl");
+}
+
+// gate_up on the tiled copy shows in the label.
+TEST(WarpDecodeConfig, TiledGateUpLabel) {
+  WarpDecodeConfig c;
+  c.tensor_cores = true;
+  c.tc_tiled_down = true;
+  c.tc_tiled_gate_up = true;
+  EXPECT_EQ(c.label(), "tc/tiled/tgu");
 }
 
 TEST(WarpDecodeConfig, KernelFamiliesHaveNames) {

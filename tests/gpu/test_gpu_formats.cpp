@@ -10,6 +10,7 @@
 #include "kernels/synthetic.cuh"
 #include "tests/gpu/gpu_test_util.h"
 #include "warpdecode/down_tiling.h"
+#include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/warp_decode.h"
 #include "warpdecode/weights.h"
 
@@ -129,6 +130,44 @@ TEST(GpuFormats, Mxfp8DownTilingMatchesHost) {
   const auto plain = DeviceMoeWeights::upload(w, no_tiles);
   EXPECT_EQ(plain.view().down_tiled, nullptr);
   EXPECT_EQ(plain.bytes() + w.down_q.size() + w.down_scales.size(), d.bytes());
+}
+
+// The same for the tiled gate_up copy, which DeviceMoeWeights keeps only when
+// asked (DeviceWeightsOptions::tiled_mxfp8_gate_up).
+TEST(GpuFormats, Mxfp8GateUpTilingMatchesHost) {
+  WD_REQUIRE_GPU();
+  MoeShape s = preset_shape("tiny");
+  s.hidden = 192;  // 3 chunks of 64
+  s.intermediate = 48;  // 3 neuron tiles
+  std::mt19937 rng(std::random_device{}());
+  const size_t n = size_t(s.experts) * 2 * s.intermediate * s.hidden;
+  std::vector<uint8_t> q(n), sc(n / 32), qt(n), st(n / 32);
+  for (auto& b : q) b = uint8_t(rng());
+  for (auto& b : sc) b = uint8_t(rng());
+  tile_mxfp8_gate_up(s, q.data(), sc.data(), qt.data(), st.data());
+  DeviceBuffer<uint8_t> dq(q), dsc(sc), dqt(n), dst(n / 32);
+  dqt.fill_bytes(0xA5);
+  dst.fill_bytes(0xA5);
+  kernels::tile_mxfp8_gate_up(s, dq.data(), dsc.data(), dqt.data(), dst.data(), nullptr);
+  EXPECT_EQ(dqt.download(), qt);
+  EXPECT_EQ(dst.download(), st);
+
+  const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
+  EXPECT_EQ(DeviceMoeWeights::upload(w).view().gate_up_tiled, nullptr);  // off by default
+  DeviceWeightsOptions o;
+  o.tiled_mxfp8_gate_up = true;
+  const auto d = DeviceMoeWeights::upload(w, o);
+  const MoeWeightsView v = d.view();
+  ASSERT_NE(v.gate_up_tiled, nullptr);
+  ASSERT_NE(v.gate_up_tiled_scales, nullptr);
+  std::vector<uint8_t> wt(w.gate_up_q.size()), wst(w.gate_up_scales.size());
+  tile_mxfp8_gate_up(w.shape(), w.gate_up_q.data(), w.gate_up_scales.data(), wt.data(), wst.data());
+  std::vector<uint8_t> got(wt.size()), got_s(wst.size());
+  WD_CUDA_CHECK(cudaMemcpy(got.data(), v.gate_up_tiled, got.size(), cudaMemcpyDeviceToHost));
+  WD_CUDA_CHECK(cudaMemcpy(got_s.data(), v.gate_up_tiled_scales, got_s.size(), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, wt);
+  EXPECT_EQ(got_s, wst);
+  EXPECT_EQ(DeviceMoeWeights::upload(w).bytes() + w.gate_up_q.size() + w.gate_up_scales.size(), d.bytes());
 }
 
 }  // namespace

@@ -38,7 +38,9 @@ struct Layer {
     spec.outlier_fraction = 0.001f;
     MoeWeights bf = MoeWeights::synthetic(s, spec);
     MoeWeights w = f == WeightFormat::kBF16 ? std::move(bf) : bf.to_mxfp8();
-    DeviceMoeWeights d = DeviceMoeWeights::upload(w);
+    DeviceWeightsOptions o;
+    o.tiled_mxfp8_gate_up = true;  // read only by configurations that ask for it
+    DeviceMoeWeights d = DeviceMoeWeights::upload(w, o);
     return Layer{std::move(w), std::move(d)};
   }
 };
@@ -103,13 +105,16 @@ const char* name(WeightFormat f) { return to_string(f); }
 // A tensor-core configuration (the family's only knobs).
 // tiled: MXFP8 down weights from the tiled copy (warpdecode/down_tiling.h),
 // which DeviceMoeWeights keeps for MXFP8; the same bits either way.
-WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool tiled = false) {
+// tiled_gu: MXFP8 gate_up weights from the tiled copy (warpdecode/gate_up_tiling.h).
+WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool tiled = false,
+                           bool tiled_gu = false) {
   WarpDecodeConfig c;
   c.tensor_cores = true;
   c.programmatic_launch = pdl;
   c.evict_first = evict_first;
   c.tc_deep_loads = deep;
   c.tc_tiled_down = tiled;
+  c.tc_tiled_gate_up = tiled_gu;
   return c;
 }
 
@@ -489,7 +494,7 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   // H = 256 (tiny) falls back from them. PDL, the L2 policy, deep loads and
   // the tiled down weights vary with B.
   check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
-                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0); });
+                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0, B % 3 == 1); });
 }
 
 TEST(WarpDecodeTensorCores, RealShapes) {
@@ -507,12 +512,13 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
-// PDL, the L2 policy, deep loads and the tiled down weights on and off (none
-// changes the bits: the token alone runs tiled, in batches both ways); 65
-// and 80 tokens: the second walk of 64.
+// PDL, the L2 policy, deep loads and the tiled down and gate_up weights on
+// and off (none changes the bits: the token alone runs on both tiled copies,
+// in batches every way); 65 and 80 tokens: the second walk of 64.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
-  check_batch_invariance({tc_config(true, false, true, true), tc_config(false, true, false, false)},
+  check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
+                          tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 9, 37, 64, 65, 80});
 }
 
@@ -526,7 +532,8 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 70);
-    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true)}) {
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
+                                        tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
       for (int B : {1, 9, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());

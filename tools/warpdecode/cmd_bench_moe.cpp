@@ -32,6 +32,7 @@ struct Opts {
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
+  bool tiled_gate_up = false;  // MXFP8 weights also keep the tiled gate_up copy (swept against the canonical)
   std::vector<std::string> classical_configs;  // labels timed beside the default
   std::string tune_json = "crossover.json";
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
@@ -46,7 +47,7 @@ std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 // contains it (e.g. "tc/": the tensor-core family). Deep loads only where
 // they change the kernel (WarpDecodeConfig::tc_deep_loads_apply).
 std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const MoeShape& shape, WeightFormat format,
-                                            const std::string& filter) {
+                                            const std::string& filter, bool tiled_gate_up) {
   const bool deep_applies = WarpDecodeConfig::tc_deep_loads_apply(shape, format);
   std::vector<WarpDecodeConfig> v{d};
   auto add = [&](WarpDecodeConfig c) {
@@ -83,6 +84,12 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
       }
   // MXFP8: the default without the tiled down weights.
   if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
+  // MXFP8 with --tiled-gate-up: gate_up on the tiled copy and on the canonical.
+  if (tiled_gate_up && d.tensor_cores && format == WeightFormat::kMXFP8) {
+    auto c = d;
+    c.tc_tiled_gate_up = !d.tc_tiled_gate_up;
+    add(c);
+  }
   return v;
 }
 
@@ -158,16 +165,22 @@ void run(const Opts& o) {
   for (size_t si = 0; si < shapes.size(); ++si)
     for (WeightFormat f : formats) {
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream);
+      DeviceWeightsOptions wopt;
+      wopt.tiled_mxfp8_gate_up = o.tiled_gate_up;
+      bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
+                         wopt);
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
                   to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
-        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
+        WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
+        // The default on these weights: without --tiled-gate-up they hold no
+        // tiled gate_up copy, and the label says what runs.
+        if (!o.tiled_gate_up) dflt.tc_tiled_gate_up = false;
         const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter)
+                             : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
                              : o.families ? family_configs(shapes[si], B, f, dflt)
                                           : std::vector<WarpDecodeConfig>{dflt};
         for (const auto& cfg : configs) {
@@ -264,6 +277,8 @@ void add_bench_moe(CLI::App& app) {
                   "family, see WarpDecodeConfig::default_family)")->capture_default_str();
   cmd->add_flag("--families", o->families, "Time the default and the other kernel family (scalar / tensor cores)");
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
+  cmd->add_flag("--tiled-gate-up", o->tiled_gate_up,
+                "MXFP8: keep the tiled gate_up copy too; --sweep then times gate_up on it and on the canonical");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");

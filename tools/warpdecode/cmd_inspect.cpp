@@ -75,8 +75,9 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   std::printf("gpu memory  weights per format (KV cache and activations extra):\n");
   std::printf("  bf16        %s\n", bytes_str(s.gpu_bytes_bf16).c_str());
   std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; + %s for the tiled down copy DeviceMoeWeights keeps "
-              "by default)\n",
-              bytes_str(s.gpu_bytes_mxfp8).c_str(), bytes_str(s.gpu_bytes_mxfp8_tiled_down).c_str());
+              "by default, + %s for the optional tiled gate_up copy)\n",
+              bytes_str(s.gpu_bytes_mxfp8).c_str(), bytes_str(s.gpu_bytes_mxfp8_tiled_down).c_str(),
+              bytes_str(s.gpu_bytes_mxfp8_tiled_gate_up).c_str());
   if (s.gpu_bytes_fp8_block)
     std::printf("  fp8-block   %s   (FP8 tensors as stored with their block scales, the rest BF16)\n",
                 bytes_str(s.gpu_bytes_fp8_block).c_str());

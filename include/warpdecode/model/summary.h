@@ -33,6 +33,7 @@ struct ModelSummary {
   uint64_t gpu_bytes_bf16 = 0;
   uint64_t gpu_bytes_mxfp8 = 0;
   uint64_t gpu_bytes_mxfp8_tiled_down = 0;  // DeviceMoeWeights' tiled copy of the MXFP8 down experts (on by default)
+  uint64_t gpu_bytes_mxfp8_tiled_gate_up = 0;  // its tiled copy of the gate and up experts (off by default)
   uint64_t gpu_bytes_fp8_block = 0;  // 0 unless the checkpoint is FP8 block-quantized
   uint64_t kv_bytes_per_token = 0;   // BF16 K and V of every layer
 };
