@@ -80,6 +80,7 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.evict_first = ef;
         c.programmatic_launch = pdl;
         c.tc_tiled_down = d.tc_tiled_down;
+        c.tc_tiled_gate_up = d.tc_tiled_gate_up;
         add(c);
       }
   // MXFP8: the default without the tiled down weights.
