@@ -190,7 +190,7 @@ if [ "$MODE" != bench ]; then
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-$tool.log" 2>&1
+        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:GpuFormats.Mxfp8*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else
@@ -232,6 +232,13 @@ t0=$(date +%s)
 # Warp decode alone first (the committed figures), then beside the classical path.
 "$BIN/warpdecode" bench-moe "${BENCH[@]}" --no-classical "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
 note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
+# MXFP8 with the optional tiled gate_up copy (DeviceWeightsOptions::tiled_mxfp8_gate_up).
+if [ "$MODE" != quick ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode" bench-moe "${BENCH[@]}" --format mxfp8 --tiled-gate-up --no-classical "$@" \
+    --json "$OUT/h200-moe-tiled-gate-up.json" >"$LOG/bench-moe-tiled-gate-up.log" 2>&1
+  note "bench (tgu)   rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-tiled-gate-up.json"
+fi
 if [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ]; then
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
