@@ -1,7 +1,6 @@
 #include "warpdecode/down_tiling.h"
 
-#include <cstring>
-
+#include "core/mxfp8_tiling.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -15,15 +14,9 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
   WD_CHECK(down_tiling_fits(s), "tile_mxfp8_down: H = ", s.hidden, ", I = ", s.intermediate,
            " need H % 16 == 0 and I % 64 == 0");
   WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_down: a pointer is null");
-  const size_t E = s.experts, H = s.hidden, I = s.intermediate;
-  for (size_t e = 0; e < E; ++e)
-    for (size_t r = 0; r < H; ++r) {
-      const size_t row = (e * H + r) * I;
-      for (size_t k = 0; k < I; k += 16)  // 16 contiguous codes stay contiguous
-        std::memcpy(q_tiled + down_tiled_offset(e, r, k, H, I), q + row + k, 16);
-      for (size_t j = 0; j < I / kMxBlock; ++j)
-        scales_tiled[down_tiled_scale_offset(e, r, j, H, I)] = scales[row / kMxBlock + j];
-    }
+  const DownTiling t{size_t(s.hidden), size_t(s.intermediate)};
+  for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
+    tile_mxfp8_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
 }
 
 }  // namespace wd

@@ -89,22 +89,20 @@ void MoeWeightsView::validate() const {
     WD_CHECK(gate_up_block_scales != nullptr, "MoE weights: FP8 block-128 gate_up scales are missing");
     WD_CHECK(down_block_scales != nullptr, "MoE weights: FP8 block-128 down scales are missing");
   }
-  WD_CHECK((down_tiled == nullptr) == (down_tiled_scales == nullptr),
-           "MoE weights: tiled down weights and their scales must be set together");
-  if (down_tiled != nullptr) {
-    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled down weights are MXFP8 only, not ",
+  // The optional tiled copies: weights and scales together, MXFP8 only, on a
+  // shape the layout takes.
+  auto check_tiled = [&](const uint8_t* codes, const uint8_t* scales, const char* what, bool fits,
+                         const char* need) {
+    WD_CHECK((codes == nullptr) == (scales == nullptr), "MoE weights: tiled ", what,
+             " weights and their scales must be set together");
+    if (codes == nullptr) return;
+    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled ", what, " weights are MXFP8 only, not ",
              to_string(format));
-    WD_CHECK(down_tiling_fits(shape), "MoE weights: tiled down weights need H % 16 == 0 and I % 64 == 0 (H = ",
-             shape.hidden, ", I = ", shape.intermediate, ")");
-  }
-  WD_CHECK((gate_up_tiled == nullptr) == (gate_up_tiled_scales == nullptr),
-           "MoE weights: tiled gate_up weights and their scales must be set together");
-  if (gate_up_tiled != nullptr) {
-    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled gate_up weights are MXFP8 only, not ",
-             to_string(format));
-    WD_CHECK(gate_up_tiling_fits(shape), "MoE weights: tiled gate_up weights need H % 64 == 0 and I % 16 == 0 (H = ",
-             shape.hidden, ", I = ", shape.intermediate, ")");
-  }
+    WD_CHECK(fits, "MoE weights: tiled ", what, " weights need ", need, " (H = ", shape.hidden, ", I = ",
+             shape.intermediate, ")");
+  };
+  check_tiled(down_tiled, down_tiled_scales, "down", down_tiling_fits(shape), "H % 16 == 0 and I % 64 == 0");
+  check_tiled(gate_up_tiled, gate_up_tiled_scales, "gate_up", gate_up_tiling_fits(shape), "H % 64 == 0 and I % 16 == 0");
 }
 
 }  // namespace wd

@@ -1,8 +1,7 @@
 #include "kernels/formats_device.cuh"
 
 #include "core/cuda_check.h"
-#include "warpdecode/down_tiling.h"
-#include "warpdecode/gate_up_tiling.h"
+#include "core/mxfp8_tiling.h"
 
 namespace wd::kernels {
 namespace {
@@ -41,34 +40,21 @@ __global__ void mxfp8_quantize_kernel(const uint16_t* in, size_t blocks, uint8_t
   scales[b] = code;
 }
 
-// One thread per 16-byte piece of codes (and per scale byte): the tiled
-// layout keeps every 16 contiguous codes of a row contiguous.
-__global__ void tile_mxfp8_down_kernel(const uint8_t* q, const uint8_t* scales, size_t E, size_t H, size_t I,
-                                       uint8_t* q_tiled, uint8_t* scales_tiled) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t pieces = E * H * I / 16;
-  if (i < pieces) {
-    const size_t k = (i * 16) % I, row = (i * 16) / I, e = row / H, r = row % H;
-    *reinterpret_cast<uint4*>(q_tiled + down_tiled_offset(e, r, k, H, I)) = reinterpret_cast<const uint4*>(q)[i];
-  }
-  if (i < E * H * I / kMxBlock) {
-    const size_t j = i % (I / kMxBlock), row = i / (I / kMxBlock), e = row / H, r = row % H;
-    scales_tiled[down_tiled_scale_offset(e, r, j, H, I)] = scales[i];
-  }
+// One thread per 16-byte piece of codes (and per scale byte): the walk of
+// core/mxfp8_tiling.h, which the host tiling runs too.
+template <typename Tiling>
+__global__ void tile_mxfp8_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                                  uint8_t* scales_tiled) {
+  tile_mxfp8_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
 }
 
-// The same for gate_up (E, 2I, H): one thread per 16-byte piece and scale byte.
-__global__ void tile_mxfp8_gate_up_kernel(const uint8_t* q, const uint8_t* scales, size_t E, size_t H, size_t I,
-                                          uint8_t* q_tiled, uint8_t* scales_tiled) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < E * 2 * I * H / 16) {
-    const size_t k = (i * 16) % H, row = (i * 16) / H, e = row / (2 * I), r = row % (2 * I);
-    *reinterpret_cast<uint4*>(q_tiled + gate_up_tiled_offset(e, r, k, H, I)) = reinterpret_cast<const uint4*>(q)[i];
-  }
-  if (i < E * 2 * I * H / kMxBlock) {
-    const size_t j = i % (H / kMxBlock), row = i / (H / kMxBlock), e = row / (2 * I), r = row % (2 * I);
-    scales_tiled[gate_up_tiled_scale_offset(e, r, j, H, I)] = scales[i];
-  }
+template <typename Tiling>
+void launch_tiling(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                   uint8_t* scales_tiled, cudaStream_t stream) {
+  const size_t n = tiling_pieces(t, E);
+  if (n == 0) return;
+  tile_mxfp8_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q, scales, q_tiled, scales_tiled);
+  WD_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -77,22 +63,16 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
                         uint8_t* scales_tiled, cudaStream_t stream) {
   WD_CHECK(gate_up_tiling_fits(s), "tile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
            " need H % 64 == 0 and I % 16 == 0");
-  const size_t E = s.experts, H = s.hidden, I = s.intermediate;
-  const size_t n = E * 2 * I * H / 16;
-  if (n == 0) return;
-  tile_mxfp8_gate_up_kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, scales, E, H, I, q_tiled, scales_tiled);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_tiling(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q, scales, q_tiled, scales_tiled,
+                stream);
 }
 
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled, cudaStream_t stream) {
   WD_CHECK(down_tiling_fits(s), "tile_mxfp8_down: H = ", s.hidden, ", I = ", s.intermediate,
            " need H % 16 == 0 and I % 64 == 0");
-  const size_t E = s.experts, H = s.hidden, I = s.intermediate;
-  const size_t n = E * H * I / 16;  // pieces; more than the scale bytes (I / 32)
-  if (n == 0) return;
-  tile_mxfp8_down_kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, scales, E, H, I, q_tiled, scales_tiled);
-  WD_CUDA_CHECK_LAUNCH();
+  launch_tiling(DownTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q, scales, q_tiled, scales_tiled,
+                stream);
 }
 
 void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {

@@ -1,0 +1,63 @@
+// One walk for both tiled MXFP8 copies (warpdecode/down_tiling.h,
+// warpdecode/gate_up_tiling.h), host and device: an (E, R, L) E4M3 tensor
+// and its (E, R, L/32) E8M0 scales, moved piece by piece to where a layout
+// puts each 16 contiguous codes (which the layouts keep together) and each
+// scale byte. Piece i < E·R·L/16 of the codes, scale byte i < E·R·L/32: the
+// host loops over i, the device kernel gives each thread one i.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "warpdecode/down_tiling.h"
+#include "warpdecode/formats.h"
+#include "warpdecode/gate_up_tiling.h"
+
+namespace wd {
+
+// The down projection (E, H, I): rows of I.
+struct DownTiling {
+  size_t H, I;
+  WD_HD size_t rows() const { return H; }
+  WD_HD size_t len() const { return I; }
+  WD_HD size_t code(size_t e, size_t r, size_t k) const { return down_tiled_offset(e, r, k, H, I); }
+  WD_HD size_t scale(size_t e, size_t r, size_t j) const { return down_tiled_scale_offset(e, r, j, H, I); }
+};
+
+// The gate and up projections (E, 2I, H): rows of H.
+struct GateUpTiling {
+  size_t H, I;
+  WD_HD size_t rows() const { return 2 * I; }
+  WD_HD size_t len() const { return H; }
+  WD_HD size_t code(size_t e, size_t r, size_t k) const { return gate_up_tiled_offset(e, r, k, H, I); }
+  WD_HD size_t scale(size_t e, size_t r, size_t j) const { return gate_up_tiled_scale_offset(e, r, j, H, I); }
+};
+
+// Number of indices the walk takes: the code pieces, more than the scale bytes.
+template <typename Tiling>
+WD_HD size_t tiling_pieces(const Tiling& t, size_t E) {
+  return E * t.rows() * t.len() / 16;
+}
+
+// Moves code piece i and scale byte i (where they exist) of E experts.
+template <typename Tiling>
+WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, const uint8_t* scales,
+                            uint8_t* q_tiled, uint8_t* scales_tiled) {
+  const size_t R = t.rows(), L = t.len();
+  if (i < E * R * L / 16) {
+    const size_t k = (i * 16) % L, row = (i * 16) / L;
+    uint8_t* dst = q_tiled + t.code(row / R, row % R, k);
+#if defined(__CUDA_ARCH__)  // device buffers are 16-byte aligned: one vector load and store
+    *reinterpret_cast<uint4*>(dst) = reinterpret_cast<const uint4*>(q)[i];
+#else  // host pointers may be any view's
+    std::memcpy(dst, q + 16 * i, 16);
+#endif
+  }
+  if (i < E * R * L / kMxBlock) {
+    const size_t j = i % (L / kMxBlock), row = i / (L / kMxBlock);
+    scales_tiled[t.scale(row / R, row % R, j)] = scales[i];
+  }
+}
+
+}  // namespace wd
