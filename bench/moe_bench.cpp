@@ -26,10 +26,13 @@ MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
                    size_t memory_budget, uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options)
     : shape_(shape), format_(format), stream_(stream) {
   layer_bytes_ = size_t(shape.experts) * expert_bytes(shape, format);
-  // The tiled copies, where kept: the down third and the gate_up two thirds again.
+  // The tiled copies, where kept: the down third and the gate_up two thirds
+  // again; tiled-only weights hold each tensor once.
   size_t held = layer_bytes_;
-  if (format == WeightFormat::kMXFP8 && options.tiled_mxfp8_down) held += layer_bytes_ / 3;
-  if (format == WeightFormat::kMXFP8 && options.tiled_mxfp8_gate_up) held += layer_bytes_ / 3 * 2;
+  if (format == WeightFormat::kMXFP8 && options.canonical_mxfp8) {
+    if (options.tiled_mxfp8_down) held += layer_bytes_ / 3;
+    if (options.tiled_mxfp8_gate_up) held += layer_bytes_ / 3 * 2;
+  }
   WD_CHECK(held <= memory_budget, "bench: one copy of the layer (", held >> 20,
            " MiB) does not fit in the memory budget (", memory_budget >> 20, " MiB)");
   size_t copies = std::max<size_t>(1, (8 * l2_bytes + layer_bytes_ - 1) / layer_bytes_);

@@ -87,7 +87,17 @@ struct MoeWeightsView {
   const uint8_t* gate_up_tiled_scales = nullptr;
 
   // Throws unless every pointer the format needs is set and the shape is valid.
+  // MXFP8 weights on the device may lack a canonical tensor (codes and scales
+  // both null) where they have its tiled copy: the tiled-only layout of
+  // DeviceWeightsOptions::canonical_mxfp8 = false.
   void validate() const;
+  // Whether the canonical gate_up and down tensors (and scales) are present:
+  // always for BF16, host views and the default device upload.
+  bool has_canonical() const;
+  // Throws wd::InvalidArgument naming `reader` unless has_canonical(): for
+  // the kernels that read only the canonical layout (warp decode's scalar
+  // family, the classical path).
+  void require_canonical(const char* reader) const;
 };
 
 // Routing of B tokens: ids (B, K) int32 in [0, E), weights (B, K) FP32.

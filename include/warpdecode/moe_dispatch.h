@@ -6,6 +6,9 @@
 // (bench/results/h200-crossover.json, docs/CLASSICAL.md).
 //
 // Formats warp decode does not stream (FP8 block-128) always go classical.
+// MXFP8 weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can
+// be read by warp decode alone: a call the table sends to the classical path
+// throws (MoeWeightsView::require_canonical) rather than change path.
 #pragma once
 
 #include <cuda_runtime.h>

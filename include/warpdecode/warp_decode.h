@@ -40,10 +40,30 @@ struct DeviceWeightsOptions {
   // moe_gate_up_tc streams when WarpDecodeConfig::tc_tiled_gate_up is set.
   // Costs two thirds more weight memory. Off by default.
   bool tiled_mxfp8_gate_up = false;
+  // MXFP8: keep the canonical tensors. Off (both tiled copies on, a shape
+  // both tilings take): each tensor is held once, tiled, so the layer costs
+  // the canonical memory and runs at the tiled copies' speed; then only warp
+  // decode's tensor-core kernels can read it (the scalar kernels and the
+  // classical path throw: MoeWeightsView::require_canonical). The canonical
+  // tensors exist on the device while the copies are made (one layer at a
+  // time), then are freed.
+  bool canonical_mxfp8 = true;
+
+  // Both tiled copies and nothing else: the fastest warp decode at the
+  // canonical memory (docs/DESIGN.md, "Tiled-only MXFP8 weights").
+  static DeviceWeightsOptions tiled_only() {
+    DeviceWeightsOptions o;
+    o.tiled_mxfp8_down = true;
+    o.tiled_mxfp8_gate_up = true;
+    o.canonical_mxfp8 = false;
+    return o;
+  }
 };
 
 // Device copy of one layer's weights, in the canonical layout of layout.h
-// (plus what DeviceWeightsOptions asks for).
+// plus what DeviceWeightsOptions asks for (or, MXFP8 tiled-only, the tiled
+// copies alone). Throws wd::InvalidArgument on options the shape or format
+// cannot take.
 class DeviceMoeWeights {
  public:
   // Uploads host weights (BF16 or MXFP8).

@@ -79,12 +79,20 @@ size_t expert_bytes(const MoeShape& s, WeightFormat f) {
 void MoeWeightsView::validate() const {
   shape.validate();
   WD_CHECK(router != nullptr, "MoE weights: router tensor is missing");
-  WD_CHECK(gate_up != nullptr, "MoE weights: gate_up tensor is missing");
-  WD_CHECK(down != nullptr, "MoE weights: down tensor is missing");
-  if (format == WeightFormat::kMXFP8) {
-    WD_CHECK(gate_up_scales != nullptr, "MoE weights: MXFP8 gate_up scales are missing");
-    WD_CHECK(down_scales != nullptr, "MoE weights: MXFP8 down scales are missing");
-  }
+  // A canonical MXFP8 tensor may be left out on the device where its tiled
+  // copy is there (checked with the copies below): codes and scales together.
+  const bool tiled_only_ok = format == WeightFormat::kMXFP8 && space == MemorySpace::kDevice;
+  auto check_canonical = [&](const void* codes, const uint8_t* scales, const uint8_t* tiled, const char* what) {
+    if (tiled_only_ok && tiled != nullptr && codes == nullptr) {
+      WD_CHECK(scales == nullptr, "MoE weights: MXFP8 ", what, " scales are set without their weights");
+      return;
+    }
+    WD_CHECK(codes != nullptr, "MoE weights: ", what, " tensor is missing");
+    if (format == WeightFormat::kMXFP8)
+      WD_CHECK(scales != nullptr, "MoE weights: MXFP8 ", what, " scales are missing");
+  };
+  check_canonical(gate_up, gate_up_scales, gate_up_tiled, "gate_up");
+  check_canonical(down, down_scales, down_tiled, "down");
   if (format == WeightFormat::kFP8Block128) {
     WD_CHECK(gate_up_block_scales != nullptr, "MoE weights: FP8 block-128 gate_up scales are missing");
     WD_CHECK(down_block_scales != nullptr, "MoE weights: FP8 block-128 down scales are missing");
@@ -103,6 +111,14 @@ void MoeWeightsView::validate() const {
   };
   check_tiled(down_tiled, down_tiled_scales, "down", down_tiling_fits(shape), "H % 16 == 0 and I % 64 == 0");
   check_tiled(gate_up_tiled, gate_up_tiled_scales, "gate_up", gate_up_tiling_fits(shape), "H % 64 == 0 and I % 16 == 0");
+}
+
+bool MoeWeightsView::has_canonical() const { return gate_up != nullptr && down != nullptr; }
+
+void MoeWeightsView::require_canonical(const char* reader) const {
+  WD_CHECK(has_canonical(), reader, " reads the canonical MXFP8 tensors, and these weights keep only their tiled "
+           "copies (DeviceWeightsOptions::canonical_mxfp8 = false); upload them with canonical_mxfp8 = true, "
+           "or run warp decode's tensor-core kernels");
 }
 
 }  // namespace wd

@@ -278,6 +278,7 @@ namespace {
 void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kDevice, "classical MoE: weights must be in device memory");
+  w.require_canonical("the classical MoE path");
   WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
                w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
            "classical MoE: weights' shape differs from the shape this layer was built for");

@@ -41,11 +41,33 @@ struct DeviceMoeWeights::Impl {
     kernels::tile_mxfp8_gate_up(shape, gate_up.data(), gate_up_scales.data(), gate_up_tiled.data(),
                                 gate_up_tiled_scales.data(), stream);
   }
+  // The tiled copies the options ask for; tiled-only (canonical_mxfp8 off)
+  // then frees the canonical tensors. Synchronises `stream`.
   void tile(const DeviceWeightsOptions& options, cudaStream_t stream) {
     if (options.tiled_mxfp8_down) tile_down(stream);
     if (options.tiled_mxfp8_gate_up) tile_gate_up(stream);
+    WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // the copies are made before a source can go
+    if (options.canonical_mxfp8) return;
+    gate_up = {};
+    gate_up_scales = {};
+    down = {};
+    down_scales = {};
   }
 };
+
+namespace {
+// What DeviceWeightsOptions asks must be possible before anything is
+// allocated: tiled-only needs both copies, hence a shape both tilings take.
+void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeightsOptions& o) {
+  if (format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
+  WD_CHECK(o.tiled_mxfp8_down && o.tiled_mxfp8_gate_up,
+           "DeviceWeightsOptions: canonical_mxfp8 = false needs both tiled copies (tiled_mxfp8_down and "
+           "tiled_mxfp8_gate_up), or the weights could not be read");
+  WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape),
+           "DeviceWeightsOptions: canonical_mxfp8 = false needs a shape both tiled layouts take (H % 64 == 0, "
+           "I % 64 == 0; H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+}
+}  // namespace
 
 DeviceMoeWeights::DeviceMoeWeights() : impl_(std::make_unique<Impl>()) {}
 DeviceMoeWeights::DeviceMoeWeights(DeviceMoeWeights&&) noexcept = default;
@@ -62,6 +84,7 @@ DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
 }  // namespace
 
 DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host, const DeviceWeightsOptions& options) {
+  check_options(host.shape(), host.format(), options);
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
   m.shape = host.shape();
@@ -76,7 +99,6 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host, const DeviceWe
     m.gate_up_scales = upload_bytes(host.gate_up_scales);
     m.down_scales = upload_bytes(host.down_scales);
     m.tile(options, nullptr);
-    WD_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   return d;
 }
@@ -86,6 +108,7 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host, const Devi
   WD_CHECK(host.space == MemorySpace::kHost, "DeviceMoeWeights::upload needs a host view");
   WD_CHECK(host.format == WeightFormat::kBF16 || host.format == WeightFormat::kMXFP8,
            "DeviceMoeWeights holds BF16 or MXFP8 weights, not ", to_string(host.format));
+  check_options(host.shape, host.format, options);
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
   m.shape = host.shape;
@@ -105,7 +128,6 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host, const Devi
     m.gate_up_scales = copy(host.gate_up_scales, E * 2 * I * H / kMxBlock);
     m.down_scales = copy(host.down_scales, E * H * I / kMxBlock);
     m.tile(options, nullptr);
-    WD_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   return d;
 }
@@ -114,6 +136,7 @@ DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const Synthe
                                              WeightFormat format, MxScaleRule rule,
                                              cudaStream_t stream, const DeviceWeightsOptions& options) {
   shape.validate();
+  check_options(shape, format, options);
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
   m.shape = shape;
@@ -142,8 +165,7 @@ DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const Synthe
     kernels::synthetic_bf16(tmp.data(), dn, spec, SyntheticTensor::kDown, stream);
     kernels::mxfp8_quantize(tmp.data(), E * H, I, m.down.data(), m.down_scales.data(), rule,
                             stream);
-    m.tile(options, stream);
-    WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // tmp is freed on return
+    m.tile(options, stream);  // synchronises: tmp is freed on return
   }
   return d;
 }
@@ -155,11 +177,12 @@ MoeWeightsView DeviceMoeWeights::view() const {
   v.format = m.format;
   v.space = MemorySpace::kDevice;
   v.router = m.router.data();
-  v.gate_up = m.gate_up.data();
-  v.down = m.down.data();
+  // Null where tiled-only weights freed the canonical tensors.
+  v.gate_up = m.gate_up.bytes() != 0 ? m.gate_up.data() : nullptr;
+  v.down = m.down.bytes() != 0 ? m.down.data() : nullptr;
   if (m.format == WeightFormat::kMXFP8) {
-    v.gate_up_scales = m.gate_up_scales.data();
-    v.down_scales = m.down_scales.data();
+    v.gate_up_scales = m.gate_up_scales.bytes() != 0 ? m.gate_up_scales.data() : nullptr;
+    v.down_scales = m.down_scales.bytes() != 0 ? m.down_scales.data() : nullptr;
     if (m.down_tiled.bytes() != 0) {
       v.down_tiled = m.down_tiled.data();
       v.down_tiled_scales = m.down_tiled_scales.data();
@@ -360,7 +383,11 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.evict_first = config.evict_first ? 1 : 0;
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   g.deep_loads = config.tc_deep_loads ? 1 : 0;
-  if (config.tensor_cores && config.tc_tiled_gate_up && w.gate_up_tiled != nullptr) {  // the same values, tiled
+  // Tensor cores read a tiled copy where the config asks and the weights
+  // have it, and always where the weights have nothing else (tiled-only):
+  // the same values, so the same bits.
+  if (!config.tensor_cores) w.require_canonical("warp decode's scalar kernels");
+  if (config.tensor_cores && w.gate_up_tiled != nullptr && (config.tc_tiled_gate_up || w.gate_up == nullptr)) {
     g.weights = w.gate_up_tiled;
     g.scales = w.gate_up_tiled_scales;
     g.tiled = 1;
@@ -393,7 +420,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   if (config.tensor_cores) {
-    if (config.tc_tiled_down && w.down_tiled != nullptr) {  // the same values, laid out for the tensor-core walk
+    if (w.down_tiled != nullptr && (config.tc_tiled_down || w.down == nullptr)) {
       d.weights = w.down_tiled;
       d.scales = w.down_tiled_scales;
       d.tiled = 1;

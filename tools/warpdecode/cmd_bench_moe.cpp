@@ -33,6 +33,7 @@ struct Opts {
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   bool tiled_gate_up = false;  // MXFP8 weights also keep the tiled gate_up copy (swept against the canonical)
+  bool tiled_only = false;     // MXFP8 weights as both tiled copies alone (DeviceWeightsOptions::tiled_only())
   std::vector<std::string> classical_configs;  // labels timed beside the default
   std::string tune_json = "crossover.json";
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
@@ -144,6 +145,9 @@ void run(const Opts& o) {
                    {"build", build_description()},
                    {"command", command_line()},
                    {"max_batch", o.max_batch},
+                   {"mxfp8_weights", o.tiled_only      ? "tiled only (gate_up and down)"
+                                     : o.tiled_gate_up ? "canonical + tiled gate_up + tiled down"
+                                                       : "canonical + tiled down"},
                    {"time_utc", std::time(nullptr)},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
@@ -167,7 +171,10 @@ void run(const Opts& o) {
     for (WeightFormat f : formats) {
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       DeviceWeightsOptions wopt;
-      wopt.tiled_mxfp8_gate_up = o.tiled_gate_up;
+      if (o.tiled_only) wopt = DeviceWeightsOptions::tiled_only();
+      wopt.tiled_mxfp8_gate_up = wopt.tiled_mxfp8_gate_up || o.tiled_gate_up;
+      // Tiled-only MXFP8 weights: only the tensor-core kernels read them.
+      const bool tc_only = o.tiled_only && f == WeightFormat::kMXFP8;
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
                          wopt);
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
@@ -179,11 +186,17 @@ void run(const Opts& o) {
         WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
         // The default on these weights: without --tiled-gate-up they hold no
         // tiled gate_up copy, and the label says what runs.
-        if (!o.tiled_gate_up) dflt.tc_tiled_gate_up = false;
-        const auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
-                             : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
-                             : o.families ? family_configs(shapes[si], B, f, dflt)
-                                          : std::vector<WarpDecodeConfig>{dflt};
+        if (!o.tiled_gate_up && !o.tiled_only) dflt.tc_tiled_gate_up = false;
+        auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
+                       : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
+                       : o.families ? family_configs(shapes[si], B, f, dflt)
+                                    : std::vector<WarpDecodeConfig>{dflt};
+        if (tc_only) {
+          WD_CHECK(dflt.tensor_cores, "bench-moe --tiled-only: the tensor-core kernels do not take ", o.presets[si]);
+          configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                       [](const WarpDecodeConfig& c) { return !c.tensor_cores; }),
+                        configs.end());
+        }
         for (const auto& cfg : configs) {
           bench::Options opt;
           opt.calls = o.calls;
@@ -228,7 +241,7 @@ void run(const Opts& o) {
           }
           doc["records"].push_back(rec);
         }
-        if (!o.no_classical) {
+        if (!o.no_classical && !tc_only) {
           bench::Options opt;
           opt.calls = o.calls;
           opt.replays = o.replays;
@@ -280,6 +293,9 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--tiled-gate-up", o->tiled_gate_up,
                 "MXFP8: keep the tiled gate_up copy too; --sweep then times gate_up on it and on the canonical");
+  cmd->add_flag("--tiled-only", o->tiled_only,
+                "MXFP8: weights as their two tiled copies alone (the canonical memory; "
+                "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels only, no classical row");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");
