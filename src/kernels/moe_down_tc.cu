@@ -113,130 +113,86 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   bool waited = false;
   for (int b0 = 0; b0 < p.batch; b0 += kGroup) {
     const int nb = min(kGroup, p.batch - b0), ne = nb * K;
-    bool dup = false;
-    // A group of at most 32 entries and 8 tokens (decode at B <= 4 with
-    // K = 8) is laid out by warp-wide votes with one barrier instead of the
-    // six steps below: one entry per lane, each expert one tile (at most 8
-    // tokens), the same tables the steps write, so the same walk and bits.
-    // Every warp reads the entries and takes the same decision; warp 0 writes.
-    if (ne <= kWarpSize && nb <= 8) {
-      const bool live = lane < ne;
-      const int e = live ? __ldg(p.ids + size_t(b0) * K + lane) : E + lane;  // idle lanes: distinct, above every id
-      const unsigned same = __match_any_sync(kFullMask, e);
-      const int t = lane / K;
-      const unsigned token_lanes = (K == kWarpSize ? kFullMask : (1u << K) - 1u) << (t * K);
-      dup = __any_sync(kFullMask, live && __popc(same & token_lanes) > 1);
-      if (!dup) {
-        for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
-        if (warp == 0) {
-          const int first = __ffs(same) - 1, pos = __popc(same & ((1u << lane) - 1u)), cnt = __popc(same);
-          const unsigned firsts = __ballot_sync(kFullMask, live && lane == first);
-          int j = 0;  // rank of e among the distinct experts
-          for (int l = 0; l < kWarpSize; ++l) {
-            const int el = __shfl_sync(kFullMask, e, l);
-            j += (firsts >> l & 1u) && el < e;
-          }
-          if (live) {
-            const int slot = j * 8 + pos;
-            s_tent[slot] = lane;
-            s_ttok[slot] = t;
-            s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + lane);
-            if (lane == first) {
-              s_texp[j] = e;
-              for (int c = cnt; c < 8; ++c) {  // empty columns: junk, reading the first entry's h
-                s_tent[j * 8 + c] = lane;
-                s_ttok[j * 8 + c] = G + c;
-                s_tw[j * 8 + c] = 0.0f;
-              }
-            }
-          }
-          if (lane == 0) s_tiles = __popc(firsts);
-        }
-        __syncthreads();
-      }
+    // 1. Clear, and read the group's routing.
+    if (threadIdx.x == 0) s_dup = 0;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
+    for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
+    // Columns without a token fold into a junk column (weight 0); their h
+    // is that of their tile's first column (step 6 writes every column of
+    // every tile the walk reads), so that the warp's h loads of a sparse
+    // tile touch the lines of one entry, not of eight.
+    for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
+      s_ttok[i] = G + i % 8;
+      s_tw[i] = 0.0f;
     }
-    if (ne > kWarpSize || nb > 8 || dup) {
-      // 1. Clear, and read the group's routing.
-      if (threadIdx.x == 0) s_dup = 0;
-      for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
-      for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
-      for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
-      for (int i = threadIdx.x; i < ne; i += blockDim.x) s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
-      // Columns without a token fold into a junk column (weight 0); their h
-      // is that of their tile's first column (step 6 writes every column of
-      // every tile the walk reads), so that the warp's h loads of a sparse
-      // tile touch the lines of one entry, not of eight.
-      for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
-        s_ttok[i] = G + i % 8;
-        s_tw[i] = 0.0f;
-      }
-      __syncthreads();
-      // 2. Which experts, and which tokens of each.
-      for (int i = threadIdx.x; i < ne; i += blockDim.x) {
-        const int e = s_ids[i];
-        atomicOr(&s_bits[e >> 5], 1u << (e & 31));
-        const unsigned long long bit = 1ull << (i / K);
-        if (atomicOr(&s_tokmask[e], bit) & bit) s_dup = 1;  // a token routed twice to e
-      }
-      __syncthreads();
-      // A token routed twice to one expert (no router does that, but a caller's
-      // routing may) breaks "one entry per token and expert": then counts and
-      // positions come from a plain scan of the group's entries (slow, exact).
-      dup = s_dup != 0;
-      // 3. Rank of each expert word (exclusive popcount prefix).
-      if (warp == 0) {
-        const int c = lane < words ? __popc(s_bits[lane]) : 0;
-        const int incl = warp_inclusive_sum(c, lane);
-        if (lane < words) s_wpre[lane] = incl - c;
-        if (lane == kWarpSize - 1) s_na = incl;
-      }
-      __syncthreads();
-      auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
-      // 4. The distinct experts in ascending id, with their token counts.
-      for (int e = threadIdx.x; e < E; e += blockDim.x)
-        if (s_bits[e >> 5] >> (e & 31) & 1u) {
-          const int j = rank(e);
-          int cnt = __popcll(s_tokmask[e]);
-          if (dup) {
-            cnt = 0;
-            for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
-          }
-          s_cnt[j] = cnt;
-        }
-      __syncthreads();
-      // 5. Each expert's first tile (exclusive prefix of its ceil(count / 8) tiles).
-      const int na = s_na;
-      if (warp == 0) {
-        int carry = 0;
-        for (int base = 0; base < na; base += kWarpSize) {
-          const int c = base + lane < na ? (s_cnt[base + lane] + 7) / 8 : 0;
-          const int incl = warp_inclusive_sum(c, lane);
-          if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
-          carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
-        }
-        if (lane == 0) s_tiles = carry;
-      }
-      __syncthreads();
-      // 6. Each entry into its tile and column: its position among the expert's
-      // entries (ascending token), 8 per tile.
-      for (int i = threadIdx.x; i < ne; i += blockDim.x) {
-        const int e = s_ids[i], t = i / K;
-        int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
+    __syncthreads();
+    // 2. Which experts, and which tokens of each.
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+      const int e = s_ids[i];
+      atomicOr(&s_bits[e >> 5], 1u << (e & 31));
+      const unsigned long long bit = 1ull << (i / K);
+      if (atomicOr(&s_tokmask[e], bit) & bit) s_dup = 1;  // a token routed twice to e
+    }
+    __syncthreads();
+    // A token routed twice to one expert (no router does that, but a caller's
+    // routing may) breaks "one entry per token and expert": then counts and
+    // positions come from a plain scan of the group's entries (slow, exact).
+    const bool dup = s_dup != 0;
+    // 3. Rank of each expert word (exclusive popcount prefix).
+    if (warp == 0) {
+      const int c = lane < words ? __popc(s_bits[lane]) : 0;
+      const int incl = warp_inclusive_sum(c, lane);
+      if (lane < words) s_wpre[lane] = incl - c;
+      if (lane == kWarpSize - 1) s_na = incl;
+    }
+    __syncthreads();
+    auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
+    // 4. The distinct experts in ascending id, with their token counts.
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+      if (s_bits[e >> 5] >> (e & 31) & 1u) {
+        const int j = rank(e);
+        int cnt = __popcll(s_tokmask[e]);
         if (dup) {
-          pos = 0;
-          for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
+          cnt = 0;
+          for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         }
-        const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
-        if (pos % 8 == 0) {
-          s_texp[n] = e;
-          for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;  // the tile's empty columns
-        }
-        s_tent[slot] = i;
-        s_ttok[slot] = t;
-        s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+        s_cnt[j] = cnt;
       }
-      __syncthreads();
+    __syncthreads();
+    // 5. Each expert's first tile (exclusive prefix of its ceil(count / 8) tiles).
+    const int na = s_na;
+    if (warp == 0) {
+      int carry = 0;
+      for (int base = 0; base < na; base += kWarpSize) {
+        const int c = base + lane < na ? (s_cnt[base + lane] + 7) / 8 : 0;
+        const int incl = warp_inclusive_sum(c, lane);
+        if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
+        carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
+      }
+      if (lane == 0) s_tiles = carry;
     }
+    __syncthreads();
+    // 6. Each entry into its tile and column: its position among the expert's
+    // entries (ascending token), 8 per tile.
+    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+      const int e = s_ids[i], t = i / K;
+      int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
+      if (dup) {
+        pos = 0;
+        for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
+      }
+      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
+      if (pos % 8 == 0) {
+        s_texp[n] = e;
+        for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;  // the tile's empty columns
+      }
+      s_tent[slot] = i;
+      s_ttok[slot] = t;
+      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    __syncthreads();
 
     // The warp's walk: items (tile n, unit u) in order, two in flight ahead
     // of the one being computed.
