@@ -126,8 +126,11 @@ struct WarpDecodeConfig {
                                      // weights (warpdecode/gate_up_tiling.h) where it has them
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
+  // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::
+  // gate_up_tiled), which the tensor cores then read, with their own
+  // deep-round rule; WarpDecodeMoe::default_config(batch, view) passes it.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
-                                    KernelFamily family = KernelFamily::kAuto);
+                                    KernelFamily family = KernelFamily::kAuto, bool tiled_gate_up = false);
   // What kAuto resolves to for a layer object serving up to max_batch tokens
   // (measured on the H200, docs/PERF_LOG.md v9): the tensor cores wherever
   // the shape fits them, in both formats and at every max_batch; else the
@@ -183,6 +186,9 @@ class WarpDecodeMoe {
   KernelFamily family(WeightFormat format) const;
   // The configuration experts() without a config uses at a batch size.
   WarpDecodeConfig default_config(int batch, WeightFormat format) const;
+  // The default for these weights (whether they hold the tiled gate_up copy):
+  // what experts() without a config runs.
+  WarpDecodeConfig default_config(int batch, const MoeWeightsView& w) const;
 
  private:
   MoeShape shape_;

@@ -224,26 +224,30 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 }
 
 WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format,
-                                             KernelFamily family) {
+                                             KernelFamily family, bool tiled_gate_up) {
   if (family == KernelFamily::kAuto) family = default_family(shape, format, batch);
   WarpDecodeConfig c;
   if (family == KernelFamily::kTensorCores) {
     // PDL measured equal or faster at every B (run 2 of v7); evict-first as below.
-    // Deep MXFP8 gate_up rounds (v8, runs 2-3): 8-21 % faster on H = 4096
-    // and 6144 at every B up to 32 (equal at 64); on H = 2048 2-8 % faster up
-    // to B = 8, equal at 16, 4-10 % slower from 32.
     c.tensor_cores = true;
     c.evict_first = true;
     c.programmatic_launch = true;
-    // Only where the deep kernel runs, so that the label says which one does.
-    c.tc_deep_loads = tc_deep_loads_apply(shape, format) && (batch <= 16 || shape.hidden >= 4096);
     // The tiled down weights (v12): HBM serves moe_down_tc's 16-row × 64-byte
     // items as one contiguous kilobyte instead of 16 pieces of 64 bytes.
     c.tc_tiled_down = format == WeightFormat::kMXFP8;
-    // The tiled gate_up weights (v13), where the weights keep them
-    // (DeviceWeightsOptions::tiled_mxfp8_gate_up, off by default): gate_up
+    // The tiled gate_up weights (v13), where the weights hold them
+    // (DeviceWeightsOptions::tiled_mxfp8_gate_up or tiled_only()): gate_up
     // 4-10 % faster, the layer 2-7 %.
-    c.tc_tiled_gate_up = format == WeightFormat::kMXFP8;
+    c.tc_tiled_gate_up = format == WeightFormat::kMXFP8 && tiled_gate_up;
+    // Deep MXFP8 gate_up rounds, only where the deep kernel runs (so that the
+    // label says which one does). Re-measured in v14 (run 2, two runs each):
+    // on the canonical rows 2-16 % faster on H >= 4096 at every B, and on
+    // H = 2048 at B = 2-16 (3-6 %), level at 32, 3 % slower at B = 1 and 64;
+    // on the tiled copy shallow rounds are level or faster everywhere (2-4 %
+    // on H = 2048, 7.5 % at B = 16 on H = 4096) except B = 1 on H >= 4096 (3 %).
+    const bool large = shape.hidden >= 4096;
+    c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
+                      (c.tc_tiled_gate_up ? large && batch == 1 : large || (batch >= 2 && batch <= 16));
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -328,6 +332,10 @@ WarpDecodeConfig WarpDecodeMoe::default_config(int batch, WeightFormat format) c
   return WarpDecodeConfig::for_batch(shape_, batch, format, family(format));
 }
 
+WarpDecodeConfig WarpDecodeMoe::default_config(int batch, const MoeWeightsView& w) const {
+  return WarpDecodeConfig::for_batch(shape_, batch, w.format, family(w.format), w.gate_up_tiled != nullptr);
+}
+
 const int32_t* WarpDecodeMoe::routing_ids() const { return ws_->ids.data(); }
 const float* WarpDecodeMoe::routing_weights() const { return ws_->weights.data(); }
 float* WarpDecodeMoe::intermediate() const { return ws_->h.data(); }
@@ -355,7 +363,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                             const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, default_config(r.batch, w.format), stream);
+  experts(w, x, r, out, default_config(r.batch, w), stream);
 }
 
 void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,

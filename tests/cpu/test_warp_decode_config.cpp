@@ -53,44 +53,46 @@ TEST(WarpDecodeConfig, ForBatchNeverLeavesItsFamily) {
     }
 }
 
-// Deep gate_up rounds: MXFP8 only (BF16 rounds are two chunks already), at
-// every B on H >= 4096, up to B = 16 on H = 2048 (docs/PERF_LOG.md v8).
-TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeAndBatch) {
+// Deep gate_up rounds: MXFP8 only (BF16 rounds are two chunks already). On
+// the canonical rows at every B on H >= 4096 and at B = 2-16 on H = 2048; on
+// the tiled gate_up copy only at B = 1 on H >= 4096 (docs/PERF_LOG.md v14).
+TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   const MoeShape small = preset_shape("qwen3-30b-a3b"), large = preset_shape("qwen3-235b-a22b");
-  for (int B : {1, 8, 16, 17, 32, 64, 256}) {
-    for (const MoeShape& s : {small, large})
-      EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_deep_loads);
-    EXPECT_EQ(WarpDecodeConfig::for_batch(small, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads,
-              B <= 16)
-        << B;
-    EXPECT_TRUE(WarpDecodeConfig::for_batch(large, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads)
-        << B;
-  }
+  const auto tc = [](const MoeShape& s, int B, WeightFormat f, bool tiled_gate_up) {
+    return WarpDecodeConfig::for_batch(s, B, f, KernelFamily::kTensorCores, tiled_gate_up);
+  };
+  for (int B : {1, 2, 8, 16, 17, 32, 64, 256})
+    for (bool tgu : {false, true}) {
+      for (const MoeShape& s : {small, large}) EXPECT_FALSE(tc(s, B, WeightFormat::kBF16, tgu).tc_deep_loads);
+      EXPECT_EQ(tc(small, B, WeightFormat::kMXFP8, tgu).tc_deep_loads, !tgu && B >= 2 && B <= 16) << B << tgu;
+      EXPECT_EQ(tc(large, B, WeightFormat::kMXFP8, tgu).tc_deep_loads, !tgu || B == 1) << B << tgu;
+    }
   // H = 768 fits the tensor cores but not the deep kernel (H % 512 != 0).
   const MoeShape odd = make_shape(768, 192, 20, 6);
   ASSERT_TRUE(WarpDecodeConfig::tensor_cores_fit(odd));
   EXPECT_FALSE(WarpDecodeConfig::tc_deep_loads_apply(odd, WeightFormat::kMXFP8));
   EXPECT_TRUE(WarpDecodeConfig::tc_deep_loads_apply(small, WeightFormat::kMXFP8));
   EXPECT_FALSE(WarpDecodeConfig::tc_deep_loads_apply(small, WeightFormat::kBF16));
-  EXPECT_FALSE(WarpDecodeConfig::for_batch(odd, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_deep_loads);
-  auto c = WarpDecodeConfig::for_batch(small, 1, WeightFormat::kMXFP8, KernelFamily::kTensorCores);
-  EXPECT_EQ(c.label(), "tc/deep/ef/pdl/tiled/tgu");
-  c.tc_deep_loads = false;
-  EXPECT_EQ(c.label(), "tc/ef/pdl/tiled/tgu");
+  EXPECT_FALSE(tc(odd, 2, WeightFormat::kMXFP8, false).tc_deep_loads);
+  EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, false).label(), "tc/deep/ef/pdl/tiled");
+  EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, true).label(), "tc/ef/pdl/tiled/tgu");
+  EXPECT_EQ(tc(large, 1, WeightFormat::kMXFP8, true).label(), "tc/deep/ef/pdl/tiled/tgu");
 }
 
-// The tiled down and gate_up weights (docs/PERF_LOG.md v12, v13): the tensor
-// cores' MXFP8 default at every B (where the weights keep them); BF16 and the
-// scalar kernels never.
+// The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
+// default at every B (where the weights keep them); the tiled gate_up copy
+// where the weights hold it (v13). BF16 and the scalar kernels never.
 TEST(WarpDecodeConfig, TiledDownForTensorCoreMxfp8Only) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (int B : {1, 8, 32, 64, 256}) {
     EXPECT_TRUE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_down);
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_tiled_down);
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar).tc_tiled_down);
-    EXPECT_TRUE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_gate_up);
-    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores).tc_tiled_gate_up);
-    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar).tc_tiled_gate_up);
+    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_gate_up);
+    EXPECT_TRUE(
+        WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores, true).tc_tiled_gate_up);
+    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores, true).tc_tiled_gate_up);
+    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar, true).tc_tiled_gate_up);
   }
   EXPECT_EQ(WarpDecodeConfig::for_batch(s, 8, WeightFormat::kBF16, KernelFamily::kTensorCores).label(),
             "tc/ef/pdl");

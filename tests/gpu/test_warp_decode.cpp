@@ -152,7 +152,7 @@ void check_every_batch(const std::vector<MoeShape>& shapes, KernelFamily family,
       for (int b = 1; b <= 70; ++b) batches.push_back(b);
       for (int b : {96, 127, 128, 200, 256}) batches.push_back(b);
       for (int B : batches) {
-        const WarpDecodeConfig cfg = config ? config(B) : moe.default_config(B, f);
+        const WarpDecodeConfig cfg = config ? config(B) : moe.default_config(B, layer.dev.view());
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         const auto ref = reference_y(layer, x, r, B);
@@ -193,7 +193,7 @@ void check_real_shapes(KernelFamily family) {
         const auto r = random_routing(B, c.s.experts, c.s.top_k, fresh_seed());
         const auto ref = reference_y(layer, x, r, B);
         const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " B=" +
-                                 std::to_string(B) + " " + moe.default_config(B, f).label();
+                                 std::to_string(B) + " " + moe.default_config(B, layer.dev.view()).label();
         expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32), 2e-5, what + " fp32");
         expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16), 4e-3, what + " bf16");
       }
@@ -281,7 +281,7 @@ void check_odd_routings(KernelFamily family) {
       const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto ref = reference_y(layer, x, r, o.B);
       expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
-                   std::string(name(f)) + " " + o.what + " " + moe.default_config(o.B, f).label());
+                   std::string(name(f)) + " " + o.what + " " + moe.default_config(o.B, layer.dev.view()).label());
     }
   }
 }
@@ -306,7 +306,7 @@ void check_residual(const MoeShape& s, KernelFamily family, const std::vector<We
       for (auto& v : res) v = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(g)));
       auto ref = reference_y(layer, x, r, B);
       for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
-      const std::string what = std::string(name(f)) + " B=" + std::to_string(B) + " " + moe.default_config(B, f).label();
+      const std::string what = std::string(name(f)) + " B=" + std::to_string(B) + " " + moe.default_config(B, layer.dev.view()).label();
       expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, nullptr, &res), 2e-5, what + " fp32 + residual");
       expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kBF16, nullptr, &res), 4e-3, what + " bf16 + residual");
     }
@@ -479,7 +479,7 @@ TEST(WarpDecode, DefaultPathIsBatchInvariantForEveryFamily) {
           const int pos = int(fresh_seed() % B);
           EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, nullptr), 0u)
               << name(f) << " family " << to_string(moe.family(f)) << " max_batch " << max_batch << " B=" << B
-              << " config " << moe.default_config(B, f).label();
+              << " config " << moe.default_config(B, layer.dev.view()).label();
         }
       }
   }

@@ -102,7 +102,7 @@ std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, int batch, W
   std::vector<WarpDecodeConfig> v{d};
   const KernelFamily other = d.tensor_cores ? KernelFamily::kScalar : KernelFamily::kTensorCores;
   if (other == KernelFamily::kScalar || WarpDecodeConfig::tensor_cores_fit(shape))
-    v.push_back(WarpDecodeConfig::for_batch(shape, batch, format, other));
+    v.push_back(WarpDecodeConfig::for_batch(shape, batch, format, other, d.tc_tiled_gate_up));
   return v;
 }
 
@@ -183,10 +183,9 @@ void run(const Opts& o) {
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
-        WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family);
-        // The default on these weights: without --tiled-gate-up they hold no
-        // tiled gate_up copy, and the label says what runs.
-        if (!o.tiled_gate_up && !o.tiled_only) dflt.tc_tiled_gate_up = false;
+        // The default on these weights (whether they hold the tiled gate_up copy).
+        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family,
+                                                                  o.tiled_gate_up || o.tiled_only);
         auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                        : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
                        : o.families ? family_configs(shapes[si], B, f, dflt)
