@@ -7,6 +7,7 @@
 //   CPU FP32 path                1e-5   FP32 accumulation over H and I terms
 //   GPU warp decode, FP32 output 2e-5   FP32 registers, FP32 intermediate h
 //   GPU warp decode, BF16 output 4e-3   one BF16 rounding of y (2^-9 relative)
+//   GPU tiled-only MXFP8         2e-5, and bit-equal to the default upload
 //   GPU router                   ids exact, weights 1e-5 (inputs redrawn
 //                                until no near-tie decides the top-k)
 #include <cmath>
@@ -22,6 +23,8 @@
 #include "warpdecode/weights.h"
 #ifdef WD_HAVE_CUDA
 #include "core/device_buffer.h"
+#include "warpdecode/down_tiling.h"
+#include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/warp_decode.h"
 #endif
 
@@ -93,6 +96,14 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
   DeviceBuffer<int32_t> rid(routing.ids);
   DeviceBuffer<float> rwt(std::vector<float>(routing.weights.begin(), routing.weights.end()));
   const RoutingView rv{batch, s.top_k, rid.data(), rwt.data()};
+  auto fp32_out = [&](const WarpDecodeMoe& fm, const MoeWeightsView& view) {
+    DeviceBuffer<float> dy(BH);
+    dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
+    fm.experts(view, dx.data(), rv, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
+    const auto h = dy.download();
+    return std::vector<double>(h.begin(), h.end());
+  };
+  std::vector<double> tc_fp32;  // the tensor cores' FP32 output on the default upload
   for (size_t li = 0; li < families.size(); ++li) {
     const KernelFamily fam = families[li];
     const WarpDecodeMoe& fm = *layers[li];
@@ -100,11 +111,8 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
     for (OutputType t : {OutputType::kFP32, OutputType::kBF16}) {
       std::vector<double> y(BH);
       if (t == OutputType::kFP32) {
-        DeviceBuffer<float> dy(BH);
-        dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
-        fm.experts(dw.view(), dx.data(), rv, MoeOutput{dy.data(), t, nullptr}, nullptr);
-        const auto h = dy.download();
-        for (size_t i = 0; i < BH; ++i) y[i] = h[i];
+        y = fp32_out(fm, dw.view());
+        if (fam == KernelFamily::kTensorCores) tc_fp32 = y;
         rows.push_back(judge(fmt, name + " (fp32 out)", ref, y, 2e-5));
       } else {
         DeviceBuffer<uint16_t> dy(BH);
@@ -115,6 +123,18 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
         rows.push_back(judge(fmt, name + " (bf16 out)", ref, y, 4e-3));
       }
     }
+  }
+  // MXFP8 uploaded tiled-only (DeviceWeightsOptions::tiled_only()): the
+  // tensor cores on the tiled copies alone, the same bits as on the default upload.
+  if (w.format() == WeightFormat::kMXFP8 && !tc_fp32.empty() && down_tiling_fits(s) && gate_up_tiling_fits(s)) {
+    const auto tiled = DeviceMoeWeights::upload(w, DeviceWeightsOptions::tiled_only());
+    const auto y = fp32_out(*layers.back(), tiled.view());
+    Row r = judge(fmt, "gpu warp tensor-core, tiled-only", ref, y, 2e-5);
+    const bool same = y == tc_fp32;
+    r.pass = r.pass && same;
+    r.note += std::string(r.note.empty() ? "" : "; ") +
+              (same ? "bits equal the default upload's" : "BITS DIFFER from the default upload's");
+    rows.push_back(r);
   }
   WD_CUDA_CHECK(cudaDeviceSynchronize());
   return rows;
