@@ -78,11 +78,13 @@ struct MoeWeightsView {
   const float* down_block_scales = nullptr;     // (E, ceil(H/128), ceil(I/128)), FP8 block-128 only
   // Optional, MXFP8 on the device: the down weights again in the tensor-core
   // tiled layout (warpdecode/down_tiling.h); moe_down_tc reads these instead
-  // of down / down_scales when both are set. Same values, so the same bits.
+  // of down / down_scales when asked (WarpDecodeConfig::tc_tiled_down) or
+  // when those are absent (tiled-only weights). Same values, so the same bits.
   const uint8_t* down_tiled = nullptr;
   const uint8_t* down_tiled_scales = nullptr;
   // Optional, MXFP8 on the device: gate_up in the tiled layout of
-  // warpdecode/gate_up_tiling.h, read by moe_gate_up_tc when asked to.
+  // warpdecode/gate_up_tiling.h, read by moe_gate_up_tc when asked to
+  // (tc_tiled_gate_up) or when gate_up is absent (tiled-only weights).
   const uint8_t* gate_up_tiled = nullptr;
   const uint8_t* gate_up_tiled_scales = nullptr;
 
