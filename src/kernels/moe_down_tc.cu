@@ -19,7 +19,6 @@ constexpr int kTile = 16;       // output rows per block
 constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
-constexpr int kAllAhead = 8;    // MXFP8 walks this short have every item's weights in flight at once
 
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
@@ -306,66 +305,30 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
                             [&](auto narrow) { compute(cur, narrow, dup_walk); });
     };
 
-    // A short MXFP8 walk of one unit per warp (at most kAllAhead items:
-    // qwen3-30b-a3b at B = 1)
-    // issues every item's weights before the PDL wait instead of two, so
-    // that the walk is one round trip, not items / 2 of them; h follows in
-    // a ring of three after the wait. The same items in the same order.
-    bool walked = false;
-    if constexpr (kMx8) {
-      if (units == 1 && items <= kAllAhead) {
-        Item<kMx8> all[kAllAhead];
-#pragma unroll
-        for (int i = 0; i < kAllAhead; ++i) {
-          load_a(all[i]);
-          advance();
-          all[i].u = 0;  // one unit per warp: item i is tile min(i, tiles - 1), unit 0 (what load_a set),
-          all[i].n = min(i, tiles - 1);  // said as constants so that they need no registers
-        }
-        if (p.programmatic_launch && !waited) wait_for_previous_kernel();
-        waited = true;
-        load_h(all[0]);
-        load_h(all[1]);
-        auto walk_all = [&](auto dup_walk) {
-#pragma unroll
-          for (int i = 0; i < kAllAhead; ++i) {
-            if (i + 2 < kAllAhead) load_h(all[i + 2]);
-            if (i < items)
-              with_scale_path<kMx8>(max(all[i].sc[0], all[i].sc[1]),
-                                    [&](auto narrow) { compute(all[i], narrow, dup_walk); });
-          }
-        };
-        if (dup) walk_all(std::true_type{});
-        else walk_all(std::false_type{});
-        walked = true;
+    Item<kMx8> buf[3];
+    load_a(buf[0]);
+    advance();
+    load_a(buf[1]);
+    advance();
+    // Everything above reads routing and weights only; h is moe_gate_up's output.
+    if (p.programmatic_launch && !waited) wait_for_previous_kernel();
+    waited = true;
+    load_h(buf[0]);
+    load_h(buf[1]);
+    // Items in threes (the ring of three buffers), then the last one or two:
+    // no bounds test inside a three.
+    auto walk = [&](auto dup_walk) {
+      int n = 0;
+      for (; n + 3 <= items; n += 3) {
+        step(buf[0], buf[2], dup_walk);
+        step(buf[1], buf[0], dup_walk);
+        step(buf[2], buf[1], dup_walk);
       }
-    }
-    if (!walked) {
-      Item<kMx8> buf[3];
-      load_a(buf[0]);
-      advance();
-      load_a(buf[1]);
-      advance();
-      // Everything above reads routing and weights only; h is moe_gate_up's output.
-      if (p.programmatic_launch && !waited) wait_for_previous_kernel();
-      waited = true;
-      load_h(buf[0]);
-      load_h(buf[1]);
-      // Items in threes (the ring of three buffers), then the last one or two:
-      // no bounds test inside a three.
-      auto walk = [&](auto dup_walk) {
-        int n = 0;
-        for (; n + 3 <= items; n += 3) {
-          step(buf[0], buf[2], dup_walk);
-          step(buf[1], buf[0], dup_walk);
-          step(buf[2], buf[1], dup_walk);
-        }
-        if (n < items) step(buf[0], buf[2], dup_walk);
-        if (n + 1 < items) step(buf[1], buf[0], dup_walk);
-      };
-      if (dup) walk(std::true_type{});
-      else walk(std::false_type{});
-    }
+      if (n < items) step(buf[0], buf[2], dup_walk);
+      if (n + 1 < items) step(buf[1], buf[0], dup_walk);
+    };
+    if (dup) walk(std::true_type{});
+    else walk(std::false_type{});
     __syncthreads();
 
     // The warps' accumulators summed in warp order; then the residual.
