@@ -190,7 +190,7 @@ if [ "$MODE" != bench ]; then
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.Mxfp8*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
+        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else
@@ -232,11 +232,11 @@ t0=$(date +%s)
 # Warp decode alone first (the committed figures), then beside the classical path.
 "$BIN/warpdecode" bench-moe "${BENCH[@]}" --no-classical "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
 note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
-# MXFP8 weights tiled-only (DeviceWeightsOptions::tiled_only(): both tiled
-# copies, the canonical memory): the fastest MXFP8 warp decode.
+# Weights tiled-only (DeviceWeightsOptions::tiled_only(): both tiled copies,
+# the canonical memory), BF16 and MXFP8: the fastest warp decode.
 if [ "$MODE" != quick ]; then
   t0=$(date +%s)
-  "$BIN/warpdecode" bench-moe "${BENCH[@]}" --format mxfp8 --tiled-only --no-classical "$@" \
+  "$BIN/warpdecode" bench-moe "${BENCH[@]}" --tiled-only --no-classical "$@" \
     --json "$OUT/h200-moe-tiled-only.json" >"$LOG/bench-moe-tiled-only.log" 2>&1
   note "bench (tiled) rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-tiled-only.json"
 fi

@@ -19,6 +19,12 @@
 // 16t + 8h + g, block 2u + b (b < 2) at byte 16h + 2g + b.
 // Same bytes as the canonical tensors, moved: E·H·I codes and E·H·I/32 scales.
 // Needs H % 16 == 0 and I % 64 == 0 (every shape the tensor-core kernels take).
+//
+// BF16 (tiled-only weights, DeviceWeightsOptions::tiled_only()): the same
+// layout over the rows' bytes, as if the (E, H, I) BF16 tensor were an
+// (E, H, 2I) byte tensor: byte b of row r at down_tiled_offset(e, r, b, H,
+// 2I). A moe_down_tc unit (64 BF16 elements, 128 bytes of a row) is then two
+// consecutive 1 KB items: 2 KB contiguous. No scales.
 #pragma once
 
 #include <cstddef>
@@ -55,5 +61,9 @@ WD_HD size_t down_tiled_scale_offset(size_t e, size_t row, size_t j, size_t H, s
 // copies (E·H·I and E·H·I/32 bytes). Throws unless down_tiling_fits(s).
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled);
+
+// Host: canonical BF16 down weights (E, H, I) -> the tiled copy (the same
+// E·H·I values). Throws unless down_tiling_fits(s).
+void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled);
 
 }  // namespace wd

@@ -17,6 +17,11 @@
 // Scales: 64 bytes per item in the same order; the E8M0 scale of row (r, g),
 // block 2c + b (b < 2) at byte 16r + 2g + b.
 // Same bytes as the canonical tensors, moved. Needs I % 16 == 0, H % 64 == 0.
+//
+// BF16 (tiled-only weights): the same layout over the rows' bytes, as if the
+// (E, 2I, H) BF16 tensor were an (E, 2I, 2H) byte tensor: byte b of row r at
+// gate_up_tiled_offset(e, r, b, 2H, I). A moe_gate_up_tc chunk (32 BF16
+// elements, 64 bytes of each of its 32 rows) is then one 2 KB item. No scales.
 #pragma once
 
 #include <cstddef>
@@ -52,5 +57,9 @@ WD_HD size_t gate_up_tiled_scale_offset(size_t e, size_t row, size_t j, size_t H
 // copies (same sizes). Throws unless gate_up_tiling_fits(s).
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled);
+
+// Host: canonical BF16 gate_up weights (E, 2I, H) -> the tiled copy. Throws
+// unless gate_up_tiling_fits(s).
+void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled);
 
 }  // namespace wd

@@ -76,25 +76,26 @@ struct MoeWeightsView {
   const uint8_t* down_scales = nullptr;   // (E, H, I/32), MXFP8 only
   const float* gate_up_block_scales = nullptr;  // (E, 2·ceil(I/128), ceil(H/128)), FP8 block-128 only
   const float* down_block_scales = nullptr;     // (E, ceil(H/128), ceil(I/128)), FP8 block-128 only
-  // Optional, MXFP8 on the device: the down weights again in the tensor-core
-  // tiled layout (warpdecode/down_tiling.h); moe_down_tc reads these instead
+  // Optional, on the device (MXFP8; BF16 only in tiled-only weights, without
+  // scales): the down weights in the tensor-core tiled layout
+  // (warpdecode/down_tiling.h); moe_down_tc reads these instead
   // of down / down_scales when asked (WarpDecodeConfig::tc_tiled_down) or
   // when those are absent (tiled-only weights). Same values, so the same bits.
   const uint8_t* down_tiled = nullptr;
   const uint8_t* down_tiled_scales = nullptr;
-  // Optional, MXFP8 on the device: gate_up in the tiled layout of
+  // Optional, on the device (as above): gate_up in the tiled layout of
   // warpdecode/gate_up_tiling.h, read by moe_gate_up_tc when asked to
   // (tc_tiled_gate_up) or when gate_up is absent (tiled-only weights).
   const uint8_t* gate_up_tiled = nullptr;
   const uint8_t* gate_up_tiled_scales = nullptr;
 
   // Throws unless every pointer the format needs is set and the shape is valid.
-  // MXFP8 weights on the device may lack a canonical tensor (codes and scales
-  // both null) where they have its tiled copy: the tiled-only layout of
-  // DeviceWeightsOptions::canonical_mxfp8 = false.
+  // BF16 and MXFP8 weights on the device may lack a canonical tensor (MXFP8:
+  // codes and scales both null) where they have its tiled copy: tiled-only
+  // weights (DeviceWeightsOptions::tiled_only()).
   void validate() const;
   // Whether the canonical gate_up and down tensors (and scales) are present:
-  // always for BF16, host views and the default device upload.
+  // always for host views and the default device upload.
   bool has_canonical() const;
   // Throws wd::InvalidArgument naming `reader` unless has_canonical(): for
   // the kernels that read only the canonical layout (warp decode's scalar

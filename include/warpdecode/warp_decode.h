@@ -48,14 +48,20 @@ struct DeviceWeightsOptions {
   // tensors exist on the device while the copies are made (one layer at a
   // time), then are freed.
   bool canonical_mxfp8 = true;
+  // BF16: both projections held in their tiled layouts only (the same
+  // layouts over the rows' bytes), the canonical memory; then, as for
+  // tiled-only MXFP8, only the tensor-core kernels read the weights. BF16 has
+  // no "second copy" mode: it would double the layer's memory. Off by default.
+  bool tiled_only_bf16 = false;
 
-  // Both tiled copies and nothing else: the fastest warp decode at the
-  // canonical memory (docs/DESIGN.md, "Tiled-only MXFP8 weights").
+  // Both tiled copies and nothing else, in either format: the fastest warp
+  // decode at the canonical memory (docs/DESIGN.md, "Tiled-only weights").
   static DeviceWeightsOptions tiled_only() {
     DeviceWeightsOptions o;
     o.tiled_mxfp8_down = true;
     o.tiled_mxfp8_gate_up = true;
     o.canonical_mxfp8 = false;
+    o.tiled_only_bf16 = true;
     return o;
   }
 };
@@ -127,8 +133,9 @@ struct WarpDecodeConfig {
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::
-  // gate_up_tiled), which the tensor cores then read, with their own
-  // deep-round rule; WarpDecodeMoe::default_config(batch, view) passes it.
+  // gate_up_tiled; BF16: both tiled copies, tiled-only weights), which the
+  // tensor cores then read, with their own deep-round rule;
+  // WarpDecodeMoe::default_config(batch, view) passes it.
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
                                     KernelFamily family = KernelFamily::kAuto, bool tiled_gate_up = false);
   // What kAuto resolves to for a layer object serving up to max_batch tokens

@@ -79,9 +79,11 @@ size_t expert_bytes(const MoeShape& s, WeightFormat f) {
 void MoeWeightsView::validate() const {
   shape.validate();
   WD_CHECK(router != nullptr, "MoE weights: router tensor is missing");
-  // A canonical MXFP8 tensor may be left out on the device where its tiled
-  // copy is there (checked with the copies below): codes and scales together.
-  const bool tiled_only_ok = format == WeightFormat::kMXFP8 && space == MemorySpace::kDevice;
+  // A canonical tensor (BF16, or MXFP8 codes and scales together) may be left
+  // out on the device where its tiled copy is there (checked with the copies
+  // below): tiled-only weights.
+  const bool tiled_only_ok =
+      (format == WeightFormat::kMXFP8 || format == WeightFormat::kBF16) && space == MemorySpace::kDevice;
   auto check_canonical = [&](const void* codes, const uint8_t* scales, const uint8_t* tiled, const char* what) {
     if (tiled_only_ok && tiled != nullptr && codes == nullptr) {
       WD_CHECK(scales == nullptr, "MoE weights: MXFP8 ", what, " scales are set without their weights");
@@ -97,15 +99,19 @@ void MoeWeightsView::validate() const {
     WD_CHECK(gate_up_block_scales != nullptr, "MoE weights: FP8 block-128 gate_up scales are missing");
     WD_CHECK(down_block_scales != nullptr, "MoE weights: FP8 block-128 down scales are missing");
   }
-  // The optional tiled copies: weights and scales together, MXFP8 only, on a
-  // shape the layout takes.
+  // The optional tiled copies: MXFP8 (weights and scales together) or BF16
+  // (no scales), on a shape the layout takes.
   auto check_tiled = [&](const uint8_t* codes, const uint8_t* scales, const char* what, bool fits,
                          const char* need) {
-    WD_CHECK((codes == nullptr) == (scales == nullptr), "MoE weights: tiled ", what,
-             " weights and their scales must be set together");
+    if (format == WeightFormat::kBF16) {
+      WD_CHECK(scales == nullptr, "MoE weights: BF16 tiled ", what, " weights have no scales");
+    } else {
+      WD_CHECK((codes == nullptr) == (scales == nullptr), "MoE weights: tiled ", what,
+               " weights and their scales must be set together");
+    }
     if (codes == nullptr) return;
-    WD_CHECK(format == WeightFormat::kMXFP8, "MoE weights: tiled ", what, " weights are MXFP8 only, not ",
-             to_string(format));
+    WD_CHECK(format == WeightFormat::kMXFP8 || format == WeightFormat::kBF16, "MoE weights: tiled ", what,
+             " weights are MXFP8 or BF16, not ", to_string(format));
     WD_CHECK(fits, "MoE weights: tiled ", what, " weights need ", need, " (H = ", shape.hidden, ", I = ",
              shape.intermediate, ")");
   };
@@ -116,9 +122,9 @@ void MoeWeightsView::validate() const {
 bool MoeWeightsView::has_canonical() const { return gate_up != nullptr && down != nullptr; }
 
 void MoeWeightsView::require_canonical(const char* reader) const {
-  WD_CHECK(has_canonical(), reader, " reads the canonical MXFP8 tensors, and these weights keep only their tiled "
-           "copies (DeviceWeightsOptions::canonical_mxfp8 = false); upload them with canonical_mxfp8 = true, "
-           "or run warp decode's tensor-core kernels");
+  WD_CHECK(has_canonical(), reader, " reads the canonical tensors, and these weights keep only their tiled "
+           "copies (DeviceWeightsOptions::tiled_only(): canonical_mxfp8 = false or tiled_only_bf16 = true); "
+           "upload them with the default options, or run warp decode's tensor-core kernels");
 }
 
 }  // namespace wd

@@ -1,9 +1,11 @@
-// One walk for both tiled MXFP8 copies (warpdecode/down_tiling.h,
-// warpdecode/gate_up_tiling.h), host and device: an (E, R, L) E4M3 tensor
-// and its (E, R, L/32) E8M0 scales, moved piece by piece to where a layout
-// puts each 16 contiguous codes (which the layouts keep together) and each
-// scale byte. Piece i < E·R·L/16 of the codes, scale byte i < E·R·L/32: the
-// host loops over i, the device kernel gives each thread one i.
+// One walk for every tiled copy (warpdecode/down_tiling.h,
+// warpdecode/gate_up_tiling.h), host and device: an (E, R, L) byte tensor
+// and, for MXFP8, its (E, R, L/32) E8M0 scales, moved piece by piece to where
+// a layout puts each 16 contiguous bytes (which the layouts keep together)
+// and each scale byte. MXFP8: L is the row length in E4M3 codes. BF16: the
+// same layouts over the rows' bytes (L = 2 × the row's elements), no scales.
+// Piece i < E·R·L/16 of the bytes, scale byte i < E·R·L/32: the host loops
+// over i, the device kernel gives each thread one i.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +18,7 @@
 
 namespace wd {
 
-// The down projection (E, H, I): rows of I.
+// The down projection (E, H, I): rows of I bytes (MXFP8; BF16: I = 2 × its I).
 struct DownTiling {
   size_t H, I;
   WD_HD size_t rows() const { return H; }
@@ -25,7 +27,7 @@ struct DownTiling {
   WD_HD size_t scale(size_t e, size_t r, size_t j) const { return down_tiled_scale_offset(e, r, j, H, I); }
 };
 
-// The gate and up projections (E, 2I, H): rows of H.
+// The gate and up projections (E, 2I, H): rows of H bytes (MXFP8; BF16: H = 2 × its H).
 struct GateUpTiling {
   size_t H, I;
   WD_HD size_t rows() const { return 2 * I; }
@@ -54,7 +56,7 @@ WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* 
     std::memcpy(dst, q + 16 * i, 16);
 #endif
   }
-  if (i < E * R * L / kMxBlock) {
+  if (scales != nullptr && i < E * R * L / kMxBlock) {  // MXFP8 only
     const size_t j = i % (L / kMxBlock), row = i / (L / kMxBlock);
     scales_tiled[t.scale(row / R, row % R, j)] = scales[i];
   }

@@ -75,6 +75,20 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
                 stream);
 }
 
+void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
+  WD_CHECK(down_tiling_fits(s), "tile_bf16_down: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 16 == 0 and I % 64 == 0");
+  launch_tiling(DownTiling{size_t(s.hidden), 2 * size_t(s.intermediate)}, s.experts,
+                reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled), nullptr, stream);
+}
+
+void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
+  WD_CHECK(gate_up_tiling_fits(s), "tile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  launch_tiling(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
+                reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled), nullptr, stream);
+}
+
 void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {
   if (n == 0) return;
   e4m3_decode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);

@@ -44,13 +44,13 @@ __device__ __forceinline__ int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
-// kTiled (MXFP8): weights and scales in the tiled layout of
-// warpdecode/down_tiling.h, where a work item's kilobyte is contiguous; the
-// same values reach the same registers, so the bits are the same.
+// kTiled: weights (and MXFP8 scales) in the tiled layout of
+// warpdecode/down_tiling.h, where a work item's kilobyte (BF16: two
+// consecutive kilobytes) is contiguous; the same values reach the same
+// registers, so the bits are the same.
 template <bool kMx8, bool kTiled>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
-  static_assert(kMx8 || !kTiled, "the tiled layout is MXFP8's");
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
@@ -69,17 +69,20 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
   const uint32_t expert_bytes = uint32_t(H) * I * kElemBytes, expert_scales = uint32_t(H) * (I / kMxBlock);
   // Per item (expert e, unit u): + e·expert_bytes + u·unit_bytes; row g + 8
   // at + row8_bytes; likewise for the scales.
+  // A unit's chunk c (BF16: c < 2) of rows g, g+8 at + c·chunk_bytes.
   const uint8_t* a_lane;
-  const uint8_t* s_lane;
-  uint32_t unit_bytes, row8_bytes, unit_scales, row8_scales;
+  const uint8_t* s_lane = nullptr;
+  uint32_t unit_bytes, row8_bytes, unit_scales = 0, row8_scales = 0;
+  constexpr uint32_t chunk_bytes = kTiled ? kDownTileBytes : 64;
   if constexpr (kTiled) {
-    const size_t item0 = size_t(blockIdx.x) * (I / kUnit) + kw / kUnit;  // item (0, blockIdx.x, kw / 64)
+    // Items of 64 bytes of 16 rows; a unit is kElemBytes of them.
+    const size_t item0 = (size_t(blockIdx.x) * I + kw) * kElemBytes / kUnit;  // item (0, blockIdx.x, kw·bytes / 64)
     a_lane = w + item0 * kDownTileBytes + 16 * lane;
-    s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
-    unit_bytes = kDownTileBytes, row8_bytes = 512, unit_scales = kDownTileScales, row8_scales = 16;
+    if constexpr (kMx8) s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
+    unit_bytes = kDownTileBytes * kElemBytes, row8_bytes = 512, unit_scales = kDownTileScales, row8_scales = 16;
   } else {
     a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
-    s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
+    if constexpr (kMx8) s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
     unit_bytes = kUnit * kElemBytes, row8_bytes = 8 * I * kElemBytes;
     unit_scales = kUnit / kMxBlock, row8_scales = 8 * (I / kMxBlock);
   }
@@ -220,7 +223,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
         for (int c = 0; c < Item<kMx8>::kChunks; ++c)
-          it.a[hh][c] = ld_stream(a + hh * row8_bytes + 64 * c, pol);
+          it.a[hh][c] = ld_stream(a + hh * row8_bytes + chunk_bytes * c, pol);
       if constexpr (kMx8) {
         const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * unit_scales;
         it.sc[0] = ld_byte(sc);
@@ -386,10 +389,8 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            ", K = ", p.top_k, " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
-  WD_CHECK(!p.tiled || format == WeightFormat::kMXFP8, "moe_down_tc: the tiled layout is MXFP8 only");
-  if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
-  else if (p.tiled) launch<true, true>(p, stream);
-  else launch<true, false>(p, stream);
+  if (format == WeightFormat::kBF16) p.tiled ? launch<false, true>(p, stream) : launch<false, false>(p, stream);
+  else p.tiled ? launch<true, true>(p, stream) : launch<true, false>(p, stream);
 }
 
 }  // namespace wd::kernels

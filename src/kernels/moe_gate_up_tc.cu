@@ -39,14 +39,13 @@ struct Rounds {
   static constexpr int kMinBlocks = kMx8 && kDeep ? 3 : 4;
 };
 
-// kTiled (MXFP8): weights and scales in the tiled layout of
+// kTiled: weights (and MXFP8 scales) in the tiled layout of
 // warpdecode/gate_up_tiling.h, where a chunk's 32 row pieces are one
 // contiguous 2 KB item; the same values reach the same registers, so the
 // bits are the same.
 template <bool kMx8, bool kDeep, bool kTiled>
 __global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
-  static_assert(kMx8 || !kTiled, "the tiled layout is MXFP8's");
   using C = Chunk<kMx8>;
   constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
@@ -86,7 +85,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   // scale row r at 16·r.)
   constexpr int c_bytes = kTiled ? kGateUpTileBytes : 64, c_scales = kTiled ? kGateUpTileScales : 2;
   const size_t row0 = size_t(e) * 2 * I + i0 + g;
-  const size_t item0 = (size_t(e) * (I / kTile) + blockIdx.x) * (H / 64) + k0 / 64;
+  const size_t item0 = (size_t(e) * (I / kTile) + blockIdx.x) * (H * kElemBytes / 64) + k0 * kElemBytes / 64;
   const uint8_t* a0 = kTiled ? w + item0 * kGateUpTileBytes + 16 * lane : w + (row0 * H + k0) * kElemBytes + q * 16;
   const uint8_t* s0 = !kMx8 ? nullptr
                       : kTiled ? p.scales + item0 * kGateUpTileScales + 2 * g + q / 2
@@ -265,9 +264,8 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
            "moe_gate_up_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
-  WD_CHECK(!p.tiled || format == WeightFormat::kMXFP8, "moe_gate_up_tc: the tiled layout is MXFP8 only");
   const bool deep = p.deep_loads && gate_up_tc_deep_fits(p.hidden);
-  if (format == WeightFormat::kBF16) launch<false, false>(p, stream);
+  if (format == WeightFormat::kBF16) p.tiled ? launch<false, false, true>(p, stream) : launch<false, false>(p, stream);
   else if (p.tiled) deep ? launch<true, true, true>(p, stream) : launch<true, false, true>(p, stream);
   else if (deep) launch<true, true>(p, stream);
   else launch<true, false>(p, stream);

@@ -43,11 +43,24 @@ struct DeviceMoeWeights::Impl {
   }
   // The tiled copies the options ask for; tiled-only (canonical_mxfp8 off)
   // then frees the canonical tensors. Synchronises `stream`.
+  // BF16: both tiled copies (tiled-only weights).
+  void tile_bf16(cudaStream_t stream) {
+    down_tiled = DeviceBuffer<uint8_t>(down.bytes());
+    gate_up_tiled = DeviceBuffer<uint8_t>(gate_up.bytes());
+    kernels::tile_bf16_down(shape, reinterpret_cast<const uint16_t*>(down.data()),
+                            reinterpret_cast<uint16_t*>(down_tiled.data()), stream);
+    kernels::tile_bf16_gate_up(shape, reinterpret_cast<const uint16_t*>(gate_up.data()),
+                               reinterpret_cast<uint16_t*>(gate_up_tiled.data()), stream);
+  }
+  // The tiled copies the options ask for; tiled-only (canonical_mxfp8 off,
+  // tiled_only_bf16 on) then frees the canonical tensors. Synchronises `stream`.
   void tile(const DeviceWeightsOptions& options, cudaStream_t stream) {
-    if (options.tiled_mxfp8_down) tile_down(stream);
-    if (options.tiled_mxfp8_gate_up) tile_gate_up(stream);
+    const bool bf16 = format == WeightFormat::kBF16;
+    if (bf16 && options.tiled_only_bf16) tile_bf16(stream);
+    if (!bf16 && options.tiled_mxfp8_down) tile_down(stream);
+    if (!bf16 && options.tiled_mxfp8_gate_up) tile_gate_up(stream);
     WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // the copies are made before a source can go
-    if (options.canonical_mxfp8) return;
+    if (bf16 ? !options.tiled_only_bf16 : options.canonical_mxfp8) return;
     gate_up = {};
     gate_up_scales = {};
     down = {};
@@ -59,6 +72,12 @@ namespace {
 // What DeviceWeightsOptions asks must be possible before anything is
 // allocated: tiled-only needs both copies, hence a shape both tilings take.
 void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeightsOptions& o) {
+  if (format == WeightFormat::kBF16 && o.tiled_only_bf16) {
+    WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape),
+             "DeviceWeightsOptions: tiled_only_bf16 needs a shape both tiled layouts take (H % 64 == 0, "
+             "I % 64 == 0; H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+    return;
+  }
   if (format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
   WD_CHECK(o.tiled_mxfp8_down && o.tiled_mxfp8_gate_up,
            "DeviceWeightsOptions: canonical_mxfp8 = false needs both tiled copies (tiled_mxfp8_down and "
@@ -98,8 +117,8 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host, const DeviceWe
     m.down = upload_bytes(host.down_q);
     m.gate_up_scales = upload_bytes(host.gate_up_scales);
     m.down_scales = upload_bytes(host.down_scales);
-    m.tile(options, nullptr);
   }
+  m.tile(options, nullptr);
   return d;
 }
 
@@ -127,8 +146,8 @@ DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host, const Devi
   if (m.format == WeightFormat::kMXFP8) {
     m.gate_up_scales = copy(host.gate_up_scales, E * 2 * I * H / kMxBlock);
     m.down_scales = copy(host.down_scales, E * H * I / kMxBlock);
-    m.tile(options, nullptr);
   }
+  m.tile(options, nullptr);
   return d;
 }
 
@@ -152,6 +171,7 @@ DeviceMoeWeights DeviceMoeWeights::synthetic(const MoeShape& shape, const Synthe
                             SyntheticTensor::kGateUp, stream);
     kernels::synthetic_bf16(reinterpret_cast<uint16_t*>(m.down.data()), dn, spec,
                             SyntheticTensor::kDown, stream);
+    m.tile(options, stream);
   } else {
     // Generate BF16 one tensor at a time into a temporary, then quantize.
     DeviceBuffer<uint16_t> tmp(gu > dn ? gu : dn);
@@ -180,17 +200,18 @@ MoeWeightsView DeviceMoeWeights::view() const {
   // Null where tiled-only weights freed the canonical tensors.
   v.gate_up = m.gate_up.bytes() != 0 ? m.gate_up.data() : nullptr;
   v.down = m.down.bytes() != 0 ? m.down.data() : nullptr;
-  if (m.format == WeightFormat::kMXFP8) {
+  const bool mx = m.format == WeightFormat::kMXFP8;
+  if (mx) {
     v.gate_up_scales = m.gate_up_scales.bytes() != 0 ? m.gate_up_scales.data() : nullptr;
     v.down_scales = m.down_scales.bytes() != 0 ? m.down_scales.data() : nullptr;
-    if (m.down_tiled.bytes() != 0) {
-      v.down_tiled = m.down_tiled.data();
-      v.down_tiled_scales = m.down_tiled_scales.data();
-    }
-    if (m.gate_up_tiled.bytes() != 0) {
-      v.gate_up_tiled = m.gate_up_tiled.data();
-      v.gate_up_tiled_scales = m.gate_up_tiled_scales.data();
-    }
+  }
+  if (m.down_tiled.bytes() != 0) {
+    v.down_tiled = m.down_tiled.data();
+    v.down_tiled_scales = mx ? m.down_tiled_scales.data() : nullptr;
+  }
+  if (m.gate_up_tiled.bytes() != 0) {
+    v.gate_up_tiled = m.gate_up_tiled.data();
+    v.gate_up_tiled_scales = mx ? m.gate_up_tiled_scales.data() : nullptr;
   }
   return v;
 }
@@ -239,6 +260,8 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // (DeviceWeightsOptions::tiled_mxfp8_gate_up or tiled_only()): gate_up
     // 4-10 % faster, the layer 2-7 %.
     c.tc_tiled_gate_up = format == WeightFormat::kMXFP8 && tiled_gate_up;
+    // BF16 has tiled copies only as a pair, in tiled-only weights (v14).
+    if (format == WeightFormat::kBF16) c.tc_tiled_down = c.tc_tiled_gate_up = tiled_gate_up;
     // Deep MXFP8 gate_up rounds, only where the deep kernel runs (so that the
     // label says which one does). Re-measured in v14 (run 2, two runs each):
     // on the canonical rows 2-16 % faster on H >= 4096 at every B, and on

@@ -72,7 +72,8 @@ TEST(DownTiling, RefusesShapesItCannotTile) {
   EXPECT_THROW(tile_mxfp8_down(shape(40, 128, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
 }
 
-// A view's tiled down weights: MXFP8 only, weights and scales together, on a
+// A view's tiled down weights: MXFP8 (weights and scales together) or BF16
+// (no scales), on a
 // shape the layout takes.
 TEST(DownTiling, ViewsCheckTheirTiledTensors) {
   const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
@@ -88,10 +89,38 @@ TEST(DownTiling, ViewsCheckTheirTiledTensors) {
   MoeWeightsView bf = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).view();
   bf.down_tiled = qt.data();
   bf.down_tiled_scales = st.data();
-  EXPECT_THROW(bf.validate(), InvalidArgument);  // BF16 has no tiled copy
+  EXPECT_THROW(bf.validate(), InvalidArgument);  // BF16 tiled weights have no scales
+  bf.down_tiled_scales = nullptr;
+  EXPECT_NO_THROW(bf.validate());
   MoeWeightsView odd = v;
   odd.shape.intermediate = 96;  // I % 64 != 0
   EXPECT_THROW(odd.validate(), InvalidArgument);
+}
+
+// BF16: the same layout over the rows' bytes (a row of I elements is 2I
+// bytes); each element's two bytes stay together, so element (e, r, k) is the
+// 16-bit word at byte down_tiled_offset(e, r, 2k, H, 2I).
+TEST(DownTiling, Bf16IsTheByteLayoutOfTheRows) {
+  const MoeShape s = shape(32, 128, 3);
+  const size_t H = 32, I = 128, E = 3;
+  std::vector<uint16_t> w(E * H * I), wt(w.size(), 0xFFFF);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = uint16_t(i * 2654435761u >> 7);
+  tile_bf16_down(s, w.data(), wt.data());
+  std::set<size_t> seen;
+  for (size_t e = 0; e < E; ++e)
+    for (size_t r = 0; r < H; ++r)
+      for (size_t k = 0; k < I; ++k) {
+        const size_t b = down_tiled_offset(e, r, 2 * k, H, 2 * I);
+        ASSERT_EQ(b % 2, 0u);
+        ASSERT_EQ(wt[b / 2], w[(e * H + r) * I + k]) << e << " " << r << " " << k;
+        seen.insert(b);
+      }
+  EXPECT_EQ(seen.size(), w.size());
+  // A moe_down_tc unit (64 elements, 128 bytes of each of 16 rows) is two
+  // consecutive 1 KB items: its second 64 bytes open the next item.
+  EXPECT_EQ(down_tiled_offset(0, 0, 64, H, 2 * I), size_t(kDownTileBytes));
+  EXPECT_EQ(down_tiled_offset(0, 0, 128, H, 2 * I), size_t(2 * kDownTileBytes));
+  EXPECT_THROW(tile_bf16_down(shape(32, 96, 2), w.data(), wt.data()), InvalidArgument);  // I % 64
 }
 
 }  // namespace

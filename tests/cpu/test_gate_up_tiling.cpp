@@ -72,7 +72,8 @@ TEST(GateUpTiling, RefusesShapesItCannotTile) {
   EXPECT_THROW(tile_mxfp8_gate_up(shape(96, 32, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
 }
 
-// A view's tiled gate_up weights: MXFP8 only, weights and scales together, on
+// A view's tiled gate_up weights: MXFP8 (weights and scales together) or BF16
+// (no scales), on
 // a shape the layout takes.
 TEST(GateUpTiling, ViewsCheckTheirTiledTensors) {
   const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
@@ -88,10 +89,34 @@ TEST(GateUpTiling, ViewsCheckTheirTiledTensors) {
   MoeWeightsView bf = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).view();
   bf.gate_up_tiled = qt.data();
   bf.gate_up_tiled_scales = st.data();
-  EXPECT_THROW(bf.validate(), InvalidArgument);  // BF16 has no tiled copy
+  EXPECT_THROW(bf.validate(), InvalidArgument);  // BF16 tiled weights have no scales
+  bf.gate_up_tiled_scales = nullptr;
+  EXPECT_NO_THROW(bf.validate());
   MoeWeightsView odd = v;
   odd.shape.intermediate = 40;  // I % 16 != 0
   EXPECT_THROW(odd.validate(), InvalidArgument);
+}
+
+// BF16: the same layout over the rows' bytes (a row of H elements is 2H
+// bytes): element (e, r, k) is the 16-bit word at byte
+// gate_up_tiled_offset(e, r, 2k, 2H, I).
+TEST(GateUpTiling, Bf16IsTheByteLayoutOfTheRows) {
+  const MoeShape s = shape(128, 32, 3);
+  const size_t H = 128, I = 32, E = 3;
+  std::vector<uint16_t> w(E * 2 * I * H), wt(w.size(), 0xFFFF);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = uint16_t(i * 2654435761u >> 7);
+  tile_bf16_gate_up(s, w.data(), wt.data());
+  std::set<size_t> seen;
+  for (size_t e = 0; e < E; ++e)
+    for (size_t r = 0; r < 2 * I; ++r)
+      for (size_t k = 0; k < H; ++k) {
+        const size_t b = gate_up_tiled_offset(e, r, 2 * k, 2 * H, I);
+        ASSERT_EQ(b % 2, 0u);
+        ASSERT_EQ(wt[b / 2], w[(e * 2 * I + r) * H + k]) << e << " " << r << " " << k;
+        seen.insert(b);
+      }
+  EXPECT_EQ(seen.size(), w.size());
+  EXPECT_THROW(tile_bf16_gate_up(shape(96, 32, 2), w.data(), wt.data()), InvalidArgument);  // H % 64
 }
 
 }  // namespace

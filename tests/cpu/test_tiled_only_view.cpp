@@ -70,15 +70,23 @@ TEST(TiledOnlyView, RefusesTensorsWithNoCopyAtAll) {
   EXPECT_NE(error_of(stray).find("down scales are set without their weights"), std::string::npos);
 }
 
-TEST(TiledOnlyView, OnlyMxfp8OnTheDevice) {
+TEST(TiledOnlyView, OnlyOnTheDeviceAndBesideATiledCopy) {
   const TiledOnly t;
   MoeWeightsView host = t.view();
   host.space = MemorySpace::kHost;  // host readers (the references) need the canonical tensors
   EXPECT_NE(error_of(host).find("gate_up tensor is missing"), std::string::npos);
-  MoeWeightsView bf = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).view();
+  const MoeWeights bw = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
+  MoeWeightsView bf = bw.view();
   bf.space = MemorySpace::kDevice;
   bf.gate_up = nullptr;
   EXPECT_NE(error_of(bf).find("gate_up tensor is missing"), std::string::npos);
+  // BF16 tiled-only: both tiled copies, no scales.
+  std::vector<uint16_t> gt = bw.gate_up_bf16, dt = bw.down_bf16;
+  bf.down = nullptr;
+  bf.gate_up_tiled = reinterpret_cast<const uint8_t*>(gt.data());
+  bf.down_tiled = reinterpret_cast<const uint8_t*>(dt.data());
+  EXPECT_EQ(error_of(bf), "");
+  EXPECT_FALSE(bf.has_canonical());
 }
 
 TEST(TiledOnlyView, CanonicalReadersRefuseItByName) {

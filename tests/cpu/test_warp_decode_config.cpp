@@ -81,7 +81,8 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
 // default at every B (where the weights keep them); the tiled gate_up copy
-// where the weights hold it (v13). BF16 and the scalar kernels never.
+// where the weights hold it (v13); BF16 both where the weights hold them
+// (tiled-only, v14). The scalar kernels never.
 TEST(WarpDecodeConfig, TiledDownForTensorCoreMxfp8Only) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (int B : {1, 8, 32, 64, 256}) {
@@ -91,7 +92,9 @@ TEST(WarpDecodeConfig, TiledDownForTensorCoreMxfp8Only) {
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).tc_tiled_gate_up);
     EXPECT_TRUE(
         WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores, true).tc_tiled_gate_up);
-    EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores, true).tc_tiled_gate_up);
+    // BF16 weights hold tiled copies only as a pair (tiled-only): both read.
+    const auto bf = WarpDecodeConfig::for_batch(s, B, WeightFormat::kBF16, KernelFamily::kTensorCores, true);
+    EXPECT_TRUE(bf.tc_tiled_gate_up && bf.tc_tiled_down);
     EXPECT_FALSE(WarpDecodeConfig::for_batch(s, B, WeightFormat::kMXFP8, KernelFamily::kScalar, true).tc_tiled_gate_up);
   }
   EXPECT_EQ(WarpDecodeConfig::for_batch(s, 8, WeightFormat::kBF16, KernelFamily::kTensorCores).label(),

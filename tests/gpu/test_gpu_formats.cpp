@@ -170,5 +170,45 @@ TEST(GpuFormats, Mxfp8GateUpTilingMatchesHost) {
   EXPECT_EQ(DeviceMoeWeights::upload(w).bytes() + w.gate_up_q.size() + w.gate_up_scales.size(), d.bytes());
 }
 
+// BF16 tiled-only weights: the device tiling of both projections equals the
+// host's, and an upload holds exactly those bytes.
+TEST(GpuFormats, Bf16TilingMatchesHost) {
+  WD_REQUIRE_GPU();
+  MoeShape s = preset_shape("tiny");
+  s.hidden = 192;        // 3 gate_up chunks of 32 BF16 (6 byte-chunks)
+  s.intermediate = 192;  // 3 down units of 64
+  std::mt19937 rng(std::random_device{}());
+  const size_t E = s.experts, H = s.hidden, I = s.intermediate;
+  std::vector<uint16_t> gu(E * 2 * I * H), dn(E * H * I), gut(gu.size()), dnt(dn.size());
+  for (auto& v : gu) v = uint16_t(rng());
+  for (auto& v : dn) v = uint16_t(rng());
+  tile_bf16_gate_up(s, gu.data(), gut.data());
+  tile_bf16_down(s, dn.data(), dnt.data());
+  DeviceBuffer<uint16_t> dgu(gu), ddn(dn), dgut(gu.size()), ddnt(dn.size());
+  dgut.fill_bytes(0xA5);
+  ddnt.fill_bytes(0xA5);
+  kernels::tile_bf16_gate_up(s, dgu.data(), dgut.data(), nullptr);
+  kernels::tile_bf16_down(s, ddn.data(), ddnt.data(), nullptr);
+  EXPECT_EQ(dgut.download(), gut);
+  EXPECT_EQ(ddnt.download(), dnt);
+
+  const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
+  const auto d = DeviceMoeWeights::upload(w, DeviceWeightsOptions::tiled_only());
+  const MoeWeightsView v = d.view();
+  ASSERT_NE(v.gate_up_tiled, nullptr);
+  ASSERT_NE(v.down_tiled, nullptr);
+  EXPECT_EQ(v.gate_up, nullptr);
+  EXPECT_EQ(v.down, nullptr);
+  std::vector<uint16_t> wgt(w.gate_up_bf16.size()), wdt(w.down_bf16.size());
+  tile_bf16_gate_up(w.shape(), w.gate_up_bf16.data(), wgt.data());
+  tile_bf16_down(w.shape(), w.down_bf16.data(), wdt.data());
+  std::vector<uint16_t> got_g(wgt.size()), got_d(wdt.size());
+  WD_CUDA_CHECK(cudaMemcpy(got_g.data(), v.gate_up_tiled, got_g.size() * 2, cudaMemcpyDeviceToHost));
+  WD_CUDA_CHECK(cudaMemcpy(got_d.data(), v.down_tiled, got_d.size() * 2, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got_g, wgt);
+  EXPECT_EQ(got_d, wdt);
+  EXPECT_EQ(d.bytes(), DeviceMoeWeights::upload(w).bytes());  // the canonical memory
+}
+
 }  // namespace
 }  // namespace wd

@@ -546,89 +546,96 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   }
 }
 
-// Tiled-only MXFP8 weights (DeviceWeightsOptions::tiled_only()): the
-// canonical memory, and the same bits as weights that keep every copy, in
-// every tensor-core configuration (those that ask for the canonical tensors
-// read the tiled ones); the readers of the canonical layout refuse them, and
-// so do options the shape cannot take. Uploaded and generated on the device.
+// Tiled-only weights (DeviceWeightsOptions::tiled_only()), BF16 and MXFP8:
+// the canonical memory, and the same bits as weights that keep the canonical
+// tensors, in every tensor-core configuration (those that ask for the
+// canonical tensors read the tiled ones); the readers of the canonical layout
+// refuse them, and so do options the shape cannot take. Uploaded and
+// generated on the device.
 TEST(WarpDecodeTensorCores, TiledOnlyWeightsGiveTheSameBits) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);  // both tilings take it; deep rounds apply
-  const Layer full = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
-  const Layer tiled{full.host, DeviceMoeWeights::upload(full.host, DeviceWeightsOptions::tiled_only())};
-  const MoeWeightsView tv = tiled.dev.view();
-  EXPECT_FALSE(tv.has_canonical());
-  EXPECT_EQ(tv.gate_up_scales, nullptr);
-  EXPECT_EQ(tv.down_scales, nullptr);
-  ASSERT_NE(tv.gate_up_tiled, nullptr);
-  ASSERT_NE(tv.down_tiled, nullptr);
-  DeviceWeightsOptions canonical_only;
-  canonical_only.tiled_mxfp8_down = false;
-  EXPECT_EQ(tiled.dev.bytes(), DeviceMoeWeights::upload(full.host, canonical_only).bytes());
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    SCOPED_TRACE(name(f));
+    const Layer full = Layer::make(s, f, fresh_seed());
+    const Layer tiled{full.host, DeviceMoeWeights::upload(full.host, DeviceWeightsOptions::tiled_only())};
+    const MoeWeightsView tv = tiled.dev.view();
+    EXPECT_FALSE(tv.has_canonical());
+    EXPECT_EQ(tv.gate_up_scales, nullptr);
+    EXPECT_EQ(tv.down_scales, nullptr);
+    ASSERT_NE(tv.gate_up_tiled, nullptr);
+    ASSERT_NE(tv.down_tiled, nullptr);
+    EXPECT_EQ(tv.gate_up_tiled_scales == nullptr, f == WeightFormat::kBF16);
+    DeviceWeightsOptions canonical_only;
+    canonical_only.tiled_mxfp8_down = false;
+    EXPECT_EQ(tiled.dev.bytes(), DeviceMoeWeights::upload(full.host, canonical_only).bytes());
 
-  WarpDecodeMoe moe(s, 80);
-  for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true, true),
-                                      tc_config(false, false, false, false, false), tc_config(true, true, true, false, true)})
-    for (int B : {1, 9, 64, 70}) {
+    WarpDecodeMoe moe(s, 80);
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true, true),
+                                        tc_config(false, false, false, false, false), tc_config(true, true, true, false, true)})
+      for (int B : {1, 9, 64, 70}) {
+        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const auto y_full = run_experts(moe, full, x, r, B, OutputType::kFP32, &cfg);
+        const auto y_tiled = run_experts(moe, tiled, x, r, B, OutputType::kFP32, &cfg);
+        const std::string what = "B=" + std::to_string(B) + " " + cfg.label();
+        EXPECT_EQ(y_tiled, y_full) << what;
+        expect_close(reference_y(full, x, r, B), y_tiled, 2e-5, what);
+      }
+
+    // Generated on the device (as bench-moe does): the same weights, the same bits.
+    SyntheticSpec spec;
+    spec.seed = fresh_seed();
+    const auto gen = [&](const DeviceWeightsOptions& o) {
+      return DeviceMoeWeights::synthetic(s, spec, f, MxScaleRule::kNoSaturate, nullptr, o);
+    };
+    MoeWeights gen_host = MoeWeights::synthetic(s, spec);
+    if (f == WeightFormat::kMXFP8) gen_host = gen_host.to_mxfp8();
+    const Layer gen_full{gen_host, gen(DeviceWeightsOptions{})};
+    const Layer gen_tiled{gen_host, gen(DeviceWeightsOptions::tiled_only())};
+    EXPECT_FALSE(gen_tiled.dev.view().has_canonical());
+    {
+      const int B = 33;
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-      const auto y_full = run_experts(moe, full, x, r, B, OutputType::kFP32, &cfg);
-      const auto y_tiled = run_experts(moe, tiled, x, r, B, OutputType::kFP32, &cfg);
-      const std::string what = "B=" + std::to_string(B) + " " + cfg.label();
-      EXPECT_EQ(y_tiled, y_full) << what;
-      expect_close(reference_y(full, x, r, B), y_tiled, 2e-5, what);
+      const auto y = run_experts(moe, gen_tiled, x, r, B, OutputType::kFP32);
+      EXPECT_EQ(y, run_experts(moe, gen_full, x, r, B, OutputType::kFP32));
+      expect_close(reference_y(gen_full, x, r, B), y, 2e-5, "generated, B=33");
     }
 
-  // Generated on the device (as bench-moe does): the same weights, the same bits.
-  SyntheticSpec spec;
-  spec.seed = fresh_seed();
-  const auto gen = [&](const DeviceWeightsOptions& o) {
-    return DeviceMoeWeights::synthetic(s, spec, WeightFormat::kMXFP8, MxScaleRule::kNoSaturate, nullptr, o);
-  };
-  const Layer gen_full{MoeWeights::synthetic(s, spec).to_mxfp8(), gen(DeviceWeightsOptions{})};
-  const Layer gen_tiled{gen_full.host, gen(DeviceWeightsOptions::tiled_only())};
-  EXPECT_FALSE(gen_tiled.dev.view().has_canonical());
-  {
-    const int B = 33;
-    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-    const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-    const auto y = run_experts(moe, gen_tiled, x, r, B, OutputType::kFP32);
-    EXPECT_EQ(y, run_experts(moe, gen_full, x, r, B, OutputType::kFP32));
-    expect_close(reference_y(gen_full, x, r, B), y, 2e-5, "generated, B=33");
+    // Readers of the canonical layout refuse by name: the scalar kernels and
+    // the classical path.
+    const auto refused_for = [](const std::function<void()>& call) {
+      try {
+        call();
+      } catch (const InvalidArgument& e) {
+        return std::string(e.what()).find("keep only their tiled copies") != std::string::npos;
+      }
+      return false;
+    };
+    const auto x = synthetic_input(2, s.hidden, 1, InputKind::kGaussian);
+    const auto r = random_routing(2, s.experts, s.top_k, 1);
+    WarpDecodeConfig scalar;
+    EXPECT_TRUE(refused_for([&] { run_experts(moe, tiled, x, r, 2, OutputType::kFP32, &scalar); }));
+    WarpDecodeMoe scalar_moe(s, 4, KernelFamily::kScalar);
+    EXPECT_TRUE(refused_for([&] { run_experts(scalar_moe, tiled, x, r, 2, OutputType::kFP32); }));
+    EXPECT_NO_THROW(run_experts(scalar_moe, full, x, r, 2, OutputType::kFP32));
+    ClassicalMoe classical(s, 4);
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<float> y(size_t(2) * s.hidden);
+    EXPECT_TRUE(refused_for(
+        [&] { classical.forward(tv, dx.data(), 2, MoeOutput{y.data(), OutputType::kFP32, nullptr}, nullptr); }));
+    WD_CUDA_CHECK(cudaDeviceSynchronize());
+
+    // Shapes the layouts cannot take.
+    MoeWeights odd = MoeWeights::synthetic(make_shape(160, 96, 20, 6), SyntheticSpec{});
+    if (f == WeightFormat::kMXFP8) odd = odd.to_mxfp8();
+    EXPECT_THROW(DeviceMoeWeights::upload(odd, DeviceWeightsOptions::tiled_only()), InvalidArgument);  // H % 64
   }
-
-  // Readers of the canonical layout refuse by name: the scalar kernels and
-  // the classical path.
-  const auto refused_for = [](const std::function<void()>& call) {
-    try {
-      call();
-    } catch (const InvalidArgument& e) {
-      return std::string(e.what()).find("keep only their tiled copies") != std::string::npos;
-    }
-    return false;
-  };
-  const auto x = synthetic_input(2, s.hidden, 1, InputKind::kGaussian);
-  const auto r = random_routing(2, s.experts, s.top_k, 1);
-  WarpDecodeConfig scalar;
-  EXPECT_TRUE(refused_for([&] { run_experts(moe, tiled, x, r, 2, OutputType::kFP32, &scalar); }));
-  WarpDecodeMoe scalar_moe(s, 4, KernelFamily::kScalar);
-  EXPECT_TRUE(refused_for([&] { run_experts(scalar_moe, tiled, x, r, 2, OutputType::kFP32); }));
-  EXPECT_NO_THROW(run_experts(scalar_moe, full, x, r, 2, OutputType::kFP32));
-  ClassicalMoe classical(s, 4);
-  DeviceBuffer<uint16_t> dx(x);
-  DeviceBuffer<float> y(size_t(2) * s.hidden);
-  EXPECT_TRUE(refused_for(
-      [&] { classical.forward(tv, dx.data(), 2, MoeOutput{y.data(), OutputType::kFP32, nullptr}, nullptr); }));
-  WD_CUDA_CHECK(cudaDeviceSynchronize());
-
-  // Options the shape or the other options cannot take; BF16 ignores them.
+  // MXFP8 tiled-only needs both copies.
   DeviceWeightsOptions half = DeviceWeightsOptions::tiled_only();
   half.tiled_mxfp8_gate_up = false;
-  EXPECT_THROW(DeviceMoeWeights::upload(full.host, half), InvalidArgument);
-  const MoeWeights odd = MoeWeights::synthetic(make_shape(160, 96, 20, 6), SyntheticSpec{}).to_mxfp8();
-  EXPECT_THROW(DeviceMoeWeights::upload(odd, DeviceWeightsOptions::tiled_only()), InvalidArgument);  // H % 64
-  const MoeWeights bf = MoeWeights::synthetic(s, SyntheticSpec{});
-  EXPECT_TRUE(DeviceMoeWeights::upload(bf, DeviceWeightsOptions::tiled_only()).view().has_canonical());
+  EXPECT_THROW(DeviceMoeWeights::upload(MoeWeights::synthetic(s, SyntheticSpec{}).to_mxfp8(), half), InvalidArgument);
 }
 
 TEST(WarpDecodeTensorCores, RefusesShapesItCannotTake) {

@@ -33,7 +33,7 @@ struct Opts {
   bool sweep = false, no_router = false, stages = false, families = false;
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   bool tiled_gate_up = false;  // MXFP8 weights also keep the tiled gate_up copy (swept against the canonical)
-  bool tiled_only = false;     // MXFP8 weights as both tiled copies alone (DeviceWeightsOptions::tiled_only())
+  bool tiled_only = false;     // BF16 and MXFP8 weights as both tiled copies alone (DeviceWeightsOptions::tiled_only())
   std::vector<std::string> classical_configs;  // labels timed beside the default
   std::string tune_json = "crossover.json";
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
@@ -148,6 +148,7 @@ void run(const Opts& o) {
                    {"mxfp8_weights", o.tiled_only      ? "tiled only (gate_up and down)"
                                      : o.tiled_gate_up ? "canonical + tiled gate_up + tiled down"
                                                        : "canonical + tiled down"},
+                   {"bf16_weights", o.tiled_only ? "tiled only (gate_up and down)" : "canonical"},
                    {"time_utc", std::time(nullptr)},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
@@ -173,8 +174,8 @@ void run(const Opts& o) {
       DeviceWeightsOptions wopt;
       if (o.tiled_only) wopt = DeviceWeightsOptions::tiled_only();
       wopt.tiled_mxfp8_gate_up = wopt.tiled_mxfp8_gate_up || o.tiled_gate_up;
-      // Tiled-only MXFP8 weights: only the tensor-core kernels read them.
-      const bool tc_only = o.tiled_only && f == WeightFormat::kMXFP8;
+      // Tiled-only weights: only the tensor-core kernels read them.
+      const bool tc_only = o.tiled_only && (f == WeightFormat::kMXFP8 || f == WeightFormat::kBF16);
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
                          wopt);
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
@@ -184,8 +185,8 @@ void run(const Opts& o) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
         // The default on these weights (whether they hold the tiled gate_up copy).
-        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family,
-                                                                  o.tiled_gate_up || o.tiled_only);
+        const bool tiled_gate_up = o.tiled_only || (o.tiled_gate_up && f == WeightFormat::kMXFP8);
+        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family, tiled_gate_up);
         auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                        : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
                        : o.families ? family_configs(shapes[si], B, f, dflt)
@@ -293,7 +294,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--tiled-gate-up", o->tiled_gate_up,
                 "MXFP8: keep the tiled gate_up copy too; --sweep then times gate_up on it and on the canonical");
   cmd->add_flag("--tiled-only", o->tiled_only,
-                "MXFP8: weights as their two tiled copies alone (the canonical memory; "
+                "BF16 and MXFP8 weights as their two tiled copies alone (the canonical memory; "
                 "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels only, no classical row");
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");

@@ -7,7 +7,7 @@
 //   CPU FP32 path                1e-5   FP32 accumulation over H and I terms
 //   GPU warp decode, FP32 output 2e-5   FP32 registers, FP32 intermediate h
 //   GPU warp decode, BF16 output 4e-3   one BF16 rounding of y (2^-9 relative)
-//   GPU tiled-only MXFP8         2e-5, and bit-equal to the default upload
+//   GPU tiled-only weights       2e-5, and bit-equal to the default upload
 //   GPU router                   ids exact, weights 1e-5 (inputs redrawn
 //                                until no near-tie decides the top-k)
 #include <cmath>
@@ -124,9 +124,9 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
       }
     }
   }
-  // MXFP8 uploaded tiled-only (DeviceWeightsOptions::tiled_only()): the
-  // tensor cores on the tiled copies alone, the same bits as on the default upload.
-  if (w.format() == WeightFormat::kMXFP8 && !tc_fp32.empty() && down_tiling_fits(s) && gate_up_tiling_fits(s)) {
+  // Uploaded tiled-only (DeviceWeightsOptions::tiled_only()): the tensor
+  // cores on the tiled copies alone, the same bits as on the default upload.
+  if (!tc_fp32.empty() && down_tiling_fits(s) && gate_up_tiling_fits(s)) {
     const auto tiled = DeviceMoeWeights::upload(w, DeviceWeightsOptions::tiled_only());
     const auto y = fp32_out(*layers.back(), tiled.view());
     Row r = judge(fmt, "gpu warp tensor-core, tiled-only", ref, y, 2e-5);
