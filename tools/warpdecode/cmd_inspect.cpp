@@ -73,7 +73,7 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
               count_str(s.params_total).c_str(), count_str(s.params_experts).c_str(),
               count_str(s.params_active).c_str(), count_str(s.params_embedding).c_str());
   std::printf("gpu memory  weights per format (KV cache and activations extra):\n");
-  std::printf("  bf16        %s\n", bytes_str(s.gpu_bytes_bf16).c_str());
+  std::printf("  bf16        %s   (the same when tiled-only, the fastest warp decode)\n", bytes_str(s.gpu_bytes_bf16).c_str());
   std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; the same when tiled-only, the fastest warp decode; "
               "the default upload, which the classical path can read too, + %s for its tiled down copy, "
               "+ %s more with the tiled gate_up copy)\n",
