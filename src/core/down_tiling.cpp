@@ -1,6 +1,6 @@
 #include "warpdecode/down_tiling.h"
 
-#include "core/tiling_walk.h"
+#include "core/mxfp8_tiling.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -16,7 +16,7 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
   WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_down: a pointer is null");
   const DownTiling t{size_t(s.hidden), size_t(s.intermediate)};
   for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
+    tile_mxfp8_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
 }
 
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
@@ -27,7 +27,7 @@ void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
   const auto* src = reinterpret_cast<const uint8_t*>(w);
   auto* dst = reinterpret_cast<uint8_t*>(w_tiled);
   for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_piece(t, s.experts, i, src, nullptr, dst, nullptr);
+    tile_mxfp8_piece(t, s.experts, i, src, nullptr, dst, nullptr);
 }
 
 }  // namespace wd

@@ -1,6 +1,6 @@
 #include "warpdecode/gate_up_tiling.h"
 
-#include "core/tiling_walk.h"
+#include "core/mxfp8_tiling.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -17,7 +17,7 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
   WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_gate_up: a pointer is null");
   const GateUpTiling t{size_t(s.hidden), size_t(s.intermediate)};
   for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
+    tile_mxfp8_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
 }
 
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
@@ -28,7 +28,7 @@ void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) 
   const auto* src = reinterpret_cast<const uint8_t*>(w);
   auto* dst = reinterpret_cast<uint8_t*>(w_tiled);
   for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_piece(t, s.experts, i, src, nullptr, dst, nullptr);
+    tile_mxfp8_piece(t, s.experts, i, src, nullptr, dst, nullptr);
 }
 
 }  // namespace wd

@@ -1,7 +1,7 @@
 #include "kernels/formats_device.cuh"
 
 #include "core/cuda_check.h"
-#include "core/tiling_walk.h"
+#include "core/mxfp8_tiling.h"
 
 namespace wd::kernels {
 namespace {
@@ -41,11 +41,11 @@ __global__ void mxfp8_quantize_kernel(const uint16_t* in, size_t blocks, uint8_t
 }
 
 // One thread per 16-byte piece of codes (and per scale byte): the walk of
-// core/tiling_walk.h, which the host tiling runs too.
+// core/mxfp8_tiling.h, which the host tiling runs too.
 template <typename Tiling>
-__global__ void tile_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+__global__ void tile_mxfp8_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                                   uint8_t* scales_tiled) {
-  tile_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
+  tile_mxfp8_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
 }
 
 template <typename Tiling>
@@ -53,7 +53,7 @@ void launch_tiling(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* s
                    uint8_t* scales_tiled, cudaStream_t stream) {
   const size_t n = tiling_pieces(t, E);
   if (n == 0) return;
-  tile_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q, scales, q_tiled, scales_tiled);
+  tile_mxfp8_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q, scales, q_tiled, scales_tiled);
   WD_CUDA_CHECK_LAUNCH();
 }
 

@@ -44,7 +44,7 @@ WD_HD size_t tiling_pieces(const Tiling& t, size_t E) {
 
 // Moves code piece i and scale byte i (where they exist) of E experts.
 template <typename Tiling>
-WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, const uint8_t* scales,
+WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, const uint8_t* scales,
                             uint8_t* q_tiled, uint8_t* scales_tiled) {
   const size_t R = t.rows(), L = t.len();
   if (i < E * R * L / 16) {
