@@ -67,8 +67,8 @@ struct DeviceWeightsOptions {
 };
 
 // Device copy of one layer's weights, in the canonical layout of layout.h
-// plus what DeviceWeightsOptions asks for (or, MXFP8 tiled-only, the tiled
-// copies alone). Throws wd::InvalidArgument on options the shape or format
+// plus what DeviceWeightsOptions asks for (or, tiled-only, the tiled copies
+// alone, BF16 or MXFP8). Throws wd::InvalidArgument on options the shape or format
 // cannot take.
 class DeviceMoeWeights {
  public:

@@ -41,8 +41,6 @@ struct DeviceMoeWeights::Impl {
     kernels::tile_mxfp8_gate_up(shape, gate_up.data(), gate_up_scales.data(), gate_up_tiled.data(),
                                 gate_up_tiled_scales.data(), stream);
   }
-  // The tiled copies the options ask for; tiled-only (canonical_mxfp8 off)
-  // then frees the canonical tensors. Synchronises `stream`.
   // BF16: both tiled copies (tiled-only weights).
   void tile_bf16(cudaStream_t stream) {
     down_tiled = DeviceBuffer<uint8_t>(down.bytes());
@@ -72,19 +70,14 @@ namespace {
 // What DeviceWeightsOptions asks must be possible before anything is
 // allocated: tiled-only needs both copies, hence a shape both tilings take.
 void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeightsOptions& o) {
-  if (format == WeightFormat::kBF16 && o.tiled_only_bf16) {
-    WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape),
-             "DeviceWeightsOptions: tiled_only_bf16 needs a shape both tiled layouts take (H % 64 == 0, "
-             "I % 64 == 0; H = ", shape.hidden, ", I = ", shape.intermediate, ")");
-    return;
-  }
-  if (format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
-  WD_CHECK(o.tiled_mxfp8_down && o.tiled_mxfp8_gate_up,
-           "DeviceWeightsOptions: canonical_mxfp8 = false needs both tiled copies (tiled_mxfp8_down and "
-           "tiled_mxfp8_gate_up), or the weights could not be read");
-  WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape),
-           "DeviceWeightsOptions: canonical_mxfp8 = false needs a shape both tiled layouts take (H % 64 == 0, "
-           "I % 64 == 0; H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+  const bool bf16 = format == WeightFormat::kBF16;
+  if (bf16 ? !o.tiled_only_bf16 : format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
+  const char* option = bf16 ? "tiled_only_bf16 = true" : "canonical_mxfp8 = false";
+  WD_CHECK(bf16 || (o.tiled_mxfp8_down && o.tiled_mxfp8_gate_up), "DeviceWeightsOptions: ", option,
+           " needs both tiled copies (tiled_mxfp8_down and tiled_mxfp8_gate_up), or the weights could not be read");
+  WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape), "DeviceWeightsOptions: ", option,
+           " needs a shape both tiled layouts take (H % 64 == 0, I % 64 == 0; H = ", shape.hidden, ", I = ",
+           shape.intermediate, ")");
 }
 }  // namespace
 

@@ -174,10 +174,12 @@ void run(const Opts& o) {
       DeviceWeightsOptions wopt;
       if (o.tiled_only) wopt = DeviceWeightsOptions::tiled_only();
       wopt.tiled_mxfp8_gate_up = wopt.tiled_mxfp8_gate_up || o.tiled_gate_up;
-      // Tiled-only weights: only the tensor-core kernels read them.
-      const bool tc_only = o.tiled_only && (f == WeightFormat::kMXFP8 || f == WeightFormat::kBF16);
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
                          wopt);
+      // What the weights hold decides the default and which paths can read them:
+      // tiled-only weights only the tensor-core kernels.
+      const MoeWeightsView held = mb.weights(0).view();
+      const bool tc_only = !held.has_canonical();
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
                   to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
@@ -185,8 +187,8 @@ void run(const Opts& o) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
         // The default on these weights (whether they hold the tiled gate_up copy).
-        const bool tiled_gate_up = o.tiled_only || (o.tiled_gate_up && f == WeightFormat::kMXFP8);
-        const WarpDecodeConfig dflt = WarpDecodeConfig::for_batch(shapes[si], B, f, family, tiled_gate_up);
+        const WarpDecodeConfig dflt =
+            WarpDecodeConfig::for_batch(shapes[si], B, f, family, held.gate_up_tiled != nullptr);
         auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
                        : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
                        : o.families ? family_configs(shapes[si], B, f, dflt)
