@@ -68,8 +68,11 @@ class DeviceFp8BlockWeights {
 //   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
 //             native E4M3 register operands of wgmma, no decode (measured
 //             slower than kStream on the H200: not the default)
-enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma };
-const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma"
+//   kTma      the prefill tile (T = 128, sm_90a; BF16 and FP8 block-128):
+//             one producer warp streams both operands by TMA into a ring of
+//             shared-memory slots, two warpgroups multiply (wgmma)
+enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
+const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma", "tma"
 
 struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)

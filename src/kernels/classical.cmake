@@ -9,6 +9,7 @@ target_sources(warpdecode PRIVATE
   kernels/classical_stages.cu
   kernels/classical_stream_gemm.cu
   kernels/classical_stream_wgmma.cu
+  kernels/classical_tma_gemm.cu
   moe/classical_moe.cpp
   moe/moe_dispatch.cpp
   reference/classical_reference.cpp)

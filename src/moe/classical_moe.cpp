@@ -149,6 +149,10 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
       return tile_tokens == 8 && ClassicalMoe::wgmma_available() &&
              kernels::stream_wgmma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
              kernels::stream_wgmma_gemm_fits(format, s.hidden, s.intermediate);
+    case ClassicalGemm::kTma:
+      return tile_tokens == 128 && ClassicalMoe::wgmma_available() &&
+             kernels::tma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
+             kernels::tma_gemm_fits(format, s.hidden, s.intermediate);
   }
   return false;
 }
@@ -160,6 +164,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
     for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
+    v.push_back(ClassicalConfig{128, ClassicalGemm::kTma, pdl});
   }
   return v;
 }
@@ -175,6 +180,7 @@ const char* to_string(ClassicalGemm g) {
     case ClassicalGemm::kWgmma: return "wgmma";
     case ClassicalGemm::kStream: return "stream";
     case ClassicalGemm::kStreamWgmma: return "stream-wgmma";
+    case ClassicalGemm::kTma: return "tma";
   }
   return "?";
 }
@@ -293,6 +299,7 @@ kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
     case ClassicalGemm::kWgmma: return kernels::GemmKernel::kWgmma;
     case ClassicalGemm::kStream: return kernels::GemmKernel::kStream;
     case ClassicalGemm::kStreamWgmma: return kernels::GemmKernel::kStreamWgmma;
+    case ClassicalGemm::kTma: return kernels::GemmKernel::kTma;
     case ClassicalGemm::kMmaSync: break;
   }
   return kernels::GemmKernel::kMmaSync;
@@ -312,6 +319,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            "(W8A8); H = ", H, ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
+           to_string(w.format), ") and an sm_90a device");
+  WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
+           "classical MoE: the TMA GEMM takes T = 128 (not ", T, "), BF16 or FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");
   const bool w8a8 = w.format != WeightFormat::kBF16;
   const int entries = B * K;
@@ -372,6 +382,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.n = up ? 2 * I : H;
       p.k = up ? H : I;
       p.max_blocks = max_blocks;
+      p.experts = E;
       kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream, config.pdl);
       return;
     }

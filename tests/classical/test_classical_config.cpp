@@ -64,6 +64,9 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kMXFP8));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
+  // The TMA tile: T = 128 only, never MXFP8 (and nowhere without an sm_90a device).
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma}).supports(q, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma}).supports(q, WeightFormat::kMXFP8));
   EXPECT_TRUE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(q, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(shape_of(160, 96), WeightFormat::kFP8Block128));
 }
@@ -73,8 +76,8 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
-      "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl",
-      "t16/stream/pdl", "t8/stream-wgmma/pdl"};
+      "t128/tma", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl",
+      "t16/stream/pdl", "t8/stream-wgmma/pdl", "t128/tma/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
@@ -92,6 +95,8 @@ TEST(ClassicalConfig, Labels) {
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStream, false}).label(), "t8/stream");
   EXPECT_STREQ(to_string(ClassicalGemm::kStreamWgmma), "stream-wgmma");
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).label(), "t8/stream-wgmma/pdl");
+  EXPECT_STREQ(to_string(ClassicalGemm::kTma), "tma");
+  EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kTma, true}).label(), "t128/tma/pdl");
 }
 
 // The stream kernels' K split (kernels/k_split.h) against the rules the two

@@ -1,0 +1,298 @@
+// The prefill tile of the classical grouped GEMM (GemmKernel::kTma,
+// classical_gemm.cuh): T = 128 token rows × 128 weight rows, BF16 or W8A8
+// with FP8 block-128 weights, sm_90a.
+//
+// Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
+// thread issue cp.async copies between its MMAs and two block barriers per
+// 128-byte K step, with 3-5 stages: 28-45 % of the tensor-core or bandwidth
+// floor at 1024-4096 tokens. Here the roles are split (warp specialisation):
+// one producer warp only moves data, by TMA, into a ring of kStages slots,
+// and two consumer warpgroups only multiply; the ring's hand-offs are
+// shared-memory barriers (tma.cuh), so no thread ever waits on a block
+// barrier and the loads run kStages - 1 slots ahead across tile boundaries.
+//
+// Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
+// of the nb·ntn tiles, t = expert block · ntn + weight tile; both roles walk
+// the same sequence. Consumer warpgroup c computes weight rows
+// [n0 + 64c, n0 + 64c + 64) for the block's 128 token rows with
+// wgmma m64n128 (k16 BF16, k32 E4M3), operands from shared memory.
+//
+// Shared memory (1024-byte aligned base), per slot s of kStages:
+//   W tile  128 weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
+//   A tile  128 token rows × 128 B                               TMA, 128-byte swizzle
+//   W8A8:   the 128 rows' activation scales of this 128-K block (cp.async),
+//           the weight tile's block-128 scale (cp.async)
+//   a "full" and an "empty" barrier
+// The weights are read as one (E·N, K) matrix: a tile at n0 + 128 > N
+// (N % 128 != 0) reads the next expert's first rows, which are computed and
+// not stored; past E·N, and past K, TMA fills zeros.
+//
+// Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas sum into a
+// fresh register set, promoted with sw · sa into the accumulator (as every
+// classical FP8 tile); the K order is fixed: deterministic.
+#include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "core/cuda_check.h"
+#include "kernels/classical_gemm.cuh"
+#include "kernels/classical_wgmma.cuh"
+#include "kernels/common.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/mma.cuh"
+#include "kernels/tma.cuh"
+#include "warpdecode/error.h"
+
+namespace wd::kernels {
+
+namespace tma_tile {
+
+constexpr int kRows = 128;                      // weight rows of a tile (2 consumer warpgroups × 64)
+constexpr int kTokens = 128;                    // token rows of a tile (T)
+constexpr int kRowBytes = 128;                  // K bytes of a row per slot (the swizzle span)
+constexpr int kTileBytes = kRows * kRowBytes;   // 16 KB; the A tile is as large (kTokens == kRows)
+constexpr int kStages = 6;
+constexpr int kThreads = 384;                   // warpgroup 0: producer (warp 0 works); 1, 2: consumers
+constexpr int kConsumerThreads = 256;
+static_assert(kThreads == 128 + kConsumerThreads, "one producer warpgroup, two consumer warpgroups");
+
+struct Smem {
+  __host__ __device__ static constexpr int w(int s) { return s * kTileBytes; }
+  __host__ __device__ static constexpr int a(int s) { return (kStages + s) * kTileBytes; }
+  __host__ __device__ static constexpr int a_scales(int s) { return 2 * kStages * kTileBytes + s * kTokens * 4; }
+  __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * 16; }
+  __host__ __device__ static constexpr int full(int s) { return w_scale(kStages) + s * 8; }
+  __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
+  __host__ __device__ static constexpr int bytes() { return empty(kStages) + 1024; }  // + alignment slack
+};
+static_assert(Smem::bytes() <= 227 * 1024, "one block per SM must fit");
+
+struct Params {
+  CUtensorMap w_map;  // (E·N rows, K) weights, box 128 rows × 128 bytes, 128-byte swizzle
+  CUtensorMap a_map;  // (rows, K) activations, same box
+  GroupedGemmParams g;
+};
+
+}  // namespace tma_tile
+
+namespace {
+
+using namespace tma_tile;
+
+template <bool kFp8>
+__global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
+#if defined(__CUDA_ARCH__)
+#if !WD_WGMMA_AVAILABLE
+  __trap();  // the host launches this kernel only on sm_90a
+#else
+  const GroupedGemmParams& g = p.g;
+  const int N = g.n, K = g.k;
+  constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
+  const int ntn = (N + kRows - 1) / kRows;
+  const int k_tiles = (K + kStageK - 1) / kStageK;
+  // The block table comes from the align stage, complete before this kernel
+  // starts even under PDL (our predecessor waited for it before letting us
+  // start); L2-coherent loads, as an L1 line from an earlier call could be
+  // stale.
+  const int nb = g.num_blocks != nullptr ? __ldcg(g.num_blocks) : g.max_blocks;
+  const int tiles = nb * ntn;
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint8_t* base_ptr = smem_raw + (base - smem_u32(smem_raw));
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      // full: the producer's expect_tx arrival (+ one cp.async arrival per
+      // producer lane for the W8A8 scales); empty: every consumer thread.
+      tma::mbar_init(base + Smem::full(s), kFp8 ? 1 + 32 : 1);
+      tma::mbar_init(base + Smem::empty(s), kConsumerThreads);
+    }
+    tma::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    if (warp != 0) return;
+    // Producer. The activations are the previous kernel's output.
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
+      const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
+      const int wrow = expert * N + n0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        tma::wait(base + Smem::empty(stage), phase ^ 1);
+        const uint32_t full = base + Smem::full(stage);
+        if (lane == 0) {
+          tma::arrive_expect_tx(full, 2 * kTileBytes);
+          tma::load_2d(base + Smem::w(stage), &p.w_map, kt * kStageK, wrow, full);
+          tma::load_2d(base + Smem::a(stage), &p.a_map, kt * kStageK, row0, full);
+        }
+        if constexpr (kFp8) {
+          // Slot kt is 128-K block kt: the rows' activation scales and the
+          // weight tile's block scale, landing on the same barrier.
+          const int kblocks = K / 128;
+          for (int i = lane; i < kTokens; i += 32) {
+            const bool ok = row0 + i < g.rows;
+            cp_async4(base + Smem::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
+                      ok);
+          }
+          if (lane == 0)
+            cp_async4(base + Smem::w_scale(stage),
+                      g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + kt, true);
+          tma::arrive_on_cp_async(full);
+        }
+        if (++stage == kStages) stage = 0, phase ^= 1;
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup c = wg - 1 owns weight rows [64c, 64c + 64) of the
+  // tile. The outputs may be what an earlier kernel still reads.
+  wait_for_previous_kernel();
+  const int c = wg - 1, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
+  float acc[64];
+  float part[kFp8 ? 64 : 1];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
+    int prev = -1;  // BF16: the slot whose MMAs may still run
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      tma::wait(base + Smem::full(stage), phase);
+      const uint64_t da = wgmma::sw128_desc(base + Smem::w(stage) + c * 64 * kRowBytes);
+      const uint64_t db = wgmma::sw128_desc(base + Smem::a(stage));
+      wgmma::fence();
+      if constexpr (!kFp8) {
+        // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
+        // before is released once its MMAs are done (wait_group 1).
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_bf16(acc, da + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+        wgmma::commit();
+        wgmma::wait<1>();
+        if (prev >= 0) tma::arrive(base + Smem::empty(prev));
+        prev = stage;
+      } else {
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
+        wgmma::commit();
+        wgmma::wait<0>();
+        // acc += part · sw · sa(token). Element 4i + j: weight row 16w4 + g8
+        // (+8 for j >= 2), token 8i + 2t4 + (j & 1).
+        const float sw = *reinterpret_cast<const float*>(base_ptr + Smem::w_scale(stage));
+        const float* sa = reinterpret_cast<const float*>(base_ptr + Smem::a_scales(stage));
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
+          const float s0 = sw * s2.x, s1 = sw * s2.y;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            wgmma::fence_operand(part[4 * i + j]);
+            const float s = (j & 1) ? s1 : s0;
+            acc[4 * i + j] = kt == 0 ? part[4 * i + j] * s : __fmaf_rn(part[4 * i + j], s, acc[4 * i + j]);
+          }
+        }
+        tma::arrive(base + Smem::empty(stage));
+      }
+      if (++stage == kStages) stage = 0, phase ^= 1;
+    }
+    if constexpr (!kFp8) {
+      wgmma::wait<0>();
+      if (prev >= 0) tma::arrive(base + Smem::empty(prev));
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[i]);
+    }
+
+    // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one
+    // value so that each holds two adjacent weight rows (output columns) of
+    // one token: the even lane token 8i + 2t4, the odd one the next token.
+    const bool odd = g8 & 1;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float mine0 = acc[4 * i + 2 * h], mine1 = acc[4 * i + 2 * h + 1];
+        const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
+        const float v0 = odd ? got : mine0, v1 = odd ? mine1 : got;
+        const int row = row0 + 8 * i + 2 * t4 + (odd ? 1 : 0);
+        const int col = n0 + 64 * c + 16 * w4 + g8 + 8 * h - (odd ? 1 : 0);
+        if (row >= g.rows || col >= N) continue;
+        if (g.out_fp32) {
+          *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col) = pack_bf16x2(v0, v1);
+        }
+      }
+  }
+#endif
+#endif
+}
+
+// cuTensorMapEncodeTiled, from the driver through the runtime (no link to
+// libcuda).
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiled encode_tiled() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    WD_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+    WD_CHECK(q == cudaDriverEntryPointSuccess && f != nullptr,
+             "classical GEMM: the driver has no cuTensorMapEncodeTiled (the TMA kernel needs CUDA 12+)");
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// A (rows, k) row-major matrix of 1- or 2-byte elements, read in boxes of
+// 128 rows × 128 bytes into the 128-byte-swizzled layout wgmma reads.
+CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8) {
+  CUtensorMap m;
+  const uint64_t elem = fp8 ? 1 : 2;
+  const cuuint64_t dims[2] = {k, rows};
+  const cuuint64_t strides[1] = {k * elem};
+  const cuuint32_t box[2] = {cuuint32_t(kRowBytes / elem), cuuint32_t(kRows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&m, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                    const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  WD_CHECK(r == CUDA_SUCCESS, "classical GEMM: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for a (", rows,
+           ", ", k, ") matrix");
+  return m;
+}
+
+}  // namespace
+
+bool tma_gemm_fits(WeightFormat format, int n, int k) {
+  if (n <= 0 || k <= 0 || n % 8 != 0) return false;
+  if (format == WeightFormat::kBF16) return k % 8 == 0;
+  return format == WeightFormat::kFP8Block128 && n % 128 == 0 && k % 128 == 0;
+}
+
+void tma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
+  WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
+           "FP8 block-128 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
+  WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
+  WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
+  const bool fp8 = format != WeightFormat::kBF16;
+  Params tp{};
+  tp.g = p;
+  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8);
+  auto kernel = fp8 ? &tma_gemm_kernel<true> : &tma_gemm_kernel<false>;
+  const long resident = resident_blocks(kernel, kThreads, Smem::bytes());
+  const long tiles = long(p.max_blocks) * ((p.n + kRows - 1) / kRows);
+  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(Smem::bytes()), stream, pdl,
+                tp);
+}
+
+}  // namespace wd::kernels
