@@ -1,31 +1,34 @@
 // The prefill tile of the classical grouped GEMM (GemmKernel::kTma,
-// classical_gemm.cuh): T = 128 token rows × 128 weight rows, BF16 or W8A8
-// with FP8 block-128 weights, sm_90a.
+// classical_gemm.cuh): T = 128 token rows, BF16 or W8A8 with FP8 block-128
+// weights, sm_90a.
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per
 // 128-byte K step, with 3-5 stages: 28-45 % of the tensor-core or bandwidth
-// floor at 1024-4096 tokens. Here the roles are split (warp specialisation):
-// one producer warp only moves data, by TMA, into a ring of kStages slots,
-// and two consumer warpgroups only multiply; the ring's hand-offs are
-// shared-memory barriers (tma.cuh), so no thread ever waits on a block
-// barrier and the loads run kStages - 1 slots ahead across tile boundaries.
+// floor at 1024-4096 tokens. Here the copies are TMA's: one lane moves a
+// whole slot (weight tile + token tile) into a ring of kStages shared-memory
+// slots, and the hand-offs are shared-memory barriers (tma.cuh): a slot is
+// "full" when its bytes have landed and "empty" when every thread's MMAs on
+// it are done, so no thread waits on a block barrier and the loads run
+// kStages - 1 slots ahead across tile boundaries. (The loads are issued by
+// warp 0 between its MMAs rather than by a producer warp of its own, which
+// would leave too few registers for the BF16 tile: see kThreads.)
 //
 // Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
-// of the nb·ntn tiles, t = expert block · ntn + weight tile; both roles walk
-// the same sequence. Consumer warpgroup c computes weight rows
-// [n0 + 64c, n0 + 64c + 64) for the block's 128 token rows with
-// wgmma m64n128 (k16 BF16, k32 E4M3), operands from shared memory.
+// of the nb·ntn tiles, t = expert block · ntn + weight tile. Warpgroup c
+// computes weight rows [n0 + c·kRows/2, n0 + (c+1)·kRows/2) for the block's
+// 128 token rows with wgmma m64n128 (k16 BF16, k32 E4M3), operands from
+// shared memory; BF16 tiles are 256 weight rows, W8A8 128 (Tile below).
 //
 // Shared memory (1024-byte aligned base), per slot s of kStages:
-//   W tile  128 weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
-//   A tile  128 token rows × 128 B                               TMA, 128-byte swizzle
+//   W tile  kRows weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
+//   A tile  128 token rows × 128 B                                 TMA, 128-byte swizzle
 //   W8A8:   the 128 rows' activation scales of this 128-K block (cp.async),
 //           the weight tile's block-128 scale (cp.async)
 //   a "full" and an "empty" barrier
-// The weights are read as one (E·N, K) matrix: a tile at n0 + 128 > N
-// (N % 128 != 0) reads the next expert's first rows, which are computed and
-// not stored; past E·N, and past K, TMA fills zeros.
+// The weights are read as one (E·N, K) matrix: a tile at n0 + kRows > N reads
+// the next expert's first rows, which are computed and not stored; past E·N,
+// and past K, TMA fills zeros.
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas sum into a
 // fresh register set, promoted with sw · sa into the accumulator (as every
@@ -48,29 +51,40 @@ namespace wd::kernels {
 
 namespace tma_tile {
 
-constexpr int kRows = 128;                      // weight rows of a tile (2 consumer warpgroups × 64)
-constexpr int kTokens = 128;                    // token rows of a tile (T)
-constexpr int kRowBytes = 128;                  // K bytes of a row per slot (the swizzle span)
-constexpr int kTileBytes = kRows * kRowBytes;   // 16 KB; the A tile is as large (kTokens == kRows)
-constexpr int kStages = 6;
-constexpr int kThreads = 384;                   // warpgroup 0: producer (warp 0 works); 1, 2: consumers
-constexpr int kConsumerThreads = 256;
-static_assert(kThreads == 128 + kConsumerThreads, "one producer warpgroup, two consumer warpgroups");
+constexpr int kTokens = 128;     // token rows of a tile (T)
+constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
+constexpr int kATileBytes = kTokens * kRowBytes;
+// Two warpgroups, which multiply; warp 0 also loads (below). 8 warps, two
+// per SM sub-partition, leave a thread up to 255 registers (a ninth warp,
+// a producer of its own, would cut that to 168: too few for 128
+// accumulators).
+constexpr int kThreads = 256;
 
-struct Smem {
-  __host__ __device__ static constexpr int w(int s) { return s * kTileBytes; }
-  __host__ __device__ static constexpr int a(int s) { return (kStages + s) * kTileBytes; }
-  __host__ __device__ static constexpr int a_scales(int s) { return 2 * kStages * kTileBytes + s * kTokens * 4; }
-  __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * 16; }
+// BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64n128
+// accumulators, 128 floats), 4 slots of 48 KB; a tile reads 0.75 × the L2
+// bytes per MMA of a 128-row one. W8A8: 128 weight rows (one m64n128 each;
+// its partial sums take the other 64 registers), 6 slots of 32 KB.
+template <bool kFp8>
+struct Tile {
+  static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
+  static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
+  static constexpr int kStages = kFp8 ? 6 : 4;
+  static constexpr int kWTileBytes = kRows * kRowBytes;
+  static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
+  // Byte offsets from the 1024-aligned base.
+  __host__ __device__ static constexpr int w(int s) { return s * kWTileBytes; }
+  __host__ __device__ static constexpr int a(int s) { return kStages * kWTileBytes + s * kATileBytes; }
+  __host__ __device__ static constexpr int a_scales(int s) { return a(kStages) + s * kTokens * 4; }  // W8A8
+  __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * 16; }    // W8A8
   __host__ __device__ static constexpr int full(int s) { return w_scale(kStages) + s * 8; }
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
   __host__ __device__ static constexpr int bytes() { return empty(kStages) + 1024; }  // + alignment slack
+  static_assert(bytes() <= 227 * 1024, "one block per SM must fit");
 };
-static_assert(Smem::bytes() <= 227 * 1024, "one block per SM must fit");
 
 struct Params {
-  CUtensorMap w_map;  // (E·N rows, K) weights, box 128 rows × 128 bytes, 128-byte swizzle
-  CUtensorMap a_map;  // (rows, K) activations, same box
+  CUtensorMap w_map;  // (E·N rows, K) weights, box kRows rows × 128 bytes, 128-byte swizzle
+  CUtensorMap a_map;  // (rows, K) activations, box 128 rows × 128 bytes
   GroupedGemmParams g;
 };
 
@@ -86,9 +100,10 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
 #else
+  using L = Tile<kFp8>;
+  constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
   const GroupedGemmParams& g = p.g;
   const int N = g.n, K = g.k;
-  constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
   const int ntn = (N + kRows - 1) / kRows;
   const int k_tiles = (K + kStageK - 1) / kStageK;
   // The block table comes from the align stage, complete before this kernel
@@ -101,92 +116,104 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint8_t* base_ptr = smem_raw + (base - smem_u32(smem_raw));
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      // full: the producer's expect_tx arrival (+ one cp.async arrival per
-      // producer lane for the W8A8 scales); empty: every consumer thread.
-      tma::mbar_init(base + Smem::full(s), kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + Smem::empty(s), kConsumerThreads);
+      // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
+      // warp 0 for the W8A8 scales); empty: every thread.
+      tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
+      tma::mbar_init(base + L::empty(s), kThreads);
     }
     tma::fence_barrier_init();
   }
   __syncthreads();
 
-  if (wg == 0) {
-    if (warp != 0) return;
-    // Producer. The activations are the previous kernel's output.
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
-      const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
-      const int wrow = expert * N + n0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        tma::wait(base + Smem::empty(stage), phase ^ 1);
-        const uint32_t full = base + Smem::full(stage);
-        if (lane == 0) {
-          tma::arrive_expect_tx(full, 2 * kTileBytes);
-          tma::load_2d(base + Smem::w(stage), &p.w_map, kt * kStageK, wrow, full);
-          tma::load_2d(base + Smem::a(stage), &p.a_map, kt * kStageK, row0, full);
-        }
-        if constexpr (kFp8) {
-          // Slot kt is 128-K block kt: the rows' activation scales and the
-          // weight tile's block scale, landing on the same barrier.
-          const int kblocks = K / 128;
-          for (int i = lane; i < kTokens; i += 32) {
-            const bool ok = row0 + i < g.rows;
-            cp_async4(base + Smem::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
-                      ok);
-          }
-          if (lane == 0)
-            cp_async4(base + Smem::w_scale(stage),
-                      g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + kt, true);
-          tma::arrive_on_cp_async(full);
-        }
-        if (++stage == kStages) stage = 0, phase ^= 1;
-      }
+  // The loads (warp 0; lane 0 issues the TMA copies): the step after the
+  // last one issued, in the consumers' order, into the next slot once every
+  // consumer thread has released it. Warp 0 calls produce() kStages times
+  // up front, then once each time a slot is released, so the loads run
+  // kStages - 1 slots ahead across tile boundaries.
+  int ld_t = blockIdx.x, ld_kt = 0, ld_stage = 0;
+  uint32_t ld_phase = 0;
+  auto produce = [&] {
+    if (ld_t >= tiles) return;
+    const int blk = ld_t / ntn, n0 = (ld_t % ntn) * kRows, row0 = blk * kTokens;
+    const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
+    tma::wait(base + L::empty(ld_stage), ld_phase ^ 1);
+    const uint32_t full = base + L::full(ld_stage);
+    if (lane == 0) {
+      tma::arrive_expect_tx(full, L::kWTileBytes + kATileBytes);
+      tma::load_2d(base + L::w(ld_stage), &p.w_map, ld_kt * kStageK, expert * N + n0, full);
+      tma::load_2d(base + L::a(ld_stage), &p.a_map, ld_kt * kStageK, row0, full);
     }
-    return;
-  }
+    if constexpr (kFp8) {
+      // Slot = 128-K block ld_kt: the rows' activation scales and the weight
+      // tile's block scale, landing on the same barrier.
+      const int kblocks = K / 128;
+      for (int i = lane; i < kTokens; i += 32) {
+        const bool ok = row0 + i < g.rows;
+        cp_async4(base + L::a_scales(ld_stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + ld_kt : g.a_scales,
+                  ok);
+      }
+      if (lane == 0)
+        cp_async4(base + L::w_scale(ld_stage),
+                  g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + ld_kt, true);
+      tma::arrive_on_cp_async(full);
+    }
+    if (++ld_stage == kStages) ld_stage = 0, ld_phase ^= 1;
+    if (++ld_kt == k_tiles) ld_kt = 0, ld_t += gridDim.x;
+  };
 
-  // Consumers: warpgroup c = wg - 1 owns weight rows [64c, 64c + 64) of the
-  // tile. The outputs may be what an earlier kernel still reads.
+  // The activations are the previous kernel's output, and the outputs may be
+  // what an earlier kernel still reads.
   wait_for_previous_kernel();
-  const int c = wg - 1, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
-  float acc[64];
+  allow_next_kernel();
+  if (warp == 0)
+    for (int s = 0; s < kStages; ++s) produce();
+
+  // The MMAs: warpgroup c owns weight rows [c·kRows/2, (c+1)·kRows/2) of the
+  // tile, as kMB m64 blocks.
+  const int c = warp >> 2, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
+  float acc[kMB][64];
   float part[kFp8 ? 64 : 1];
   int stage = 0;
   uint32_t phase = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
     int prev = -1;  // BF16: the slot whose MMAs may still run
     for (int kt = 0; kt < k_tiles; ++kt) {
-      tma::wait(base + Smem::full(stage), phase);
-      const uint64_t da = wgmma::sw128_desc(base + Smem::w(stage) + c * 64 * kRowBytes);
-      const uint64_t db = wgmma::sw128_desc(base + Smem::a(stage));
+      tma::wait(base + L::full(stage), phase);
+      const uint64_t da = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
+      const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
+      constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
       wgmma::fence();
       if constexpr (!kFp8) {
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
         // before is released once its MMAs are done (wait_group 1).
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_bf16(acc, da + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+            wgmma::wgmma_m64n128_bf16(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
-        if (prev >= 0) tma::arrive(base + Smem::empty(prev));
+        if (prev >= 0) {
+          tma::arrive(base + L::empty(prev));
+          if (warp == 0) produce();
+        }
         prev = stage;
       } else {
+        // The four k32 MMAs of the slot sum into `part`, promoted once done.
+        // (Overlapping the promotion with the next slot's MMAs needs a second
+        // set of partial sums, more registers than a thread has here.)
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
         // acc += part · sw · sa(token). Element 4i + j: weight row 16w4 + g8
         // (+8 for j >= 2), token 8i + 2t4 + (j & 1).
-        const float sw = *reinterpret_cast<const float*>(base_ptr + Smem::w_scale(stage));
-        const float* sa = reinterpret_cast<const float*>(base_ptr + Smem::a_scales(stage));
+        const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
           const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
@@ -194,41 +221,48 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             wgmma::fence_operand(part[4 * i + j]);
-            const float s = (j & 1) ? s1 : s0;
-            acc[4 * i + j] = kt == 0 ? part[4 * i + j] * s : __fmaf_rn(part[4 * i + j], s, acc[4 * i + j]);
+            const float sc = (j & 1) ? s1 : s0;
+            acc[0][4 * i + j] = kt == 0 ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, acc[0][4 * i + j]);
           }
         }
-        tma::arrive(base + Smem::empty(stage));
+        tma::arrive(base + L::empty(stage));
+        if (warp == 0) produce();
       }
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
     if constexpr (!kFp8) {
       wgmma::wait<0>();
-      if (prev >= 0) tma::arrive(base + Smem::empty(prev));
+      tma::arrive(base + L::empty(prev));
+      if (warp == 0) produce();
 #pragma unroll
-      for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[i]);
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[mb][i]);
     }
 
     // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one
     // value so that each holds two adjacent weight rows (output columns) of
     // one token: the even lane token 8i + 2t4, the odd one the next token.
+    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
     const bool odd = g8 & 1;
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float mine0 = acc[4 * i + 2 * h], mine1 = acc[4 * i + 2 * h + 1];
-        const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
-        const float v0 = odd ? got : mine0, v1 = odd ? mine1 : got;
-        const int row = row0 + 8 * i + 2 * t4 + (odd ? 1 : 0);
-        const int col = n0 + 64 * c + 16 * w4 + g8 + 8 * h - (odd ? 1 : 0);
-        if (row >= g.rows || col >= N) continue;
-        if (g.out_fp32) {
-          *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col) = make_float2(v0, v1);
-        } else {
-          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col) = pack_bf16x2(v0, v1);
+      for (int i = 0; i < 16; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float mine0 = acc[mb][4 * i + 2 * h], mine1 = acc[mb][4 * i + 2 * h + 1];
+          const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
+          const float v0 = odd ? got : mine0, v1 = odd ? mine1 : got;
+          const int row = row0 + 8 * i + 2 * t4 + (odd ? 1 : 0);
+          const int col = n0 + c * (kRows / 2) + 64 * mb + 16 * w4 + g8 + 8 * h - (odd ? 1 : 0);
+          if (row >= g.rows || col >= N) continue;
+          if (g.out_fp32) {
+            *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col) = make_float2(v0, v1);
+          } else {
+            *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col) = pack_bf16x2(v0, v1);
+          }
         }
-      }
   }
 #endif
 #endif
@@ -253,13 +287,13 @@ EncodeTiled encode_tiled() {
 }
 
 // A (rows, k) row-major matrix of 1- or 2-byte elements, read in boxes of
-// 128 rows × 128 bytes into the 128-byte-swizzled layout wgmma reads.
-CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8) {
+// box_rows rows × 128 bytes into the 128-byte-swizzled layout wgmma reads.
+CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8, int box_rows) {
   CUtensorMap m;
   const uint64_t elem = fp8 ? 1 : 2;
   const cuuint64_t dims[2] = {k, rows};
   const cuuint64_t strides[1] = {k * elem};
-  const cuuint32_t box[2] = {cuuint32_t(kRowBytes / elem), cuuint32_t(kRows)};
+  const cuuint32_t box[2] = {cuuint32_t(kRowBytes / elem), cuuint32_t(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = encode_tiled()(&m, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
                                     const_cast<void*>(ptr), dims, strides, box, elem_strides,
@@ -286,13 +320,14 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stre
   const bool fp8 = format != WeightFormat::kBF16;
   Params tp{};
   tp.g = p;
-  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8);
-  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8);
+  const int rows = fp8 ? Tile<true>::kRows : Tile<false>::kRows;
+  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, rows);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kTokens);
   auto kernel = fp8 ? &tma_gemm_kernel<true> : &tma_gemm_kernel<false>;
-  const long resident = resident_blocks(kernel, kThreads, Smem::bytes());
-  const long tiles = long(p.max_blocks) * ((p.n + kRows - 1) / kRows);
-  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(Smem::bytes()), stream, pdl,
-                tp);
+  const int smem = fp8 ? Tile<true>::bytes() : Tile<false>::bytes();
+  const long resident = resident_blocks(kernel, kThreads, smem);
+  const long tiles = long(p.max_blocks) * ((p.n + rows - 1) / rows);
+  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(smem), stream, pdl, tp);
 }
 
 }  // namespace wd::kernels
