@@ -10,9 +10,8 @@
 // slots, and the hand-offs are shared-memory barriers (tma.cuh): a slot is
 // "full" when its bytes have landed and "empty" when every thread's MMAs on
 // it are done, so no thread waits on a block barrier and the loads run
-// kStages - 1 slots ahead across tile boundaries. (The loads are issued by
-// warp 0 between its MMAs rather than by a producer warp of its own, which
-// would leave too few registers for the BF16 tile: see kThreads.)
+// kStages slots ahead across tile boundaries (warp specialisation: one
+// producer warp, two consumer warpgroups).
 //
 // Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
 // of the nb·ntn tiles, t = expert block · ntn + weight tile. Warpgroup c
@@ -32,11 +31,13 @@
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas sum into a
 // fresh register set, promoted with sw · sa into the accumulator (as every
-// classical FP8 tile); the K order is fixed: deterministic.
+// classical FP8 tile) while the next slot's wgmmas run into a second set;
+// the K order is fixed: deterministic.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
@@ -54,16 +55,19 @@ namespace tma_tile {
 constexpr int kTokens = 128;     // token rows of a tile (T)
 constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 constexpr int kATileBytes = kTokens * kRowBytes;
-// Two warpgroups, which multiply; warp 0 also loads (below). 8 warps, two
-// per SM sub-partition, leave a thread up to 255 registers (a ninth warp,
-// a producer of its own, would cut that to 168: too few for 128
-// accumulators).
-constexpr int kThreads = 256;
+// Warpgroup 0 loads (one warp of it works), warpgroups 1 and 2 multiply.
+// 384 threads leave 168 registers a thread at entry; setmaxnreg then moves
+// them from the producer warpgroup to the consumers (40 + 2 × 232 = 3 × 168
+// per SM sub-partition), which hold up to 128 accumulators.
+constexpr int kConsumerThreads = 256;
+constexpr int kThreads = 128 + kConsumerThreads;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of one SM sub-partition");
 
 // BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64n128
 // accumulators, 128 floats), 4 slots of 48 KB; a tile reads 0.75 × the L2
-// bytes per MMA of a 128-row one. W8A8: 128 weight rows (one m64n128 each;
-// its partial sums take the other 64 registers), 6 slots of 32 KB.
+// bytes per MMA of a 128-row one. W8A8: 128 weight rows (one m64n128 each,
+// 64 accumulators and two sets of 64 partial sums), 6 slots of 32 KB.
 template <bool kFp8>
 struct Tile {
   static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
@@ -121,19 +125,18 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
-      // warp 0 for the W8A8 scales); empty: every thread.
+      // warp 0 for the W8A8 scales); empty: every consumer thread.
       tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + L::empty(s), kThreads);
+      tma::mbar_init(base + L::empty(s), kConsumerThreads);
     }
     tma::fence_barrier_init();
   }
   __syncthreads();
 
-  // The loads (warp 0; lane 0 issues the TMA copies): the step after the
-  // last one issued, in the consumers' order, into the next slot once every
-  // consumer thread has released it. Warp 0 calls produce() kStages times
-  // up front, then once each time a slot is released, so the loads run
-  // kStages - 1 slots ahead across tile boundaries.
+  // The loads (warp 0; lane 0 issues the TMA copies): every step, in the
+  // consumers' order, into the next slot once every consumer thread has
+  // released it, so the loads run kStages slots ahead across tile
+  // boundaries.
   int ld_t = blockIdx.x, ld_kt = 0, ld_stage = 0;
   uint32_t ld_phase = 0;
   auto produce = [&] {
@@ -169,27 +172,97 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // what an earlier kernel still reads.
   wait_for_previous_kernel();
   allow_next_kernel();
-  if (warp == 0)
-    for (int s = 0; s < kStages; ++s) produce();
+  if (warp < 4) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    if (warp == 0)
+      while (ld_t < tiles) produce();
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
 
-  // The MMAs: warpgroup c owns weight rows [c·kRows/2, (c+1)·kRows/2) of the
-  // tile, as kMB m64 blocks.
-  const int c = warp >> 2, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
+  // The MMAs: consumer warpgroup c owns weight rows [c·kRows/2,
+  // (c+1)·kRows/2) of the tile, as kMB m64 blocks.
+  const int c = (warp >> 2) - 1, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
   float acc[kMB][64];
-  float part[kFp8 ? 64 : 1];
-  int stage = 0;
+  int stage = 0, prev = 0;  // prev: the slot consumed before `stage`
   uint32_t phase = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int prev = -1;  // BF16: the slot whose MMAs may still run
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      tma::wait(base + L::full(stage), phase);
-      const uint64_t da = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
-      const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
-      constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
+  auto next = [&] {
+    prev = stage;
+    if (++stage == kStages) stage = 0, phase ^= 1;
+  };
+  auto descs = [&](int s, uint64_t& da, uint64_t& db) {
+    da = wgmma::sw128_desc(base + L::w(s) + c * (kRows / 2) * kRowBytes);
+    db = wgmma::sw128_desc(base + L::a(s));
+  };
+
+  // W8A8: a slot's four k32 MMAs sum into one of two sets of partial sums,
+  // promoted into acc while the next slot's MMAs run into the other set.
+  float part0[kFp8 ? 64 : 1], part1[kFp8 ? 64 : 1];
+  auto mma_fp8 = [&](float (&part)[kFp8 ? 64 : 1], int s) {
+    if constexpr (kFp8) {
+      uint64_t da, db;
+      descs(s, da, db);
       wgmma::fence();
-      if constexpr (!kFp8) {
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
+      wgmma::commit();
+    }
+  };
+  // acc (first: =) part · sw · sa(token) of slot s, then the slot is free.
+  // Element 4i + j: weight row 16w4 + g8 (+8 for j >= 2), token
+  // 8i + 2t4 + (j & 1).
+  auto promote = [&](float (&part)[kFp8 ? 64 : 1], int s, bool first) {
+    if constexpr (kFp8) {
+      const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(s));
+      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(s));
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
+        const float s0 = sw * s2.x, s1 = sw * s2.y;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          wgmma::fence_operand(part[4 * i + j]);
+          const float sc = (j & 1) ? s1 : s0;
+          float& a = acc[0][4 * i + j];
+          a = first ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
+        }
+      }
+      tma::arrive(base + L::empty(s));
+    }
+  };
+  // R consecutive slots from slot kt of the tile, straight-line: the
+  // promotion of each overlaps the next one's MMAs. No MMA is in flight
+  // across a branch or a loop's back edge, where ptxas cannot follow which
+  // group a wait retires and would serialise every MMA (C7514).
+  auto run_fp8 = [&](auto len, int kt) {
+    constexpr int R = decltype(len)::value;
+#pragma unroll
+    for (int u = 0; u < R; ++u) {
+      tma::wait(base + L::full(stage), phase);
+      if (u % 2 == 0) mma_fp8(part0, stage);
+      else mma_fp8(part1, stage);
+      if (u > 0) {
+        wgmma::wait<1>();  // slot u-1's MMAs are done
+        if (u % 2 == 1) promote(part0, prev, kt + u - 1 == 0);
+        else promote(part1, prev, false);
+      }
+      next();
+    }
+    wgmma::wait<0>();
+    if ((R - 1) % 2 == 0) promote(part0, prev, kt + R - 1 == 0);
+    else promote(part1, prev, false);
+  };
+
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    if constexpr (!kFp8) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
         // before is released once its MMAs are done (wait_group 1).
+        tma::wait(base + L::full(stage), phase);
+        uint64_t da, db;
+        descs(stage, da, db);
+        constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
+        wgmma::fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
@@ -197,47 +270,21 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
             wgmma::wgmma_m64n128_bf16(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
-        if (prev >= 0) {
-          tma::arrive(base + L::empty(prev));
-          if (warp == 0) produce();
-        }
-        prev = stage;
-      } else {
-        // The four k32 MMAs of the slot sum into `part`, promoted once done.
-        // (Overlapping the promotion with the next slot's MMAs needs a second
-        // set of partial sums, more registers than a thread has here.)
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
-        wgmma::commit();
-        wgmma::wait<0>();
-        // acc += part · sw · sa(token). Element 4i + j: weight row 16w4 + g8
-        // (+8 for j >= 2), token 8i + 2t4 + (j & 1).
-        const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
-          const float s0 = sw * s2.x, s1 = sw * s2.y;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            wgmma::fence_operand(part[4 * i + j]);
-            const float sc = (j & 1) ? s1 : s0;
-            acc[0][4 * i + j] = kt == 0 ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, acc[0][4 * i + j]);
-          }
-        }
-        tma::arrive(base + L::empty(stage));
-        if (warp == 0) produce();
+        if (kt > 0) tma::arrive(base + L::empty(prev));
+        next();
       }
-      if (++stage == kStages) stage = 0, phase ^= 1;
-    }
-    if constexpr (!kFp8) {
       wgmma::wait<0>();
       tma::arrive(base + L::empty(prev));
-      if (warp == 0) produce();
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
         for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[mb][i]);
+    } else {
+      int kt = 0;
+      for (; kt + 8 <= k_tiles; kt += 8) run_fp8(std::integral_constant<int, 8>{}, kt);
+      if (kt + 4 <= k_tiles) run_fp8(std::integral_constant<int, 4>{}, kt), kt += 4;
+      if (kt + 2 <= k_tiles) run_fp8(std::integral_constant<int, 2>{}, kt), kt += 2;
+      if (kt < k_tiles) run_fp8(std::integral_constant<int, 1>{}, kt);
     }
 
     // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one
