@@ -83,40 +83,40 @@ __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
 }
 
 // ---- stage 3: align (counts, padding, sorted rows) ----------------------------------
-// One block. Warp w owns a contiguous slice of the entries. Pass 1 counts
-// each expert's entries per warp (__match_any_sync groups equal ids within a
-// 32-entry step; the group's first lane adds its size); per-expert totals and
-// exclusive per-warp starts follow, then the padded offsets (a warp scan over
-// experts). Pass 2 walks the slices again: an entry's row is its expert's
-// offset + its warp's start + the entries before it in the warp's slice. Rows
-// come out in ascending entry order within each expert, whatever the schedule.
-__global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
-  extern __shared__ int32_t s_cnt[];  // (warps, E)
-  __shared__ int32_t s_off[kMaxTopKExperts + 1];
-  wait_for_previous_kernel();
-  allow_next_kernel();
-  const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int E = p.experts, N = p.entries, T = p.tile_tokens;
-  for (int i = threadIdx.x; i < warps * E; i += blockDim.x) s_cnt[i] = 0;
-  __syncthreads();
+// Rows come out in ascending entry order within each expert, whatever the
+// schedule: an entry's row is its expert's padded offset + the entries of
+// that expert before it, counted per 32-entry warp step (__match_any_sync
+// groups equal ids within a step; the group's first lane adds its size).
+//
+// Up to kAlignOneBlock entries, one block does it all: warp w owns a
+// contiguous slice; pass 1 counts each expert's entries per warp, the
+// per-expert totals, exclusive per-warp starts and padded offsets (a warp scan
+// over experts) follow, and pass 2 walks the slices again and places each
+// entry. Above (prefill), three kernels spread the same work over chunks of
+// kAlignChunk entries: count (per chunk), scan (one block: each chunk's
+// start per expert, the padded offsets), place (per chunk: the one-block
+// scheme inside the chunk from the chunk's starts). One block took 80 µs for
+// the 32768 entries of 4096 tokens (session 10 run 1).
+constexpr int kAlignOneBlock = 2048;
+constexpr int kAlignChunk = 1024;
+constexpr int kAlignChunkWarps = 8;  // 128 entries a warp
 
-  const int per_warp = ((N + warps - 1) / warps + kWarpSize - 1) / kWarpSize * kWarpSize;
-  const int begin = warp * per_warp, end = min(N, begin + per_warp);
-  int32_t* my_cnt = s_cnt + warp * E;
-  // The ids of kAlignSteps 32-entry steps are loaded together: one dependent
-  // load per step made the kernel latency-bound (30 µs at B = 1024, run 1).
-  // Invalid ids get no row (entry_row = -1 below).
-  auto load_ids = [&](int base0, int (&ev)[kAlignSteps]) {
+// Pass 1 over the entries [begin, end) of one warp: my_cnt[e] += entries of
+// expert e. The ids of kAlignSteps steps are loaded together (one dependent
+// load per step made the kernel latency-bound: 30 µs at B = 1024, run 1).
+// Invalid ids get no row.
+__device__ __forceinline__ void align_load_ids(const AlignParams& p, int base0, int end, int lane, int (&ev)[kAlignSteps]) {
 #pragma unroll
-    for (int j = 0; j < kAlignSteps; ++j) {
-      const int i = base0 + j * kWarpSize + lane;
-      const int e = i < end ? __ldg(p.ids + i) : -1;
-      ev[j] = e >= 0 && e < E ? e : -1;
-    }
-  };
+  for (int j = 0; j < kAlignSteps; ++j) {
+    const int i = base0 + j * kWarpSize + lane;
+    const int e = i < end ? __ldg(p.ids + i) : -1;
+    ev[j] = e >= 0 && e < p.experts ? e : -1;
+  }
+}
+__device__ __forceinline__ void align_count(const AlignParams& p, int begin, int end, int lane, int32_t* my_cnt) {
   for (int base0 = begin; base0 < end; base0 += kAlignSteps * kWarpSize) {
     int ev[kAlignSteps];
-    load_ids(base0, ev);
+    align_load_ids(p, base0, end, lane, ev);
 #pragma unroll
     for (int j = 0; j < kAlignSteps; ++j) {
       if (base0 + j * kWarpSize >= end) break;  // warp-uniform
@@ -126,20 +126,45 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
       __syncwarp();
     }
   }
-  __syncthreads();
-
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int run = 0;
-    for (int w = 0; w < warps; ++w) {
-      const int c = s_cnt[w * E + e];
-      s_cnt[w * E + e] = run;
-      run += c;
+}
+// Pass 2: each entry's row = first[e] + my_cnt[e] + its rank in its step
+// (first: the experts' padded offsets, or nullptr where my_cnt already holds
+// absolute rows); my_cnt advances as the warp walks.
+__device__ __forceinline__ void align_place(const AlignParams& p, int begin, int end, int lane, int32_t* my_cnt,
+                                            const int32_t* first) {
+  for (int base0 = begin; base0 < end; base0 += kAlignSteps * kWarpSize) {
+    int ev[kAlignSteps];
+    align_load_ids(p, base0, end, lane, ev);
+#pragma unroll
+    for (int j = 0; j < kAlignSteps; ++j) {
+      if (base0 + j * kWarpSize >= end) break;  // warp-uniform
+      const int i = base0 + j * kWarpSize + lane, e = ev[j];
+      const unsigned peers = __match_any_sync(kFullMask, e);
+      if (i < end) {
+        int row = -1;
+        if (e >= 0) {
+          row = (first != nullptr ? first[e] : 0) + my_cnt[e] + __popc(peers & ((1u << lane) - 1u));
+          p.sorted_entries[row] = i;
+        }
+        p.entry_row[i] = row;
+      }
+      __syncwarp();
+      if (e >= 0 && lane == __ffs(peers) - 1) my_cnt[e] += __popc(peers);
+      __syncwarp();
     }
-    p.counts[e] = run;
-    s_off[e] = (run + T - 1) / T * T;
+  }
+}
+// From the per-expert totals in s_off[0, E): counts, padded offsets (in
+// s_off[0, E] and p.offsets), meta, the block table and the padding rows'
+// -1. Called by every thread of one block.
+__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off) {
+  const int E = p.experts, T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    p.counts[e] = s_off[e];
+    s_off[e] = (s_off[e] + T - 1) / T * T;
   }
   __syncthreads();
-  if (warp == 0) {
+  if (threadIdx.x < kWarpSize) {
     const int per = (E + kWarpSize - 1) / kWarpSize;
     const int lo = min(E, lane * per), hi = min(E, lo + per);
     int sum = 0;
@@ -154,7 +179,6 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
     if (lane == kWarpSize - 1) s_off[E] = incl;
   }
   __syncthreads();
-
   const int total = s_off[E];
   for (int e = threadIdx.x; e <= E; e += blockDim.x) p.offsets[e] = s_off[e];
   if (threadIdx.x == 0) {
@@ -166,28 +190,105 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
     for (int b = lo / T; b < hi / T; ++b) p.block_expert[b] = e;
     for (int r = lo + cnt; r < hi; ++r) p.sorted_entries[r] = -1;
   }
+}
 
-  for (int base0 = begin; base0 < end; base0 += kAlignSteps * kWarpSize) {
-    int ev[kAlignSteps];
-    load_ids(base0, ev);
-#pragma unroll
-    for (int j = 0; j < kAlignSteps; ++j) {
-      if (base0 + j * kWarpSize >= end) break;  // warp-uniform
-      const int i = base0 + j * kWarpSize + lane, e = ev[j];
-      const unsigned peers = __match_any_sync(kFullMask, e);
-      if (i < end) {
-        int row = -1;
-        if (e >= 0) {
-          row = s_off[e] + my_cnt[e] + __popc(peers & ((1u << lane) - 1u));
-          p.sorted_entries[row] = i;
-        }
-        p.entry_row[i] = row;
-      }
-      __syncwarp();
-      if (e >= 0 && lane == __ffs(peers) - 1) my_cnt[e] += __popc(peers);
-      __syncwarp();
+// One block, all entries.
+__global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
+  extern __shared__ int32_t s_cnt[];  // (warps, E)
+  __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int E = p.experts, N = p.entries;
+  for (int i = threadIdx.x; i < warps * E; i += blockDim.x) s_cnt[i] = 0;
+  __syncthreads();
+  const int per_warp = ((N + warps - 1) / warps + kWarpSize - 1) / kWarpSize * kWarpSize;
+  const int begin = warp * per_warp, end = min(N, begin + per_warp);
+  int32_t* my_cnt = s_cnt + warp * E;
+  align_count(p, begin, end, lane, my_cnt);
+  __syncthreads();
+  // Per-expert totals; s_cnt becomes each warp's exclusive start.
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = 0;
+    for (int w = 0; w < warps; ++w) {
+      const int c = s_cnt[w * E + e];
+      s_cnt[w * E + e] = run;
+      run += c;
+    }
+    s_off[e] = run;
+  }
+  __syncthreads();
+  align_offsets(p, s_off);
+  __syncthreads();
+  align_place(p, begin, end, lane, my_cnt, s_off);
+}
+
+// Multi-block, 1: each chunk's entries per expert -> p.chunk_counts (chunk, E).
+__global__ void align_count_kernel(const __grid_constant__ AlignParams p) {
+  __shared__ int32_t s_cnt[kMaxTopKExperts];
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  const int E = p.experts;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) s_cnt[e] = 0;
+  __syncthreads();
+  const int begin = blockIdx.x * kAlignChunk, end = min(p.entries, begin + kAlignChunk);
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int e = __ldg(p.ids + i);
+    if (e >= 0 && e < E) atomicAdd(&s_cnt[e], 1);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) p.chunk_counts[size_t(blockIdx.x) * E + e] = s_cnt[e];
+}
+
+// Multi-block, 2 (one block): per expert, each chunk's first row (absolute,
+// in p.chunk_counts), the totals and the padded offsets.
+__global__ void align_scan_kernel(const __grid_constant__ AlignParams p) {
+  __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  const int E = p.experts, chunks = (p.entries + kAlignChunk - 1) / kAlignChunk;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int32_t& v = p.chunk_counts[size_t(c) * E + e];
+      const int n = v;
+      v = run;
+      run += n;
+    }
+    s_off[e] = run;
+  }
+  __syncthreads();
+  align_offsets(p, s_off);
+  for (int e = threadIdx.x; e < E; e += blockDim.x)
+    for (int c = 0; c < chunks; ++c) p.chunk_counts[size_t(c) * E + e] += s_off[e];
+}
+
+// Multi-block, 3: the one-block scheme inside each chunk, from the chunk's
+// first rows.
+__global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
+  __shared__ int32_t s_cnt[kAlignChunkWarps * kMaxTopKExperts];
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int E = p.experts;
+  for (int i = threadIdx.x; i < kAlignChunkWarps * E; i += blockDim.x) s_cnt[i] = 0;
+  __syncthreads();
+  constexpr int kPerWarp = kAlignChunk / kAlignChunkWarps;
+  const int begin = min(p.entries, int(blockIdx.x) * kAlignChunk + warp * kPerWarp);
+  const int end = min(p.entries, begin + kPerWarp);
+  int32_t* my_cnt = s_cnt + warp * E;
+  align_count(p, begin, end, lane, my_cnt);
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = p.chunk_counts[size_t(blockIdx.x) * E + e];
+    for (int w = 0; w < kAlignChunkWarps; ++w) {
+      const int c = s_cnt[w * E + e];
+      s_cnt[w * E + e] = run;
+      run += c;
     }
   }
+  __syncthreads();
+  align_place(p, begin, end, lane, my_cnt, nullptr);
 }
 
 // ---- stage 4: permute (+ quantize) ------------------------------------------------------
@@ -230,18 +331,23 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 }
 
 // ---- stage 6: SiLU·up (+ quantize) ---------------------------------------------------------
-// One block per sorted row, one thread per 16-byte chunk; padding rows and
-// rows past the ones in use exit.
+// The rows in use as one flat range of 16-byte chunks (8 values), row-major,
+// walked by all threads of a grid that fills the device once: a block per
+// row (the old scheme) spent 31 µs at 1024 tokens on 24k tiny blocks, most
+// of them padding rows (session 10 run 1). Padding rows are skipped. Lane
+// groups of 16 chunks are one activation group of 128 (I % 128 == 0 for
+// W8A8), as quantize_group_x8 needs; the loop is warp-uniform.
 __global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
   wait_for_previous_kernel();
   allow_next_kernel();
-  const int r = blockIdx.x, lane = threadIdx.x % kWarpSize;
-  if (r >= __ldg(p.meta + 1) || __ldg(p.sorted_entries + r) < 0) return;
-  const int I = p.intermediate, chunks = I / 8;
-  const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
-  for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {
-    const int c = c0 + lane;
-    const bool ok = c < chunks;
+  const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
+  const long total = long(__ldg(p.meta + 1)) * chunks;
+  const long stride = long(gridDim.x) * blockDim.x;
+  for (long base = long(blockIdx.x) * blockDim.x + threadIdx.x - lane; base < total; base += stride) {
+    const long idx = base + lane;
+    const int r = int(idx / chunks), c = int(idx % chunks);
+    const bool ok = idx < total && __ldg(p.sorted_entries + r) >= 0;
+    const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
     float gf[8], uf[8], h[8];
     unpack_bf16x8(ok ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0), gf);
     unpack_bf16x8(ok ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0), uf);
@@ -250,11 +356,11 @@ __global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
     if (!p.quantize) {
       if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
     } else {
-      float s;
-      const uint2 q = quantize_group_x8(h, &s);
+      float sc;
+      const uint2 q = quantize_group_x8(h, &sc);
       if (!ok) continue;
       *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
-      if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = s;
+      if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
     }
   }
 }
@@ -356,6 +462,14 @@ void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.tile_tokens >= 1, "moe_align: tile_tokens = ", p.tile_tokens, " must be >= 1");
   WD_CHECK(p.ids && p.counts && p.offsets && p.sorted_entries && p.block_expert && p.entry_row && p.meta,
            "moe_align: a required pointer is null");
+  if (p.entries > kAlignOneBlock && p.chunk_counts != nullptr) {
+    const unsigned chunks = unsigned((p.entries + kAlignChunk - 1) / kAlignChunk);
+    launch_kernel(align_count_kernel, dim3(chunks), dim3(256), 0, stream, pdl, p);
+    launch_kernel(align_scan_kernel, dim3(1), dim3(unsigned(std::min(1024, (p.experts + 31) / 32 * 32))), 0, stream,
+                  pdl, p);
+    launch_kernel(align_place_kernel, dim3(chunks), dim3(kAlignChunkWarps * kWarpSize), 0, stream, pdl, p);
+    return;
+  }
   // Per-warp counters for every expert: at most 8192 ints (32 KB) of shared memory.
   const int warps = std::min(32, std::max(1, 8192 / p.experts));
   launch_kernel(moe_align_kernel, dim3(1), dim3(warps * kWarpSize), size_t(warps) * p.experts * sizeof(int32_t), stream,
@@ -378,7 +492,11 @@ void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
            "silu_mul: a required pointer is null");
-  launch_kernel(silu_mul_kernel, dim3(unsigned(p.max_rows)), dim3(row_threads(p.intermediate)), 0, stream, pdl, p);
+  // One wave of 256-thread blocks at most: the kernel walks the rows in use.
+  const long work_blocks = (long(p.max_rows) * (p.intermediate / 8) + 255) / 256;
+  const long resident = resident_blocks(silu_mul_kernel, 256, 0);
+  launch_kernel(silu_mul_kernel, dim3(unsigned(std::max(1L, std::min(work_blocks, resident)))), dim3(256), 0, stream,
+                pdl, p);
 }
 
 void combine(const CombineParams& p, cudaStream_t stream, bool pdl) {

@@ -15,7 +15,8 @@
 // Entries: entry i = b·K + k is token b's k-th routed slot. The sorted buffer
 // holds each expert's entries in ascending i, padded to a multiple of T rows
 // (padding rows: entry -1). Every stage is deterministic: no atomics decide an
-// order or a sum.
+// order or a floating-point sum (the multi-block align counts with integer
+// shared-memory atomics, whose totals do not depend on the order).
 //
 // pdl: launch with programmatic dependent launch (launch.cuh).
 //
@@ -56,6 +57,7 @@ struct AlignParams {
   int32_t* block_expert;    // (max blocks) expert of each block of T rows
   int32_t* entry_row;       // (B·K) sorted row of each entry
   int32_t* meta;            // [0] blocks in use, [1] rows in use
+  int32_t* chunk_counts;    // (ceil(B·K / 1024), E) scratch of the multi-block align; nullptr: one block
 };
 // One block of up to 1024 threads; shared memory E·warps ints (≤ 32 KB).
 void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl = false);

@@ -31,13 +31,11 @@
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas sum into a
 // fresh register set, promoted with sw · sa into the accumulator (as every
-// classical FP8 tile) while the next slot's wgmmas run into a second set;
-// the K order is fixed: deterministic.
+// classical FP8 tile); the K order is fixed: deterministic.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
@@ -66,8 +64,9 @@ static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of on
 
 // BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64n128
 // accumulators, 128 floats), 4 slots of 48 KB; a tile reads 0.75 × the L2
-// bytes per MMA of a 128-row one. W8A8: 128 weight rows (one m64n128 each,
-// 64 accumulators and two sets of 64 partial sums), 6 slots of 32 KB.
+// bytes per MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096
+// tokens, level at 256-1024). W8A8: 128 weight rows (one m64n128 each, 64
+// accumulators and 64 partial sums), 6 slots of 32 KB.
 template <bool kFp8>
 struct Tile {
   static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
@@ -195,26 +194,24 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     db = wgmma::sw128_desc(base + L::a(s));
   };
 
-  // W8A8: a slot's four k32 MMAs sum into one of two sets of partial sums,
-  // promoted into acc while the next slot's MMAs run into the other set.
-  float part0[kFp8 ? 64 : 1], part1[kFp8 ? 64 : 1];
-  auto mma_fp8 = [&](float (&part)[kFp8 ? 64 : 1], int s) {
+  // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
+  // they are done. (A second set, promoted while the next slot's MMAs run,
+  // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
+  float part[kFp8 ? 64 : 1];
+  auto slot_fp8 = [&](int kt) {
     if constexpr (kFp8) {
+      tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
-      descs(s, da, db);
+      descs(stage, da, db);
       wgmma::fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
       wgmma::commit();
-    }
-  };
-  // acc (first: =) part · sw · sa(token) of slot s, then the slot is free.
-  // Element 4i + j: weight row 16w4 + g8 (+8 for j >= 2), token
-  // 8i + 2t4 + (j & 1).
-  auto promote = [&](float (&part)[kFp8 ? 64 : 1], int s, bool first) {
-    if constexpr (kFp8) {
-      const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(s));
-      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(s));
+      wgmma::wait<0>();
+      // acc (first: =) part · sw · sa(token). Element 4i + j: weight row
+      // 16w4 + g8 (+8 for j >= 2), token 8i + 2t4 + (j & 1).
+      const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
         const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
@@ -224,33 +221,12 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           wgmma::fence_operand(part[4 * i + j]);
           const float sc = (j & 1) ? s1 : s0;
           float& a = acc[0][4 * i + j];
-          a = first ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
+          a = kt == 0 ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
         }
       }
-      tma::arrive(base + L::empty(s));
-    }
-  };
-  // R consecutive slots from slot kt of the tile, straight-line: the
-  // promotion of each overlaps the next one's MMAs. No MMA is in flight
-  // across a branch or a loop's back edge, where ptxas cannot follow which
-  // group a wait retires and would serialise every MMA (C7514).
-  auto run_fp8 = [&](auto len, int kt) {
-    constexpr int R = decltype(len)::value;
-#pragma unroll
-    for (int u = 0; u < R; ++u) {
-      tma::wait(base + L::full(stage), phase);
-      if (u % 2 == 0) mma_fp8(part0, stage);
-      else mma_fp8(part1, stage);
-      if (u > 0) {
-        wgmma::wait<1>();  // slot u-1's MMAs are done
-        if (u % 2 == 1) promote(part0, prev, kt + u - 1 == 0);
-        else promote(part1, prev, false);
-      }
+      tma::arrive(base + L::empty(stage));
       next();
     }
-    wgmma::wait<0>();
-    if ((R - 1) % 2 == 0) promote(part0, prev, kt + R - 1 == 0);
-    else promote(part1, prev, false);
   };
 
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -280,11 +256,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #pragma unroll
         for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[mb][i]);
     } else {
-      int kt = 0;
-      for (; kt + 8 <= k_tiles; kt += 8) run_fp8(std::integral_constant<int, 8>{}, kt);
-      if (kt + 4 <= k_tiles) run_fp8(std::integral_constant<int, 4>{}, kt), kt += 4;
-      if (kt + 2 <= k_tiles) run_fp8(std::integral_constant<int, 2>{}, kt), kt += 2;
-      if (kt < k_tiles) run_fp8(std::integral_constant<int, 1>{}, kt);
+      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8(kt);
     }
 
     // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one

@@ -227,6 +227,7 @@ struct ClassicalMoe::Workspace {
   DeviceBuffer<int32_t> sorted_entries;   // (max_rows)
   DeviceBuffer<int32_t> block_expert;     // (max_rows / 8)
   DeviceBuffer<int32_t> entry_row;        // (max_batch·K)
+  DeviceBuffer<int32_t> chunk_counts;     // (ceil(max_batch·K / 1024), E): the multi-block align's scratch
   DeviceBuffer<uint8_t> a;                // (max_rows, H) 2 bytes an element (BF16 or E4M3)
   DeviceBuffer<float> a_scales;           // (max_rows, ceil(H/128))
   DeviceBuffer<uint16_t> gate_up;         // (max_rows, 2I)
@@ -254,6 +255,7 @@ ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
   w.sorted_entries = DeviceBuffer<int32_t>(rows);
   w.block_expert = DeviceBuffer<int32_t>(rows / 8 + 1);
   w.entry_row = DeviceBuffer<int32_t>(size_t(entries));
+  w.chunk_counts = DeviceBuffer<int32_t>((size_t(entries) + 1023) / 1024 * E);
   w.a = DeviceBuffer<uint8_t>(rows * H * 2);
   w.a_scales = DeviceBuffer<float>(rows * ((H + 127) / 128));
   w.gate_up = DeviceBuffer<uint16_t>(rows * 2 * I);
@@ -362,7 +364,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       WD_CHECK(r.ids && r.top_k == K, "classical MoE: routing ids missing or K = ", r.top_k, " != ", K);
       kernels::AlignParams p{r.ids,       entries,          E, T, ws.counts.data(), ws.offsets.data(),
                              ws.sorted_entries.data(), ws.block_expert.data(), ws.entry_row.data(),
-                             ws.meta.data()};
+                             ws.meta.data(), ws.chunk_counts.data()};
       kernels::moe_align(p, stream, config.pdl);
       return;
     }

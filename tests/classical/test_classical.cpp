@@ -358,9 +358,12 @@ std::vector<ClassicalConfig> all_configs(const MoeShape& s, WeightFormat f, bool
 TEST(Classical, EachStageOnItsOwn) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
-  for (WeightFormat f : kAllFormats)
+  for (WeightFormat f : kAllFormats) {
     for (const auto& cfg : all_configs(s, f))
       for (int B : {1, 13, 70}) check_stages(s, f, B, cfg, fresh_seed());
+    // 2400 entries: the multi-block align (three chunks, the last partial).
+    check_stages(s, f, 600, ClassicalConfig::for_batch(s, 600, f), fresh_seed());
+  }
 }
 
 TEST(Classical, EachStageOnARealShape) {
@@ -745,7 +748,7 @@ TEST(Classical, SanitizerCase) {
   const MoeShape s = make_shape(256, 128, 16, 4);
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
-    ClassicalMoe moe(s, 40);
+    ClassicalMoe moe(s, 600);
     for (const auto& cfg : all_configs(s, f, true)) {
       const int B = 40;
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
@@ -757,6 +760,13 @@ TEST(Classical, SanitizerCase) {
                   MoeOutput{y.data(), OutputType::kBF16, nullptr}, cfg, nullptr);
       WD_CUDA_CHECK(cudaDeviceSynchronize());
     }
+    // 2400 entries: the multi-block align, on the default configuration.
+    const int B = 600;
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<uint16_t> y(size_t(B) * s.hidden);
+    moe.forward(layer.view(), dx.data(), B, MoeOutput{y.data(), OutputType::kBF16, nullptr}, nullptr);
+    WD_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }
 
