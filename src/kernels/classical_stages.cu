@@ -331,36 +331,51 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 }
 
 // ---- stage 6: SiLU·up (+ quantize) ---------------------------------------------------------
-// The rows in use as one flat range of 16-byte chunks (8 values), row-major,
-// walked by all threads of a grid that fills the device once: a block per
-// row (the old scheme) spent 31 µs at 1024 tokens on 24k tiny blocks, most
-// of them padding rows (session 10 run 1). Padding rows are skipped. Lane
-// groups of 16 chunks are one activation group of 128 (I % 128 == 0 for
-// W8A8), as quantize_group_x8 needs; the loop is warp-uniform.
+// One warp per row in use, the warps of a grid that fills the device once
+// walking the rows; padding rows are skipped (warp-uniform). Lane l takes
+// the row's 16-byte chunks l, l + 32, ..., kSiluBatch of them loaded
+// together. (A block per padded row, the old scheme, spent 31 µs at 1024
+// tokens on 24k tiny blocks, most of them padding; a flat thread-per-chunk
+// walk, 47 µs: two dependent loads per chunk, session 10 runs 1 and 4.)
+// W8A8: chunks l and l + 16 of a 32-chunk step are in activation groups of
+// 128 held by half-warps, as quantize_group_x8 needs (I % 128 == 0).
+constexpr int kSiluBatch = 4;
 __global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
   wait_for_previous_kernel();
   allow_next_kernel();
   const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
-  const long total = long(__ldg(p.meta + 1)) * chunks;
-  const long stride = long(gridDim.x) * blockDim.x;
-  for (long base = long(blockIdx.x) * blockDim.x + threadIdx.x - lane; base < total; base += stride) {
-    const long idx = base + lane;
-    const int r = int(idx / chunks), c = int(idx % chunks);
-    const bool ok = idx < total && __ldg(p.sorted_entries + r) >= 0;
+  const int rows = __ldg(p.meta + 1), warps = int(gridDim.x * (blockDim.x / kWarpSize));
+  for (int r = global_warp(); r < rows; r += warps) {
+    if (__ldg(p.sorted_entries + r) < 0) continue;
     const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
-    float gf[8], uf[8], h[8];
-    unpack_bf16x8(ok ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0), gf);
-    unpack_bf16x8(ok ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0), uf);
+    for (int c0 = 0; c0 < chunks; c0 += kSiluBatch * kWarpSize) {
+      uint4 g[kSiluBatch], u[kSiluBatch];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
-    if (!p.quantize) {
-      if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
-    } else {
-      float sc;
-      const uint2 q = quantize_group_x8(h, &sc);
-      if (!ok) continue;
-      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
-      if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
+      for (int j = 0; j < kSiluBatch; ++j) {
+        const int c = c0 + j * kWarpSize + lane;
+        g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+        u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int j = 0; j < kSiluBatch; ++j) {
+        if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
+        const int c = c0 + j * kWarpSize + lane;
+        const bool ok = c < chunks;
+        float gf[8], uf[8], h[8];
+        unpack_bf16x8(g[j], gf);
+        unpack_bf16x8(u[j], uf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
+        if (!p.quantize) {
+          if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
+        } else {
+          float sc;
+          const uint2 q = quantize_group_x8(h, &sc);
+          if (!ok) continue;
+          *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
+          if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
+        }
+      }
     }
   }
 }
@@ -492,11 +507,11 @@ void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
            "silu_mul: a required pointer is null");
-  // One wave of 256-thread blocks at most: the kernel walks the rows in use.
-  const long work_blocks = (long(p.max_rows) * (p.intermediate / 8) + 255) / 256;
-  const long resident = resident_blocks(silu_mul_kernel, 256, 0);
-  launch_kernel(silu_mul_kernel, dim3(unsigned(std::max(1L, std::min(work_blocks, resident)))), dim3(256), 0, stream,
-                pdl, p);
+  // One wave of 256-thread blocks at most (a warp per row): the kernel walks
+  // the rows in use.
+  const long resident = resident_blocks(silu_mul_kernel, kWarpsPerBlock * kWarpSize, 0);
+  launch_kernel(silu_mul_kernel, dim3(unsigned(std::max(1L, std::min<long>(warp_blocks(size_t(p.max_rows)), resident)))),
+                dim3(kWarpsPerBlock * kWarpSize), 0, stream, pdl, p);
 }
 
 void combine(const CombineParams& p, cudaStream_t stream, bool pdl) {

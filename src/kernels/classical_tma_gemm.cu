@@ -132,49 +132,49 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   }
   __syncthreads();
 
-  // The loads (warp 0; lane 0 issues the TMA copies): every step, in the
-  // consumers' order, into the next slot once every consumer thread has
-  // released it, so the loads run kStages slots ahead across tile
-  // boundaries.
-  int ld_t = blockIdx.x, ld_kt = 0, ld_stage = 0;
-  uint32_t ld_phase = 0;
-  auto produce = [&] {
-    if (ld_t >= tiles) return;
-    const int blk = ld_t / ntn, n0 = (ld_t % ntn) * kRows, row0 = blk * kTokens;
-    const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
-    tma::wait(base + L::empty(ld_stage), ld_phase ^ 1);
-    const uint32_t full = base + L::full(ld_stage);
-    if (lane == 0) {
-      tma::arrive_expect_tx(full, L::kWTileBytes + kATileBytes);
-      tma::load_2d(base + L::w(ld_stage), &p.w_map, ld_kt * kStageK, expert * N + n0, full);
-      tma::load_2d(base + L::a(ld_stage), &p.a_map, ld_kt * kStageK, row0, full);
-    }
-    if constexpr (kFp8) {
-      // Slot = 128-K block ld_kt: the rows' activation scales and the weight
-      // tile's block scale, landing on the same barrier.
-      const int kblocks = K / 128;
-      for (int i = lane; i < kTokens; i += 32) {
-        const bool ok = row0 + i < g.rows;
-        cp_async4(base + L::a_scales(ld_stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + ld_kt : g.a_scales,
-                  ok);
-      }
-      if (lane == 0)
-        cp_async4(base + L::w_scale(ld_stage),
-                  g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + ld_kt, true);
-      tma::arrive_on_cp_async(full);
-    }
-    if (++ld_stage == kStages) ld_stage = 0, ld_phase ^= 1;
-    if (++ld_kt == k_tiles) ld_kt = 0, ld_t += gridDim.x;
-  };
-
   // The activations are the previous kernel's output, and the outputs may be
   // what an earlier kernel still reads.
   wait_for_previous_kernel();
   allow_next_kernel();
   if (warp < 4) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (warp == 0)
-      while (ld_t < tiles) produce();
+    if (warp != 0) return;
+    // The loads (warp 0; lane 0 issues the TMA copies): every slot, in the
+    // consumers' order, once every consumer thread has released it, so the
+    // loads run kStages slots ahead across tile boundaries. The tile's
+    // expert is read once per tile: one L2 round trip per slot made the
+    // producer, not the MMAs, set the pace of the W8A8 tile (run 4).
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
+      const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
+      const int wrow = expert * N + n0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        tma::wait(base + L::empty(stage), phase ^ 1);
+        const uint32_t full = base + L::full(stage);
+        if (lane == 0) {
+          tma::arrive_expect_tx(full, L::kWTileBytes + kATileBytes);
+          tma::load_2d(base + L::w(stage), &p.w_map, kt * kStageK, wrow, full);
+          tma::load_2d(base + L::a(stage), &p.a_map, kt * kStageK, row0, full);
+        }
+        if constexpr (kFp8) {
+          // Slot = 128-K block kt: the rows' activation scales and the weight
+          // tile's block scale, landing on the same barrier.
+          const int kblocks = K / 128;
+          for (int i = lane; i < kTokens; i += 32) {
+            const bool ok = row0 + i < g.rows;
+            cp_async4(base + L::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
+                      ok);
+          }
+          if (lane == 0)
+            cp_async4(base + L::w_scale(stage),
+                      g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + kt, true);
+          tma::arrive_on_cp_async(full);
+        }
+        if (++stage == kStages) stage = 0, phase ^= 1;
+      }
+    }
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
