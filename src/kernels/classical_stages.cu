@@ -332,51 +332,63 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 
 // ---- stage 6: SiLU·up (+ quantize) ---------------------------------------------------------
 // One warp per row in use, the warps of a grid that fills the device once
-// walking the rows; padding rows are skipped (warp-uniform). Lane l takes
-// the row's 16-byte chunks l, l + 32, ..., kSiluBatch of them loaded
+// walking the rows; padding rows are skipped (warp-uniform), and each row's
+// entry is read one row ahead, so that a row costs one round trip. Lane l
+// takes the row's 16-byte chunks l, l + 32, ..., kSiluBatch of them loaded
 // together. (A block per padded row, the old scheme, spent 31 µs at 1024
 // tokens on 24k tiny blocks, most of them padding; a flat thread-per-chunk
-// walk, 47 µs: two dependent loads per chunk, session 10 runs 1 and 4.)
+// walk, 47 µs; warps of 86 registers at 2 blocks an SM reading each row's
+// entry first, 65 µs at 4096 tokens: session 10 runs 1, 4 and 5.)
 // W8A8: chunks l and l + 16 of a 32-chunk step are in activation groups of
 // 128 held by half-warps, as quantize_group_x8 needs (I % 128 == 0).
-constexpr int kSiluBatch = 4;
-__global__ void silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
+constexpr int kSiluBatch = 2;
+constexpr int kSiluBlocksPerSm = 4;  // 32 warps an SM: at most 64 registers a thread
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
+    silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
   wait_for_previous_kernel();
   allow_next_kernel();
   const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
-  const int rows = __ldg(p.meta + 1), warps = int(gridDim.x * (blockDim.x / kWarpSize));
-  for (int r = global_warp(); r < rows; r += warps) {
-    if (__ldg(p.sorted_entries + r) < 0) continue;
-    const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
-    for (int c0 = 0; c0 < chunks; c0 += kSiluBatch * kWarpSize) {
-      uint4 g[kSiluBatch], u[kSiluBatch];
+  const int warps = int(gridDim.x * (blockDim.x / kWarpSize));
+  int r = global_warp();
+  // Rows past those in use hold stale entries: read, never used.
+  int entry = r < p.max_rows ? __ldg(p.sorted_entries + r) : -1;
+  const int rows = __ldg(p.meta + 1);
+  for (; r < rows; r += warps) {
+    const int next = r + warps < p.max_rows ? __ldg(p.sorted_entries + r + warps) : -1;
+    if (entry >= 0) {
+      const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
+      for (int c0 = 0; c0 < chunks; c0 += kSiluBatch * kWarpSize) {
+        uint4 g[kSiluBatch], u[kSiluBatch];
 #pragma unroll
-      for (int j = 0; j < kSiluBatch; ++j) {
-        const int c = c0 + j * kWarpSize + lane;
-        g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-        u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-      }
+        for (int j = 0; j < kSiluBatch; ++j) {
+          const int c = c0 + j * kWarpSize + lane;
+          g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+          u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+        }
 #pragma unroll
-      for (int j = 0; j < kSiluBatch; ++j) {
-        if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
-        const int c = c0 + j * kWarpSize + lane;
-        const bool ok = c < chunks;
-        float gf[8], uf[8], h[8];
-        unpack_bf16x8(g[j], gf);
-        unpack_bf16x8(u[j], uf);
+        for (int j = 0; j < kSiluBatch; ++j) {
+          if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
+          const int c = c0 + j * kWarpSize + lane;
+          const bool ok = c < chunks;
+          float gf[8], uf[8], h[8];
+          unpack_bf16x8(g[j], gf);
+          unpack_bf16x8(u[j], uf);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
-        if (!p.quantize) {
-          if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
-        } else {
-          float sc;
-          const uint2 q = quantize_group_x8(h, &sc);
-          if (!ok) continue;
-          *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
-          if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
+          for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
+          if (!p.quantize) {
+            if (ok)
+              *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
+          } else {
+            float sc;
+            const uint2 q = quantize_group_x8(h, &sc);
+            if (!ok) continue;
+            *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
+            if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
+          }
         }
       }
     }
+    entry = next;
   }
 }
 
