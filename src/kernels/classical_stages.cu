@@ -331,60 +331,64 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 }
 
 // ---- stage 6: SiLU·up (+ quantize) ---------------------------------------------------------
-// One warp per row in use, the warps of a grid that fills the device once
-// walking the rows; padding rows are skipped (warp-uniform), and each row's
-// entry is read one row ahead, so that a row costs one round trip. Lane l
-// takes the row's 16-byte chunks l, l + 32, ..., kSiluBatch of them loaded
-// together. (A block per padded row, the old scheme, spent 31 µs at 1024
-// tokens on 24k tiny blocks, most of them padding; a flat thread-per-chunk
-// walk, 47 µs; warps of 86 registers at 2 blocks an SM reading each row's
-// entry first, 65 µs at 4096 tokens: session 10 runs 1, 4 and 5.)
+// Work items of one row and up to kSiluBatch·32 16-byte chunks (8 values):
+// a warp per item, lane l taking chunks l, l + 32, ... of the item, all
+// loaded together; the warps of a grid that fills the device once walk the
+// items of the rows in use, each item's row entry read one item ahead, so
+// that an item costs one round trip; padding rows are skipped
+// (warp-uniform). (A block per padded row, the old scheme, spent 31 µs at
+// 1024 tokens on 24k tiny blocks, most of them padding; a flat
+// thread-per-chunk walk, 47 µs; a warp per row with its entry read first, at
+// 2 blocks an SM, 65 µs at 4096 tokens; a warp per row in two load rounds
+// cost decode 2 µs: session 10 runs 1, 4, 5 and 6.)
 // W8A8: chunks l and l + 16 of a 32-chunk step are in activation groups of
 // 128 held by half-warps, as quantize_group_x8 needs (I % 128 == 0).
-constexpr int kSiluBatch = 2;
+constexpr int kSiluBatch = 3;        // I = 768 in one item
 constexpr int kSiluBlocksPerSm = 4;  // 32 warps an SM: at most 64 registers a thread
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
     silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
   wait_for_previous_kernel();
   allow_next_kernel();
   const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
+  constexpr int kItemChunks = kSiluBatch * kWarpSize;
+  const int slices = (chunks + kItemChunks - 1) / kItemChunks;
   const int warps = int(gridDim.x * (blockDim.x / kWarpSize));
-  int r = global_warp();
   // Rows past those in use hold stale entries: read, never used.
-  int entry = r < p.max_rows ? __ldg(p.sorted_entries + r) : -1;
-  const int rows = __ldg(p.meta + 1);
-  for (; r < rows; r += warps) {
-    const int next = r + warps < p.max_rows ? __ldg(p.sorted_entries + r + warps) : -1;
+  auto entry_of = [&](int item) { return item / slices < p.max_rows ? __ldg(p.sorted_entries + item / slices) : -1; };
+  int item = global_warp();
+  int entry = entry_of(item);
+  const int items = __ldg(p.meta + 1) * slices;
+  for (; item < items; item += warps) {
+    const int next = entry_of(item + warps);
     if (entry >= 0) {
+      const int r = item / slices, c0 = (item % slices) * kItemChunks;
       const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
-      for (int c0 = 0; c0 < chunks; c0 += kSiluBatch * kWarpSize) {
-        uint4 g[kSiluBatch], u[kSiluBatch];
+      uint4 g[kSiluBatch], u[kSiluBatch];
 #pragma unroll
-        for (int j = 0; j < kSiluBatch; ++j) {
-          const int c = c0 + j * kWarpSize + lane;
-          g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-          u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-        }
+      for (int j = 0; j < kSiluBatch; ++j) {
+        const int c = c0 + j * kWarpSize + lane;
+        g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+        u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
-        for (int j = 0; j < kSiluBatch; ++j) {
-          if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
-          const int c = c0 + j * kWarpSize + lane;
-          const bool ok = c < chunks;
-          float gf[8], uf[8], h[8];
-          unpack_bf16x8(g[j], gf);
-          unpack_bf16x8(u[j], uf);
+      for (int j = 0; j < kSiluBatch; ++j) {
+        if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
+        const int c = c0 + j * kWarpSize + lane;
+        const bool ok = c < chunks;
+        float gf[8], uf[8], h[8];
+        unpack_bf16x8(g[j], gf);
+        unpack_bf16x8(u[j], uf);
 #pragma unroll
-          for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
-          if (!p.quantize) {
-            if (ok)
-              *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
-          } else {
-            float sc;
-            const uint2 q = quantize_group_x8(h, &sc);
-            if (!ok) continue;
-            *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
-            if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
-          }
+        for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
+        if (!p.quantize) {
+          if (ok)
+            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
+        } else {
+          float sc;
+          const uint2 q = quantize_group_x8(h, &sc);
+          if (!ok) continue;
+          *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = q;
+          if ((lane & 15) == 0) p.h_scales[size_t(r) * (I / kActGroup) + c / 16] = sc;
         }
       }
     }
@@ -519,10 +523,12 @@ void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
            "silu_mul: a required pointer is null");
-  // One wave of 256-thread blocks at most (a warp per row): the kernel walks
-  // the rows in use.
+  // One wave of 256-thread blocks at most (a warp per item): the kernel
+  // walks the items of the rows in use.
   const long resident = resident_blocks(silu_mul_kernel, kWarpsPerBlock * kWarpSize, 0);
-  launch_kernel(silu_mul_kernel, dim3(unsigned(std::max(1L, std::min<long>(warp_blocks(size_t(p.max_rows)), resident)))),
+  const size_t slices = size_t(p.intermediate / 8 + kSiluBatch * kWarpSize - 1) / (kSiluBatch * kWarpSize);
+  launch_kernel(silu_mul_kernel,
+                dim3(unsigned(std::max(1L, std::min<long>(warp_blocks(size_t(p.max_rows) * slices), resident)))),
                 dim3(kWarpsPerBlock * kWarpSize), 0, stream, pdl, p);
 }
 
