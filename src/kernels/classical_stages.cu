@@ -340,18 +340,21 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
 // 1024 tokens on 24k tiny blocks, most of them padding; a flat
 // thread-per-chunk walk, 47 µs; a warp per row with its entry read first, at
 // 2 blocks an SM, 65 µs at 4096 tokens; a warp per row in two load rounds
-// cost decode 2 µs: session 10 runs 1, 4, 5 and 6.)
+// cost decode 2 µs: session 10 runs 1, 4, 5 and 6.) Items are 32 chunks (one
+// a lane) when the device's warps cover each such item of the rows the call
+// may use at most twice (decode: a lane's serial chunks were 1-2 µs of
+// latency, run 7), else item_batches = kSiluBatch.
 // W8A8: chunks l and l + 16 of a 32-chunk step are in activation groups of
 // 128 held by half-warps, as quantize_group_x8 needs (I % 128 == 0).
 constexpr int kSiluBatch = 3;        // I = 768 in one item
 constexpr int kSiluBlocksPerSm = 4;  // 32 warps an SM: at most 64 registers a thread
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
-    silu_mul_kernel(const __grid_constant__ SiluMulParams p) {
+    silu_mul_kernel(const __grid_constant__ SiluMulParams p, int item_batches) {
   wait_for_previous_kernel();
   allow_next_kernel();
   const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
-  constexpr int kItemChunks = kSiluBatch * kWarpSize;
-  const int slices = (chunks + kItemChunks - 1) / kItemChunks;
+  const int item_chunks = item_batches * kWarpSize;
+  const int slices = (chunks + item_chunks - 1) / item_chunks;
   const int warps = int(gridDim.x * (blockDim.x / kWarpSize));
   // Rows past those in use hold stale entries: read, never used.
   auto entry_of = [&](int item) { return item / slices < p.max_rows ? __ldg(p.sorted_entries + item / slices) : -1; };
@@ -361,18 +364,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
   for (; item < items; item += warps) {
     const int next = entry_of(item + warps);
     if (entry >= 0) {
-      const int r = item / slices, c0 = (item % slices) * kItemChunks;
+      const int r = item / slices, c0 = (item % slices) * item_chunks;
       const uint16_t* gr = p.gate_up + size_t(r) * 2 * I;
       uint4 g[kSiluBatch], u[kSiluBatch];
 #pragma unroll
       for (int j = 0; j < kSiluBatch; ++j) {
         const int c = c0 + j * kWarpSize + lane;
-        g[j] = c < chunks ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-        u[j] = c < chunks ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+        const bool in = j < item_batches && c < chunks;
+        g[j] = in ? ld_cached(gr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+        u[j] = in ? ld_cached(gr + I + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int j = 0; j < kSiluBatch; ++j) {
-        if (c0 + j * kWarpSize >= chunks) break;  // warp-uniform
+        if (j >= item_batches || c0 + j * kWarpSize >= chunks) break;  // warp-uniform
         const int c = c0 + j * kWarpSize + lane;
         const bool ok = c < chunks;
         float gf[8], uf[8], h[8];
@@ -526,10 +530,12 @@ void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
   // One wave of 256-thread blocks at most (a warp per item): the kernel
   // walks the items of the rows in use.
   const long resident = resident_blocks(silu_mul_kernel, kWarpsPerBlock * kWarpSize, 0);
-  const size_t slices = size_t(p.intermediate / 8 + kSiluBatch * kWarpSize - 1) / (kSiluBatch * kWarpSize);
+  const size_t narrow_items = size_t(p.max_rows) * size_t((p.intermediate / 8 + kWarpSize - 1) / kWarpSize);
+  const int item_batches = narrow_items <= 2 * size_t(resident) * kWarpsPerBlock ? 1 : kSiluBatch;
+  const size_t slices = size_t(p.intermediate / 8 + item_batches * kWarpSize - 1) / (item_batches * kWarpSize);
   launch_kernel(silu_mul_kernel,
                 dim3(unsigned(std::max(1L, std::min<long>(warp_blocks(size_t(p.max_rows) * slices), resident)))),
-                dim3(kWarpsPerBlock * kWarpSize), 0, stream, pdl, p);
+                dim3(kWarpsPerBlock * kWarpSize), 0, stream, pdl, p, item_batches);
 }
 
 void combine(const CombineParams& p, cudaStream_t stream, bool pdl) {
