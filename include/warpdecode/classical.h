@@ -68,7 +68,7 @@ class DeviceFp8BlockWeights {
 //   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
 //             native E4M3 register operands of wgmma, no decode (measured
 //             slower than kStream on the H200: not the default)
-//   kTma      the prefill tile (T = 128, sm_90a; BF16 and FP8 block-128):
+//   kTma      the prefill tile (T = 128, sm_90a; BF16 and W8A8):
 //             one producer warp streams both operands by TMA into a ring of
 //             shared-memory slots, two warpgroups multiply (wgmma)
 enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };

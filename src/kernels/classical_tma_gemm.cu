@@ -1,6 +1,6 @@
 // The prefill tile of the classical grouped GEMM (GemmKernel::kTma,
-// classical_gemm.cuh): T = 128 token rows, BF16 or W8A8 with FP8 block-128
-// weights, sm_90a.
+// classical_gemm.cuh): T = 128 token rows, BF16 or W8A8 (FP8 block-128 or
+// MXFP8 weights), sm_90a.
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per
@@ -23,15 +23,17 @@
 //   W tile  kRows weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
 //   A tile  128 token rows × 128 B                                 TMA, 128-byte swizzle
 //   W8A8:   the 128 rows' activation scales of this 128-K block (cp.async),
-//           the weight tile's block-128 scale (cp.async)
+//           the weight tile's block-128 scale or, MXFP8, each weight row's
+//           four E8M0 codes (cp.async)
 //   a "full" and an "empty" barrier
 // The weights are read as one (E·N, K) matrix: a tile at n0 + kRows > N reads
 // the next expert's first rows, which are computed and not stored; past E·N,
 // and past K, TMA fills zeros.
 //
-// Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas sum into a
-// fresh register set, promoted with sw · sa into the accumulator (as every
-// classical FP8 tile); the K order is fixed: deterministic.
+// Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
+// k32 wgmma, one scale block) sum into a fresh register set, promoted with
+// sw · sa into the accumulator (as every classical FP8 tile); the K order is
+// fixed: deterministic.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
 
@@ -55,11 +57,11 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 constexpr int kATileBytes = kTokens * kRowBytes;
 // Warpgroup 0 loads (one warp of it works), warpgroups 1 and 2 multiply.
 // 384 threads leave 168 registers a thread at entry; setmaxnreg then moves
-// them from the producer warpgroup to the consumers (40 + 2 × 232 = 3 × 168
+// them from the producer warpgroup to the consumers (56 + 2 × 224 = 3 × 168
 // per SM sub-partition), which hold up to 128 accumulators.
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = 128 + kConsumerThreads;
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of one SM sub-partition");
 
 // BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64n128
@@ -67,8 +69,10 @@ static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of on
 // bytes per MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096
 // tokens, level at 256-1024). W8A8: 128 weight rows (one m64n128 each, 64
 // accumulators and 64 partial sums), 6 slots of 32 KB.
-template <bool kFp8>
+template <WeightFormat F>
 struct Tile {
+  static constexpr bool kFp8 = F != WeightFormat::kBF16;
+  static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
   static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
   static constexpr int kStages = kFp8 ? 6 : 4;
@@ -78,7 +82,10 @@ struct Tile {
   __host__ __device__ static constexpr int w(int s) { return s * kWTileBytes; }
   __host__ __device__ static constexpr int a(int s) { return kStages * kWTileBytes + s * kATileBytes; }
   __host__ __device__ static constexpr int a_scales(int s) { return a(kStages) + s * kTokens * 4; }  // W8A8
-  __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * 16; }    // W8A8
+  // W8A8 weight scales: FP8 block-128 the tile's one float (16 B); MXFP8
+  // each row's 4 E8M0 codes of the slot's four 32-K blocks.
+  static constexpr int kWScaleBytes = kMx ? kRows * 4 : 16;
+  __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * kWScaleBytes; }
   __host__ __device__ static constexpr int full(int s) { return w_scale(kStages) + s * 8; }
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
   __host__ __device__ static constexpr int bytes() { return empty(kStages) + 1024; }  // + alignment slack
@@ -97,13 +104,14 @@ namespace {
 
 using namespace tma_tile;
 
-template <bool kFp8>
+template <WeightFormat F>
 __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
 #else
-  using L = Tile<kFp8>;
+  using L = Tile<F>;
+  constexpr bool kFp8 = L::kFp8, kMx = L::kMx;
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
   const GroupedGemmParams& g = p.g;
   const int N = g.n, K = g.k;
@@ -160,16 +168,25 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         }
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the rows' activation scales and the weight
-          // tile's block scale, landing on the same barrier.
+          // scales, landing on the same barrier.
           const int kblocks = K / 128;
           for (int i = lane; i < kTokens; i += 32) {
             const bool ok = row0 + i < g.rows;
             cp_async4(base + L::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
                       ok);
           }
-          if (lane == 0)
+          if constexpr (kMx) {
+            const size_t rows_all = size_t(g.experts) * N;
+            for (int i = lane; i < kRows; i += 32) {
+              const size_t row = size_t(wrow) + i;
+              const bool ok = row < rows_all;
+              cp_async4(base + L::w_scale(stage) + 4 * i, ok ? g.w_mx_scales + row * (K / 32) + 4 * kt : g.w_mx_scales,
+                        ok);
+            }
+          } else if (lane == 0) {
             cp_async4(base + L::w_scale(stage),
                       g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + kt, true);
+          }
           tma::arrive_on_cp_async(full);
         }
         if (++stage == kStages) stage = 0, phase ^= 1;
@@ -203,25 +220,43 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
       descs(stage, da, db);
-      wgmma::fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
-      wgmma::commit();
-      wgmma::wait<0>();
+      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
       // acc (first: =) part · sw · sa(token). Element 4i + j: weight row
       // 16w4 + g8 (+8 for j >= 2), token 8i + 2t4 + (j & 1).
-      const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
+      auto promote = [&](float s_lo, float s_hi, bool first) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
-        const float s0 = sw * s2.x, s1 = sw * s2.y;
+        for (int i = 0; i < 16; ++i) {
+          const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          wgmma::fence_operand(part[4 * i + j]);
-          const float sc = (j & 1) ? s1 : s0;
-          float& a = acc[0][4 * i + j];
-          a = kt == 0 ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
+          for (int j = 0; j < 4; ++j) {
+            wgmma::fence_operand(part[4 * i + j]);
+            const float sc = (j < 2 ? s_lo : s_hi) * ((j & 1) ? s2.y : s2.x);
+            float& a = acc[0][4 * i + j];
+            a = first ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
+          }
+        }
+      };
+      if constexpr (!kMx) {
+        // FP8 block-128: the slot's four k32 MMAs, then one promotion.
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
+        wgmma::commit();
+        wgmma::wait<0>();
+        const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        promote(sw, sw, kt == 0);
+      } else {
+        // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
+        // promoted on its own with the rows' E8M0 scales.
+        const uint8_t* wsb = base_ptr + L::w_scale(stage);
+        const int r = 64 * c + 16 * w4 + g8;
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          wgmma::fence();
+          wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, 0);
+          wgmma::commit();
+          wgmma::wait<0>();
+          promote(e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
         }
       }
       tma::arrive(base + L::empty(stage));
@@ -328,25 +363,35 @@ CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8, int b
 bool tma_gemm_fits(WeightFormat format, int n, int k) {
   if (n <= 0 || k <= 0 || n % 8 != 0) return false;
   if (format == WeightFormat::kBF16) return k % 8 == 0;
-  return format == WeightFormat::kFP8Block128 && n % 128 == 0 && k % 128 == 0;
+  return n % 128 == 0 && k % 128 == 0;  // W8A8: FP8 block-128 or MXFP8
 }
 
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
   WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
-           "FP8 block-128 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
+           "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   const bool fp8 = format != WeightFormat::kBF16;
   Params tp{};
   tp.g = p;
-  const int rows = fp8 ? Tile<true>::kRows : Tile<false>::kRows;
-  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, rows);
-  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kTokens);
-  auto kernel = fp8 ? &tma_gemm_kernel<true> : &tma_gemm_kernel<false>;
-  const int smem = fp8 ? Tile<true>::bytes() : Tile<false>::bytes();
-  const long resident = resident_blocks(kernel, kThreads, smem);
-  const long tiles = long(p.max_blocks) * ((p.n + rows - 1) / rows);
-  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(smem), stream, pdl, tp);
+  auto go = [&](auto kernel, int rows, int smem) {
+    tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, rows);
+    tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kTokens);
+    const long resident = resident_blocks(kernel, kThreads, smem);
+    const long tiles = long(p.max_blocks) * ((p.n + rows - 1) / rows);
+    launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(smem), stream, pdl, tp);
+  };
+  switch (format) {
+    case WeightFormat::kBF16:
+      return go(&tma_gemm_kernel<WeightFormat::kBF16>, Tile<WeightFormat::kBF16>::kRows,
+                Tile<WeightFormat::kBF16>::bytes());
+    case WeightFormat::kFP8Block128:
+      return go(&tma_gemm_kernel<WeightFormat::kFP8Block128>, Tile<WeightFormat::kFP8Block128>::kRows,
+                Tile<WeightFormat::kFP8Block128>::bytes());
+    case WeightFormat::kMXFP8:
+      return go(&tma_gemm_kernel<WeightFormat::kMXFP8>, Tile<WeightFormat::kMXFP8>::kRows,
+                Tile<WeightFormat::kMXFP8>::bytes());
+  }
 }
 
 }  // namespace wd::kernels

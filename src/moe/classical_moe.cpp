@@ -121,7 +121,8 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {
     c.tile_tokens = 8;
-  } else if (wg && m >= 16.0 && ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(s, format)) {
+  } else if (wg && m >= (format == WeightFormat::kMXFP8 ? 64.0 : 16.0) &&
+             ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(s, format)) {
     // The TMA tile (BF16, FP8 block-128) from 16 tokens per expert (session
     // 10 run 1, qwen3-30b-a3b BF16: B = 256 429.9 µs vs 443.3 on the wgmma
     // T = 64 tile, B = 1024 463.4 vs 616.6, B = 4096 982.7 vs 1479.3 at

@@ -438,7 +438,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
     for (int B : {5, 300, 1024})
       check_path(moe, layer, B, fresh_seed(), "tma bf16 H=160 B=" + std::to_string(B), &tma);
   }
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128}) {
+  for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
     check_path(moe, layer, 256, fresh_seed(), std::string("tma ") + to_string(f) + " H=2048 B=256", &tma);
