@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/classical_gemm.cuh"
 #include "kernels/k_split.h"
 #include "warpdecode/classical.h"
+#include "warpdecode/error.h"
 #include "warpdecode/layout.h"
 
 namespace wd {
@@ -71,6 +73,38 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   }
   EXPECT_TRUE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(q, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(shape_of(160, 96), WeightFormat::kFP8Block128));
+}
+
+// The TMA prefill tile's shape rules, and its refusals, which come before any
+// CUDA call (so they run on a machine without a GPU).
+TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
+  using kernels::tma_gemm_fits;
+  EXPECT_TRUE(tma_gemm_fits(WeightFormat::kBF16, 1536, 2048));
+  EXPECT_TRUE(tma_gemm_fits(WeightFormat::kBF16, 192, 160));    // N, K past a tile: zero-filled, not stored
+  EXPECT_FALSE(tma_gemm_fits(WeightFormat::kBF16, 1536, 2044));  // K % 8: rows not 16-byte strided
+  EXPECT_FALSE(tma_gemm_fits(WeightFormat::kBF16, 1532, 2048));  // N % 8: the paired column stores
+  EXPECT_TRUE(tma_gemm_fits(WeightFormat::kFP8Block128, 2048, 768));
+  EXPECT_TRUE(tma_gemm_fits(WeightFormat::kMXFP8, 5120, 6144));
+  EXPECT_FALSE(tma_gemm_fits(WeightFormat::kFP8Block128, 2048, 704));  // W8A8: K % 128
+  EXPECT_FALSE(tma_gemm_fits(WeightFormat::kMXFP8, 1000, 2048));       // W8A8: N % 128
+
+  kernels::GroupedGemmParams p{};
+  alignas(16) static uint16_t dummy[8];
+  p.w = p.a = p.out = dummy;
+  p.rows = 128;
+  p.n = 256;
+  p.k = 256;
+  p.max_blocks = 1;
+  p.experts = 4;
+  // T = 128 only.
+  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 64, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
+  // The tensor map needs the weights' extent.
+  p.experts = 0;
+  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
+  // A shape the tile does not take.
+  p.experts = 4;
+  p.n = 252;
+  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
