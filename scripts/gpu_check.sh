@@ -245,6 +245,12 @@ if [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ]; then
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
     --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
   note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
+  # Prefill: the classical path alone (warp decode is 10-40x slower there), each stage timed too.
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
+    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
+    >"$LOG/bench-prefill.log" 2>&1
+  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
 fi
 
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
@@ -276,6 +282,7 @@ echo "==================== summary ===================="
   grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
     {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
   [ -f "$LOG/bench-classical.log" ] && grep -vE "^#" "$LOG/bench-classical.log" | tail -60
+  [ -f "$LOG/bench-prefill.log" ] && grep -E "^qwen" "$LOG/bench-prefill.log"
   [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45
 } | tee "$OUT/summary.txt"
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOG"
