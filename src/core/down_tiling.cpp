@@ -15,8 +15,7 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
            " need H % 16 == 0 and I % 64 == 0");
   WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_down: a pointer is null");
   const DownTiling t{size_t(s.hidden), size_t(s.intermediate)};
-  for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_mxfp8_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
+  tile_on_host(t, s.experts, q, scales, q_tiled, scales_tiled);
 }
 
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
@@ -24,10 +23,8 @@ void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
            " need H % 16 == 0 and I % 64 == 0");
   WD_CHECK(w && w_tiled, "tile_bf16_down: a pointer is null");
   const DownTiling t{size_t(s.hidden), 2 * size_t(s.intermediate)};  // rows of 2I bytes
-  const auto* src = reinterpret_cast<const uint8_t*>(w);
-  auto* dst = reinterpret_cast<uint8_t*>(w_tiled);
-  for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_mxfp8_piece(t, s.experts, i, src, nullptr, dst, nullptr);
+  tile_on_host(t, s.experts, reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled),
+               nullptr);
 }
 
 }  // namespace wd

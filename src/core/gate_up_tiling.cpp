@@ -16,8 +16,7 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
            " need H % 64 == 0 and I % 16 == 0");
   WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_gate_up: a pointer is null");
   const GateUpTiling t{size_t(s.hidden), size_t(s.intermediate)};
-  for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_mxfp8_piece(t, s.experts, i, q, scales, q_tiled, scales_tiled);
+  tile_on_host(t, s.experts, q, scales, q_tiled, scales_tiled);
 }
 
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
@@ -25,10 +24,8 @@ void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) 
            " need H % 64 == 0 and I % 16 == 0");
   WD_CHECK(w && w_tiled, "tile_bf16_gate_up: a pointer is null");
   const GateUpTiling t{2 * size_t(s.hidden), size_t(s.intermediate)};  // rows of 2H bytes
-  const auto* src = reinterpret_cast<const uint8_t*>(w);
-  auto* dst = reinterpret_cast<uint8_t*>(w_tiled);
-  for (size_t i = 0, n = tiling_pieces(t, s.experts); i < n; ++i)
-    tile_mxfp8_piece(t, s.experts, i, src, nullptr, dst, nullptr);
+  tile_on_host(t, s.experts, reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled),
+               nullptr);
 }
 
 }  // namespace wd

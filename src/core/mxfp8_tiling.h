@@ -62,4 +62,12 @@ WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* 
   }
 }
 
+// The whole walk on the host (the host tiling functions; the device one is a
+// kernel in kernels/formats_device.cu). scales == nullptr: BF16, bytes only.
+template <typename Tiling>
+void tile_on_host(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
+                  uint8_t* scales_tiled) {
+  for (size_t i = 0, n = tiling_pieces(t, E); i < n; ++i) tile_mxfp8_piece(t, E, i, q, scales, q_tiled, scales_tiled);
+}
+
 }  // namespace wd
