@@ -68,9 +68,9 @@ class DeviceFp8BlockWeights {
 //   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
 //             native E4M3 register operands of wgmma, no decode (measured
 //             slower than kStream on the H200: not the default)
-//   kTma      the prefill tile (T = 128, sm_90a; BF16 and W8A8):
-//             one producer warp streams both operands by TMA into a ring of
-//             shared-memory slots, two warpgroups multiply (wgmma)
+//   kTma      the TMA tile (any T; sm_90a; BF16 and W8A8): one producer
+//             warp streams both operands by TMA into a ring of shared-memory
+//             slots, two warpgroups multiply (wgmma)
 enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma", "tma"
 
@@ -79,9 +79,15 @@ struct ClassicalConfig {
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
+  // The same choice for a device with (sm90a) or without the sm_90a kernels
+  // (wgmma, TMA), whatever this machine has.
+  static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a);
   std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
+  // Whether the kTma GEMM takes both GEMMs of this shape and format (the
+  // device aside: supports() adds it).
+  static bool tma_fits(const MoeShape& shape, WeightFormat format);
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;

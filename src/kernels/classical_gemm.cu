@@ -70,10 +70,7 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
     WD_CHECK(tile_tokens == 8, "classical GEMM: the stream-wgmma kernel takes tile_tokens 8, not ", tile_tokens);
     return stream_wgmma_gemm(p, format, stream, pdl);
   }
-  if (kernel == GemmKernel::kTma) {
-    WD_CHECK(tile_tokens == 128, "classical GEMM: the TMA kernel takes tile_tokens 128, not ", tile_tokens);
-    return tma_gemm(p, format, stream, pdl);
-  }
+  if (kernel == GemmKernel::kTma) return tma_gemm(p, format, tile_tokens, stream, pdl);
   WD_CHECK(kernel != GemmKernel::kWgmma || wgmma_available(),
            "classical GEMM: the wgmma kernel needs an sm_90 device and an sm_90a build");
   switch (format) {

@@ -62,13 +62,13 @@ struct GroupedGemmParams {
 // registers, no shared-memory staging (classical_stream_gemm.cu).
 // kStreamWgmma: the same for FP8 block-128 on sm_90a, the weights as native
 // E4M3 A operands of wgmma (classical_stream_wgmma.cu). kTma: the prefill
-// tile, warp-specialised, TMA loads into a ring of shared-memory slots
-// (classical_tma_gemm.cu).
+// tile (and its smaller-T forms), warp-specialised, TMA loads into a ring of
+// shared-memory slots (classical_tma_gemm.cu).
 enum class GemmKernel { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 
 // tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a
-// only); 8 or 16 (stream), 8 (stream-wgmma), 128 (TMA, sm_90a only), where
-// they fit.
+// only); 8 or 16 (stream), 8 (stream-wgmma), 16, 32, 64 or 128 (TMA, sm_90a
+// only), where they fit.
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.
@@ -88,7 +88,7 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
 // FP8 block-128 with N, K multiples of 128 (and, at launch, an sm_90a device
 // and p.experts set).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
-void tma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl);
+void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 
 // True when the current device runs the wgmma kernel (compute capability 9.0
 // and this build has sm_90a code).

@@ -1,6 +1,8 @@
-// The prefill tile of the classical grouped GEMM (GemmKernel::kTma,
-// classical_gemm.cuh): T = 128 token rows, BF16 or W8A8 (FP8 block-128 or
-// MXFP8 weights), sm_90a.
+// The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
+// classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16 or W8A8 (FP8
+// block-128 or MXFP8 weights), sm_90a. Built for prefill (T = 128); the
+// smaller T are the same kernel for the batches where an expert has a few
+// dozen tokens, which T = 128 would mostly pad.
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per
@@ -16,13 +18,13 @@
 // Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
 // of the nb·ntn tiles, t = expert block · ntn + weight tile. Warpgroup c
 // computes weight rows [n0 + c·kRows/2, n0 + (c+1)·kRows/2) for the block's
-// 128 token rows with wgmma m64n128 (k16 BF16, k32 E4M3), operands from
-// shared memory; BF16 tiles are 256 weight rows, W8A8 128 (Tile below).
+// T token rows with wgmma m64nT (k16 BF16, k32 E4M3), operands from shared
+// memory; BF16 tiles are 256 weight rows, W8A8 128 (Tile below).
 //
 // Shared memory (1024-byte aligned base), per slot s of kStages:
 //   W tile  kRows weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
-//   A tile  128 token rows × 128 B                                 TMA, 128-byte swizzle
-//   W8A8:   the 128 rows' activation scales of this 128-K block (cp.async),
+//   A tile  T token rows × 128 B                                   TMA, 128-byte swizzle
+//   W8A8:   the T rows' activation scales of this 128-K block (cp.async),
 //           the weight tile's block-128 scale or, MXFP8, each weight row's
 //           four E8M0 codes (cp.async)
 //   a "full" and an "empty" barrier
@@ -52,9 +54,7 @@ namespace wd::kernels {
 
 namespace tma_tile {
 
-constexpr int kTokens = 128;     // token rows of a tile (T)
 constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
-constexpr int kATileBytes = kTokens * kRowBytes;
 // Warpgroup 0 loads (one warp of it works), warpgroups 1 and 2 multiply.
 // 384 threads leave 168 registers a thread at entry; setmaxnreg then moves
 // them from the producer warpgroup to the consumers (56 + 2 × 224 = 3 × 168
@@ -64,27 +64,33 @@ constexpr int kThreads = 128 + kConsumerThreads;
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of one SM sub-partition");
 
-// BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64n128
-// accumulators, 128 floats), 4 slots of 48 KB; a tile reads 0.75 × the L2
-// bytes per MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096
-// tokens, level at 256-1024). W8A8: 128 weight rows (one m64n128 each, 64
-// accumulators and 64 partial sums), 6 slots of 32 KB.
-template <WeightFormat F>
+// BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64nT
+// accumulators: 128 floats at T = 128); a tile reads 0.75 × the L2 bytes per
+// MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096 tokens,
+// level at 256-1024). W8A8: 128 weight rows (one m64nT each, T/2
+// accumulators and T/2 partial sums). As many slots as fit one block per SM
+// (up to 8): 4 of 48 KB for BF16 at T = 128, 6 of 33 KB for W8A8; the
+// smaller T keep more weight bytes in flight, which is what bounds them.
+template <WeightFormat F, int kT>
 struct Tile {
+  static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128, "token tiles: 8 to 128");
   static constexpr bool kFp8 = F != WeightFormat::kBF16;
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
   static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
-  static constexpr int kStages = kFp8 ? 6 : 4;
   static constexpr int kWTileBytes = kRows * kRowBytes;
+  static constexpr int kATileBytes = kT * kRowBytes;  // a multiple of 1024: every slot stays swizzle-aligned
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
-  // Byte offsets from the 1024-aligned base.
-  __host__ __device__ static constexpr int w(int s) { return s * kWTileBytes; }
-  __host__ __device__ static constexpr int a(int s) { return kStages * kWTileBytes + s * kATileBytes; }
-  __host__ __device__ static constexpr int a_scales(int s) { return a(kStages) + s * kTokens * 4; }  // W8A8
   // W8A8 weight scales: FP8 block-128 the tile's one float (16 B); MXFP8
   // each row's 4 E8M0 codes of the slot's four 32-K blocks.
   static constexpr int kWScaleBytes = kMx ? kRows * 4 : 16;
+  // (BF16 keeps the scale regions too, unused: one layout for all formats.)
+  static constexpr int kSlotBytes = kWTileBytes + kATileBytes + kT * 4 + kWScaleBytes + 16;
+  static constexpr int kStages = std::min(8, (227 * 1024 - 1024) / kSlotBytes);
+  // Byte offsets from the 1024-aligned base.
+  __host__ __device__ static constexpr int w(int s) { return s * kWTileBytes; }
+  __host__ __device__ static constexpr int a(int s) { return kStages * kWTileBytes + s * kATileBytes; }
+  __host__ __device__ static constexpr int a_scales(int s) { return a(kStages) + s * kT * 4; }  // W8A8
   __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * kWScaleBytes; }
   __host__ __device__ static constexpr int full(int s) { return w_scale(kStages) + s * 8; }
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
@@ -94,7 +100,7 @@ struct Tile {
 
 struct Params {
   CUtensorMap w_map;  // (E·N rows, K) weights, box kRows rows × 128 bytes, 128-byte swizzle
-  CUtensorMap a_map;  // (rows, K) activations, box 128 rows × 128 bytes
+  CUtensorMap a_map;  // (rows, K) activations, box T rows × 128 bytes
   GroupedGemmParams g;
 };
 
@@ -104,14 +110,15 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F>
+template <WeightFormat F, int kT>
 __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
 #else
-  using L = Tile<F>;
+  using L = Tile<F, kT>;
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx;
+  constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
   const GroupedGemmParams& g = p.g;
   const int N = g.n, K = g.k;
@@ -155,14 +162,14 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
+      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kT;
       const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
       const int wrow = expert * N + n0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         tma::wait(base + L::empty(stage), phase ^ 1);
         const uint32_t full = base + L::full(stage);
         if (lane == 0) {
-          tma::arrive_expect_tx(full, L::kWTileBytes + kATileBytes);
+          tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
           tma::load_2d(base + L::w(stage), &p.w_map, kt * kStageK, wrow, full);
           tma::load_2d(base + L::a(stage), &p.a_map, kt * kStageK, row0, full);
         }
@@ -170,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           // Slot = 128-K block kt: the rows' activation scales and the weight
           // scales, landing on the same barrier.
           const int kblocks = K / 128;
-          for (int i = lane; i < kTokens; i += 32) {
+          for (int i = lane; i < kT; i += 32) {
             const bool ok = row0 + i < g.rows;
             cp_async4(base + L::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
                       ok);
@@ -199,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // The MMAs: consumer warpgroup c owns weight rows [c·kRows/2,
   // (c+1)·kRows/2) of the tile, as kMB m64 blocks.
   const int c = (warp >> 2) - 1, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
-  float acc[kMB][64];
+  float acc[kMB][kT / 2];
   int stage = 0, prev = 0;  // prev: the slot consumed before `stage`
   uint32_t phase = 0;
   auto next = [&] {
@@ -214,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
   // they are done. (A second set, promoted while the next slot's MMAs run,
   // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
-  float part[kFp8 ? 64 : 1];
+  float part[kFp8 ? kT / 2 : 1];
   auto slot_fp8 = [&](int kt) {
     if constexpr (kFp8) {
       tma::wait(base + L::full(stage), phase);
@@ -225,7 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       // 16w4 + g8 (+8 for j >= 2), token 8i + 2t4 + (j & 1).
       auto promote = [&](float s_lo, float s_hi, bool first) {
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
+        for (int i = 0; i < kN8; ++i) {
           const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
@@ -240,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         // FP8 block-128: the slot's four k32 MMAs, then one promotion.
         wgmma::fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, ks != 0);
+        for (int ks = 0; ks < 4; ++ks) wgmma::mma_e4m3<kT>(part, da + 2 * ks, db + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
         const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
@@ -253,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           wgmma::fence();
-          wgmma::wgmma_m64n128_e4m3(part, da + 2 * ks, db + 2 * ks, 0);
+          wgmma::mma_e4m3<kT>(part, da + 2 * ks, db + 2 * ks, 0);
           wgmma::commit();
           wgmma::wait<0>();
           promote(e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
@@ -278,7 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
-            wgmma::wgmma_m64n128_bf16(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+            wgmma::mma_bf16<kT>(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
         if (kt > 0) tma::arrive(base + L::empty(prev));
@@ -289,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-        for (int i = 0; i < 64; ++i) wgmma::fence_operand(acc[mb][i]);
+        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
     } else {
       for (int kt = 0; kt < k_tiles; ++kt) slot_fp8(kt);
     }
@@ -297,12 +304,12 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one
     // value so that each holds two adjacent weight rows (output columns) of
     // one token: the even lane token 8i + 2t4, the odd one the next token.
-    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kTokens;
+    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kT;
     const bool odd = g8 & 1;
 #pragma unroll
     for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
+      for (int i = 0; i < kN8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float mine0 = acc[mb][4 * i + 2 * h], mine1 = acc[mb][4 * i + 2 * h + 1];
@@ -366,32 +373,50 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
   return n % 128 == 0 && k % 128 == 0;  // W8A8: FP8 block-128 or MXFP8
 }
 
-void tma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
-  WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
-           "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
-  WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
-  WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
-  const bool fp8 = format != WeightFormat::kBF16;
+namespace {
+template <WeightFormat F, int kT>
+void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
+  using L = Tile<F, kT>;
+  const auto kernel = &tma_gemm_kernel<F, kT>;
+  const bool fp8 = F != WeightFormat::kBF16;
   Params tp{};
   tp.g = p;
-  auto go = [&](auto kernel, int rows, int smem) {
-    tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, rows);
-    tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kTokens);
-    const long resident = resident_blocks(kernel, kThreads, smem);
-    const long tiles = long(p.max_blocks) * ((p.n + rows - 1) / rows);
-    launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(smem), stream, pdl, tp);
-  };
-  switch (format) {
-    case WeightFormat::kBF16:
-      return go(&tma_gemm_kernel<WeightFormat::kBF16>, Tile<WeightFormat::kBF16>::kRows,
-                Tile<WeightFormat::kBF16>::bytes());
-    case WeightFormat::kFP8Block128:
-      return go(&tma_gemm_kernel<WeightFormat::kFP8Block128>, Tile<WeightFormat::kFP8Block128>::kRows,
-                Tile<WeightFormat::kFP8Block128>::bytes());
-    case WeightFormat::kMXFP8:
-      return go(&tma_gemm_kernel<WeightFormat::kMXFP8>, Tile<WeightFormat::kMXFP8>::kRows,
-                Tile<WeightFormat::kMXFP8>::bytes());
+  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, L::kRows);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT);
+  const long resident = resident_blocks(kernel, kThreads, L::bytes());
+  const long tiles = long(p.max_blocks) * ((p.n + L::kRows - 1) / L::kRows);
+  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream, pdl,
+                tp);
+}
+
+template <WeightFormat F>
+void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t stream, bool pdl) {
+  switch (tile_tokens) {
+    case 8: return launch_tma<F, 8>(p, stream, pdl);
+    case 16: return launch_tma<F, 16>(p, stream, pdl);
+    case 32: return launch_tma<F, 32>(p, stream, pdl);
+    case 64: return launch_tma<F, 64>(p, stream, pdl);
+    case 128: return launch_tma<F, 128>(p, stream, pdl);
+    default: break;
   }
+  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64 or 128, not ",
+                                       tile_tokens));
+}
+}  // namespace
+
+void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl) {
+  WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
+           "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
+  WD_CHECK(tile_tokens == 8 || tile_tokens == 16 || tile_tokens == 32 || tile_tokens == 64 || tile_tokens == 128,
+           "classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64 or 128, not ", tile_tokens);
+  WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
+  WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
+  switch (format) {
+    case WeightFormat::kBF16: return launch_format<WeightFormat::kBF16>(p, tile_tokens, stream, pdl);
+    case WeightFormat::kFP8Block128: return launch_format<WeightFormat::kFP8Block128>(p, tile_tokens, stream, pdl);
+    case WeightFormat::kMXFP8: return launch_format<WeightFormat::kMXFP8>(p, tile_tokens, stream, pdl);
+  }
+  throw InvalidArgument("classical GEMM: unknown weight format");
 }
 
 }  // namespace wd::kernels

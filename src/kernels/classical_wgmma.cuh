@@ -1,6 +1,6 @@
 // wgmma (sm_90a) wrappers for the classical GEMM: one per instruction shape,
 // accumulators spelled out operand by operand (inline asm needs them so).
-// Generated text; the shapes are m64n{64,128} with K-major shared-memory
+// Generated text; the shapes are m64n{8,16,32,64,128} with K-major shared-memory
 // operands described by 128-byte-swizzle descriptors (classical_gemm_impl.cuh).
 //
 // Accumulator layout (the same as mma.sync m16n8 tiles): warp w of the
@@ -40,6 +40,67 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) {
   d |= uint64_t(1024 >> 4) << 32;   // stride byte offset: 8 rows x 128 B
   d |= uint64_t(1) << 62;           // 128-byte swizzle
   return d;
+}
+
+__device__ __forceinline__ void wgmma_m64n8_bf16(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n8_e4m3(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n16_bf16(float (&d)[8], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+      "%8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n32_bf16(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n16_e4m3(float (&d)[8], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n32_e4m3(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 __device__ __forceinline__ void wgmma_m64n64_bf16(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
@@ -112,6 +173,26 @@ __device__ __forceinline__ void wgmma_m64n128_e4m3(float (&d)[64], uint64_t desc
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64nN for the token tile N = 8, 16, 32, 64 or 128 (d holds N/2 floats).
+template <int N>
+__device__ __forceinline__ void mma_bf16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128, "wgmma token tiles built: 8 to 128");
+  if constexpr (N == 8) wgmma_m64n8_bf16(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 16) wgmma_m64n16_bf16(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 32) wgmma_m64n32_bf16(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 64) wgmma_m64n64_bf16(d, desc_a, desc_b, scale_d);
+  else wgmma_m64n128_bf16(d, desc_a, desc_b, scale_d);
+}
+template <int N>
+__device__ __forceinline__ void mma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128, "wgmma token tiles built: 8 to 128");
+  if constexpr (N == 8) wgmma_m64n8_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 16) wgmma_m64n16_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 32) wgmma_m64n32_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 64) wgmma_m64n64_e4m3(d, desc_a, desc_b, scale_d);
+  else wgmma_m64n128_e4m3(d, desc_a, desc_b, scale_d);
 }
 
 // m64n8k32 E4M3 with A from registers (the decode tile of

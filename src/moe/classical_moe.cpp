@@ -92,27 +92,50 @@ bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermed
 }  // namespace
 
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
-  // m = expected tokens per expert under uniform routing. H200 measurements
-  // (docs/CLASSICAL.md): the stream GEMM at T = 8 beats every shared-memory
-  // tile up to m = 8 (B = 128 on qwen3-30b-a3b: BF16 369 µs vs 439 for the
-  // wgmma T = 64 tile; qwen3-235b-a22b FP8 block-128 ties there) and, for
-  // MXFP8, up to m = 12 (B = 192: 415 vs 451 µs); above, the wgmma T = 64
-  // tile, then T = 128 from m = 96 (run 2: 617 µs vs 655 at B = 1024). A
-  // shape the stream GEMM cannot take runs T = 8 on mma.sync up to m = 4.5
-  // (run 2: 362 µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer.
-  // The native-FP8 stream tile (kStreamWgmma) measured slower than the
-  // stream tile for FP8 block-128 (run 3 c6: qwen3-30b-a3b B = 8 102.5 vs
-  // 91.9 µs): not chosen. BF16 from m = 6 to 12: the T = 16 stream tile
-  // (run 3 c9: qwen3-30b-a3b B = 128 356.0 µs vs 371.1 at T = 8 and 439.6 on
-  // wgmma; qwen3-235b-a22b 1323 vs 1574 and 1743; at m = 16 wgmma wins);
-  // for W8A8 its decode costs more than the re-read it saves (B = 128 FP8
-  // block-128 278.6 vs 261.9 at T = 8).
+  return for_batch(s, batch, format, ClassicalMoe::wgmma_available());
+}
+
+ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a) {
+  // m = expected tokens per expert under uniform routing.
   const double m = double(batch) * s.top_k / s.experts;
-  const bool wg = ClassicalMoe::wgmma_available();
   const bool bf16 = format == WeightFormat::kBF16;
-  const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : bf16 ? 6.0 : 8.0;
   ClassicalConfig c;
   c.pdl = true;
+  if (sm90a && tma_fits(s, format)) {
+    // The TMA tile at every batch (session 11 runs 1-2, docs/CLASSICAL.md),
+    // with T the smallest power of two >= 2m (most experts one block, the
+    // padding at most half the rows), and >= m from m = 32 on for W8A8
+    // (qwen3-30b-a3b B = 1024: FP8 block-128 298.7 µs at T = 64 vs 316.5
+    // at 128, MXFP8 540.7 vs 600.1; BF16 458.2 at 128 vs 481.7). Against the
+    // stream tile it wins at every B for W8A8 (FP8 block-128 B = 1 25.4 vs
+    // 29.3 µs, B = 128 181.1 vs 264.5) and for BF16 on qwen3-235b-a22b (B = 8
+    // 480.1 vs 498.6); BF16 experts of up to 2^21 weights a projection
+    // (qwen3-30b-a3b) keep the stream tile up to m = 2 (B = 8 133.8 vs 139.9
+    // µs, B = 32 271.0 vs 271.3), where the TMA tile's fixed cost per tile
+    // weighs more against their short K.
+    if (bf16 && m <= 2.0 && double(s.hidden) * s.intermediate <= double(1 << 21) && stream_fits(s, format)) {
+      c.tile_tokens = 8;
+      c.gemm = ClassicalGemm::kStream;
+      return c;
+    }
+    const double want = (!bf16 && m > 32.0) ? m : 2.0 * m;
+    c.tile_tokens = 8;
+    while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
+    c.gemm = ClassicalGemm::kTma;
+    return c;
+  }
+  // Without the TMA tile (H200 measurements before it, docs/CLASSICAL.md):
+  // the stream GEMM at T = 8 beats every shared-memory tile up to m = 8
+  // (B = 128 on qwen3-30b-a3b: BF16 369 µs vs 439 for the wgmma T = 64
+  // tile; qwen3-235b-a22b FP8 block-128 ties there) and, for MXFP8, up to
+  // m = 12 (B = 192: 415 vs 451 µs); above, the wgmma T = 64 tile, then
+  // T = 128 from m = 96 (run 2: 617 µs vs 655 at B = 1024). A shape the
+  // stream GEMM cannot take runs T = 8 on mma.sync up to m = 4.5 (run 2: 362
+  // µs vs 376 at T = 16, B = 64). PDL saves 4-6 µs a layer. BF16 from m = 6
+  // to 12: the T = 16 stream tile (run 3 c9: qwen3-30b-a3b B = 128 356.0 µs
+  // vs 371.1 at T = 8 and 439.6 on wgmma); for W8A8 its decode costs more
+  // than the re-read it saves (B = 128 FP8 block-128 278.6 vs 261.9 at T = 8).
+  const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : bf16 ? 6.0 : 8.0;
   if (m <= stream_up_to && stream_fits(s, format)) {
     c.tile_tokens = 8;
     c.gemm = ClassicalGemm::kStream;
@@ -121,15 +144,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {
     c.tile_tokens = 8;
-  } else if (wg && m >= (format == WeightFormat::kMXFP8 ? 64.0 : 16.0) &&
-             ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(s, format)) {
-    // The TMA tile (BF16, FP8 block-128) from 16 tokens per expert (session
-    // 10 run 1, qwen3-30b-a3b BF16: B = 256 429.9 µs vs 443.3 on the wgmma
-    // T = 64 tile, B = 1024 463.4 vs 616.6, B = 4096 982.7 vs 1479.3 at
-    // T = 128; FP8 block-128 level at B = 256, 328.2 vs 432.9 at 1024).
-    c.tile_tokens = 128;
-    c.gemm = ClassicalGemm::kTma;
-  } else if (wg) {
+  } else if (sm90a) {
     c.tile_tokens = m <= 96 ? 64 : 128;
     c.gemm = ClassicalGemm::kWgmma;
   } else {
@@ -140,6 +155,11 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
   }
   return c;
+}
+
+bool ClassicalConfig::tma_fits(const MoeShape& s, WeightFormat format) {
+  return kernels::tma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
+         kernels::tma_gemm_fits(format, s.hidden, s.intermediate);
 }
 
 bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
@@ -157,10 +177,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
       return tile_tokens == 8 && ClassicalMoe::wgmma_available() &&
              kernels::stream_wgmma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
              kernels::stream_wgmma_gemm_fits(format, s.hidden, s.intermediate);
-    case ClassicalGemm::kTma:
-      return tile_tokens == 128 && ClassicalMoe::wgmma_available() &&
-             kernels::tma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
-             kernels::tma_gemm_fits(format, s.hidden, s.intermediate);
+    case ClassicalGemm::kTma: return ClassicalMoe::wgmma_available() && tma_fits(s, format);
   }
   return false;
 }
@@ -172,7 +189,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
     for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
-    v.push_back(ClassicalConfig{128, ClassicalGemm::kTma, pdl});
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
   }
   return v;
 }

@@ -421,27 +421,31 @@ TEST(Classical, EveryTileConfiguration) {
   }
 }
 
-// The TMA prefill tile (sm_90a) on what the small shapes above do not reach:
-// tiles past an expert's last row (N = 192, 160) and past K (K = 160, 96,
-// zero-filled by TMA), several tiles per persistent block and the slot ring
-// wrapping across them (qwen3-30b-a3b's H and I, 32 experts).
+// The TMA tile (sm_90a), every T, on what the small shapes above do not
+// reach: tiles past an expert's last row (N = 192, 160) and past K (K = 160,
+// 96, zero-filled by TMA), several tiles per persistent block and the slot
+// ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts).
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
-  const ClassicalConfig tma{128, ClassicalGemm::kTma, true};
   MoeShape real = preset_shape("qwen3-30b-a3b");
   real.experts = 32;
   const MoeShape awkward = make_shape(160, 96, 20, 6);
-  if (!tma.supports(awkward, WeightFormat::kBF16)) GTEST_SKIP() << "no sm_90a device";
-  {
+  if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
+    GTEST_SKIP() << "no sm_90a device";
+  for (int t : {8, 16, 32, 64, 128}) {
+    const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
     const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
     ClassicalMoe moe(awkward, 1024);
     for (int B : {5, 300, 1024})
-      check_path(moe, layer, B, fresh_seed(), "tma bf16 H=160 B=" + std::to_string(B), &tma);
+      check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
-    check_path(moe, layer, 256, fresh_seed(), std::string("tma ") + to_string(f) + " H=2048 B=256", &tma);
+    for (int t : {8, 128}) {
+      const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
+      check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
+    }
   }
 }
 

@@ -22,6 +22,44 @@ MoeShape shape_of(int hidden, int intermediate) {
   return s;
 }
 
+// On an sm_90a device: the TMA tile at every batch, T the smallest power of
+// two >= 2m (>= m from m = 32 for W8A8), except BF16 experts of up to 2^21
+// weights a projection, which keep the stream tile up to m = 2.
+TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
+  const MoeShape small = preset_shape("qwen3-30b-a3b"), big = preset_shape("qwen3-235b-a22b");  // m = B / 16
+  const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
+  auto label = [](const MoeShape& s, int B, WeightFormat f) { return ClassicalConfig::for_batch(s, B, f, true).label(); };
+  for (int B : {1, 8, 32}) EXPECT_EQ(label(small, B, bf16), "t8/stream/pdl") << B;
+  EXPECT_EQ(label(small, 33, bf16), "t8/tma/pdl");
+  EXPECT_EQ(label(small, 64, bf16), "t8/tma/pdl");
+  EXPECT_EQ(label(small, 65, bf16), "t16/tma/pdl");
+  EXPECT_EQ(label(small, 128, bf16), "t16/tma/pdl");
+  EXPECT_EQ(label(small, 256, bf16), "t32/tma/pdl");
+  EXPECT_EQ(label(small, 512, bf16), "t64/tma/pdl");
+  EXPECT_EQ(label(small, 1024, bf16), "t128/tma/pdl");
+  EXPECT_EQ(label(small, 4096, bf16), "t128/tma/pdl");
+  for (int B : {1, 8, 32, 64}) EXPECT_EQ(label(big, B, bf16), "t8/tma/pdl") << B;
+  for (WeightFormat f : {fp8, mx})
+    for (const MoeShape& s : {small, big}) {
+      for (int B : {1, 2, 64}) EXPECT_EQ(label(s, B, f), "t8/tma/pdl") << B;
+      EXPECT_EQ(label(s, 128, f), "t16/tma/pdl");
+      EXPECT_EQ(label(s, 256, f), "t32/tma/pdl");
+      EXPECT_EQ(label(s, 512, f), "t64/tma/pdl");
+      EXPECT_EQ(label(s, 1024, f), "t64/tma/pdl");
+      EXPECT_EQ(label(s, 1025, f), "t128/tma/pdl");
+      EXPECT_EQ(label(s, 4096, f), "t128/tma/pdl");
+    }
+  // A shape the TMA tile does not take (N = H = 132, not a multiple of 8)
+  // keeps the choice of a device without it, except that wgmma is there.
+  const MoeShape odd = shape_of(132, 96);
+  EXPECT_FALSE(ClassicalConfig::tma_fits(odd, bf16));
+  EXPECT_EQ(ClassicalConfig::for_batch(odd, 1, bf16, true).label(), "t8/pdl");
+  EXPECT_EQ(ClassicalConfig::for_batch(odd, 1024, bf16, true).label(), "t64/wgmma/pdl");
+  EXPECT_EQ(ClassicalConfig::for_batch(odd, 1024, bf16, false).label(), "t128/pdl");
+}
+
+// Without sm_90a kernels: the stream GEMM where the shape fits, then the
+// shared-memory tiles.
 TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
   for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
     const MoeShape s = preset_shape(preset);
@@ -31,7 +69,7 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
       const bool bf16 = f == WeightFormat::kBF16;
       const int up_to = s.experts * (f == WeightFormat::kMXFP8 ? 12 : bf16 ? 6 : 8) / s.top_k;
       for (int B : {1, 8, 32, 64, up_to}) {
-        const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
+        const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f, false);
         EXPECT_EQ(c.label(), "t8/stream/pdl") << preset << " B=" << B;
         EXPECT_TRUE(c.supports(s, f)) << c.label();
       }
@@ -39,11 +77,11 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
       const int up_to16 = s.experts * 12 / s.top_k;
       if (bf16) {
         for (int B : {up_to + 1, up_to16})
-          EXPECT_EQ(ClassicalConfig::for_batch(s, B, f).label(), "t16/stream/pdl") << preset << " B=" << B;
+          EXPECT_EQ(ClassicalConfig::for_batch(s, B, f, false).label(), "t16/stream/pdl") << preset << " B=" << B;
       }
       // Above, larger tiles: never the stream GEMM.
       for (int B : {(bf16 ? up_to16 : up_to) + 1, 1024})
-        EXPECT_NE(ClassicalConfig::for_batch(s, B, f).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
+        EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
     }
   }
 }
@@ -55,7 +93,7 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE(ClassicalConfig::stream_fits(shape_of(256, 192), WeightFormat::kFP8Block128));  // I % 128 != 0
   EXPECT_TRUE(ClassicalConfig::stream_fits(shape_of(384, 256), WeightFormat::kMXFP8));
   // A shape the stream GEMM cannot take gets the mma.sync tile at T = 8.
-  const ClassicalConfig c = ClassicalConfig::for_batch(shape_of(160, 96), 1, WeightFormat::kBF16);
+  const ClassicalConfig c = ClassicalConfig::for_batch(shape_of(160, 96), 1, WeightFormat::kBF16, false);
   EXPECT_EQ(c.tile_tokens, 8);
   EXPECT_EQ(c.gemm, ClassicalGemm::kMmaSync);
   EXPECT_EQ(c.label(), "t8/pdl");
@@ -66,8 +104,8 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma}).supports(q, WeightFormat::kMXFP8));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
-  // The TMA tile: T = 128 only (and nowhere without an sm_90a device).
-  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma}).supports(q, WeightFormat::kBF16));
+  // The TMA tile: T = 8 to 128 (and nowhere without an sm_90a device).
+  EXPECT_FALSE((ClassicalConfig{256, ClassicalGemm::kTma}).supports(q, WeightFormat::kBF16));
   if (!ClassicalMoe::wgmma_available()) {
     EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma}).supports(q, WeightFormat::kMXFP8));
   }
@@ -96,8 +134,10 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   p.k = 256;
   p.max_blocks = 1;
   p.experts = 4;
-  // T = 128 only.
-  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 64, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
+  // T = 8, 16, 32, 64 or 128 only.
+  for (int t : {4, 48, 256})
+    EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, t, kernels::GemmKernel::kTma, nullptr), InvalidArgument)
+        << t;
   // The tensor map needs the weights' extent.
   p.experts = 0;
   EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
@@ -112,14 +152,17 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
-      "t128/tma", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl",
-      "t16/stream/pdl", "t8/stream-wgmma/pdl", "t128/tma/pdl"};
+      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl",
+      "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl",
+      "t8/tma/pdl", "t16/tma/pdl", "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8})
     for (int B : {1, 64, 128, 1024, 4096})
-      EXPECT_NE(std::find(want.begin(), want.end(), ClassicalConfig::for_batch(s, B, f).label()), want.end()) << B;
+      for (bool sm90a : {false, true})
+        EXPECT_NE(std::find(want.begin(), want.end(), ClassicalConfig::for_batch(s, B, f, sm90a).label()), want.end())
+            << B;
 }
 
 TEST(ClassicalConfig, Labels) {
