@@ -92,11 +92,13 @@ __global__ void topk_softmax_kernel(const __grid_constant__ TopKParams p) {
 // contiguous slice; pass 1 counts each expert's entries per warp, the
 // per-expert totals, exclusive per-warp starts and padded offsets (a warp scan
 // over experts) follow, and pass 2 walks the slices again and places each
-// entry. Above (prefill), three kernels spread the same work over chunks of
-// kAlignChunk entries: count (per chunk), scan (one block: each chunk's
-// start per expert, the padded offsets), place (per chunk: the one-block
-// scheme inside the chunk from the chunk's starts). One block took 80 µs for
-// the 32768 entries of 4096 tokens (session 10 run 1).
+// entry. Above (prefill), two kernels spread the same work over chunks of
+// kAlignChunk entries: count (per chunk), then place (per chunk: every block
+// scans the chunks' counts for its own starts and the padded offsets, block 0
+// publishes them; then the one-block scheme inside the chunk). One block
+// took 80 µs for the 32768 entries of 4096 tokens (session 10 run 1); a
+// separate one-block scan kernel between the two, one more launch and round
+// trip, 18 µs at 1024 tokens (session 11).
 constexpr int kAlignOneBlock = 2048;
 constexpr int kAlignChunk = 1024;
 constexpr int kAlignChunkWarps = 8;  // 128 entries a warp
@@ -154,13 +156,13 @@ __device__ __forceinline__ void align_place(const AlignParams& p, int begin, int
     }
   }
 }
-// From the per-expert totals in s_off[0, E): counts, padded offsets (in
-// s_off[0, E] and p.offsets), meta, the block table and the padding rows'
-// -1. Called by every thread of one block.
-__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off) {
+// From the per-expert totals in s_off[0, E): the padded offsets in
+// s_off[0, E]; with publish, also counts, p.offsets, meta, the block table
+// and the padding rows' -1. Called by every thread of a block.
+__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, bool publish) {
   const int E = p.experts, T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    p.counts[e] = s_off[e];
+    if (publish) p.counts[e] = s_off[e];
     s_off[e] = (s_off[e] + T - 1) / T * T;
   }
   __syncthreads();
@@ -179,6 +181,7 @@ __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_o
     if (lane == kWarpSize - 1) s_off[E] = incl;
   }
   __syncthreads();
+  if (!publish) return;
   const int total = s_off[E];
   for (int e = threadIdx.x; e <= E; e += blockDim.x) p.offsets[e] = s_off[e];
   if (threadIdx.x == 0) {
@@ -189,6 +192,21 @@ __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_o
     const int lo = s_off[e], hi = s_off[e + 1], cnt = p.counts[e];
     for (int b = lo / T; b < hi / T; ++b) p.block_expert[b] = e;
     for (int r = lo + cnt; r < hi; ++r) p.sorted_entries[r] = -1;
+  }
+}
+// s_cnt (warps, E) holds each warp's count per expert; it becomes each
+// warp's first row per expert, counted from first(e). totals (if given)
+// receives first(e) + the expert's count.
+template <class First>
+__device__ __forceinline__ void align_warp_starts(int32_t* s_cnt, int warps, int E, First first, int32_t* totals) {
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = first(e);
+    for (int w = 0; w < warps; ++w) {
+      const int c = s_cnt[w * E + e];
+      s_cnt[w * E + e] = run;
+      run += c;
+    }
+    if (totals != nullptr) totals[e] = run;
   }
 }
 
@@ -208,18 +226,9 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   align_count(p, begin, end, lane, my_cnt);
   __syncthreads();
   // Per-expert totals; s_cnt becomes each warp's exclusive start.
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int run = 0;
-    for (int w = 0; w < warps; ++w) {
-      const int c = s_cnt[w * E + e];
-      s_cnt[w * E + e] = run;
-      run += c;
-    }
-    s_off[e] = run;
-  }
+  align_warp_starts(s_cnt, warps, E, [](int) { return 0; }, s_off);
   __syncthreads();
-  align_offsets(p, s_off);
-  __syncthreads();
+  align_offsets(p, s_off, true);
   align_place(p, begin, end, lane, my_cnt, s_off);
 }
 
@@ -240,53 +249,39 @@ __global__ void align_count_kernel(const __grid_constant__ AlignParams p) {
   for (int e = threadIdx.x; e < E; e += blockDim.x) p.chunk_counts[size_t(blockIdx.x) * E + e] = s_cnt[e];
 }
 
-// Multi-block, 2 (one block): per expert, each chunk's first row (absolute,
-// in p.chunk_counts), the totals and the padded offsets.
-__global__ void align_scan_kernel(const __grid_constant__ AlignParams p) {
-  __shared__ int32_t s_off[kMaxTopKExperts + 1];
-  wait_for_previous_kernel();
-  allow_next_kernel();
-  const int E = p.experts, chunks = (p.entries + kAlignChunk - 1) / kAlignChunk;
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int run = 0;
-    for (int c = 0; c < chunks; ++c) {
-      int32_t& v = p.chunk_counts[size_t(c) * E + e];
-      const int n = v;
-      v = run;
-      run += n;
-    }
-    s_off[e] = run;
-  }
-  __syncthreads();
-  align_offsets(p, s_off);
-  for (int e = threadIdx.x; e < E; e += blockDim.x)
-    for (int c = 0; c < chunks; ++c) p.chunk_counts[size_t(c) * E + e] += s_off[e];
-}
-
-// Multi-block, 3: the one-block scheme inside each chunk, from the chunk's
-// first rows.
+// Multi-block, 2: the one-block scheme inside each chunk, from the chunk's
+// first rows per expert: the padded offset (every block scans the totals of
+// all chunks' counts; block 0 publishes them) + the expert's entries in the
+// chunks before it.
 __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
   __shared__ int32_t s_cnt[kAlignChunkWarps * kMaxTopKExperts];
+  __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  __shared__ int32_t s_before[kMaxTopKExperts];
   wait_for_previous_kernel();
   allow_next_kernel();
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int E = p.experts;
+  const int E = p.experts, chunks = (p.entries + kAlignChunk - 1) / kAlignChunk, me = blockIdx.x;
+  // The counts are the previous kernel's: L2-coherent loads (an L1 line from
+  // an earlier call could be stale).
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int total = 0, before = 0;
+    for (int c = 0; c < chunks; ++c) {
+      if (c == me) before = total;
+      total += __ldcg(p.chunk_counts + size_t(c) * E + e);
+    }
+    s_off[e] = total;
+    s_before[e] = before;
+  }
   for (int i = threadIdx.x; i < kAlignChunkWarps * E; i += blockDim.x) s_cnt[i] = 0;
   __syncthreads();
+  align_offsets(p, s_off, me == 0);
   constexpr int kPerWarp = kAlignChunk / kAlignChunkWarps;
-  const int begin = min(p.entries, int(blockIdx.x) * kAlignChunk + warp * kPerWarp);
+  const int begin = min(p.entries, me * kAlignChunk + warp * kPerWarp);
   const int end = min(p.entries, begin + kPerWarp);
   int32_t* my_cnt = s_cnt + warp * E;
   align_count(p, begin, end, lane, my_cnt);
   __syncthreads();
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int run = p.chunk_counts[size_t(blockIdx.x) * E + e];
-    for (int w = 0; w < kAlignChunkWarps; ++w) {
-      const int c = s_cnt[w * E + e];
-      s_cnt[w * E + e] = run;
-      run += c;
-    }
-  }
+  align_warp_starts(s_cnt, kAlignChunkWarps, E, [&](int e) { return s_off[e] + s_before[e]; }, nullptr);
   __syncthreads();
   align_place(p, begin, end, lane, my_cnt, nullptr);
 }
@@ -500,8 +495,6 @@ void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl) {
   if (p.entries > kAlignOneBlock && p.chunk_counts != nullptr) {
     const unsigned chunks = unsigned((p.entries + kAlignChunk - 1) / kAlignChunk);
     launch_kernel(align_count_kernel, dim3(chunks), dim3(256), 0, stream, pdl, p);
-    launch_kernel(align_scan_kernel, dim3(1), dim3(unsigned(std::min(1024, (p.experts + 31) / 32 * 32))), 0, stream,
-                  pdl, p);
     launch_kernel(align_place_kernel, dim3(chunks), dim3(kAlignChunkWarps * kWarpSize), 0, stream, pdl, p);
     return;
   }

@@ -27,9 +27,9 @@ std::vector<CrossoverEntry> built_in_entries() {
   return {
       // preset, H, I, E, K, format, crossover
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 24},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 16},
   };
 }
 
