@@ -218,15 +218,20 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   allow_next_kernel();
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int E = p.experts, N = p.entries;
-  for (int i = threadIdx.x; i < warps * E; i += blockDim.x) s_cnt[i] = 0;
-  __syncthreads();
+  // Slices of whole 32-entry steps; only the first `used` warps get entries
+  // (one at B = 1), and only their counters are cleared and summed. All the
+  // block's threads stay for the per-expert loops (a block of one warp per
+  // slice was slower: session 8, session 11 run 5).
   const int per_warp = ((N + warps - 1) / warps + kWarpSize - 1) / kWarpSize * kWarpSize;
-  const int begin = warp * per_warp, end = min(N, begin + per_warp);
+  const int used = (N + per_warp - 1) / per_warp;
+  for (int i = threadIdx.x; i < used * E; i += blockDim.x) s_cnt[i] = 0;
+  __syncthreads();
+  const int begin = warp * per_warp, end = min(N, begin + per_warp);  // empty past `used`
   int32_t* my_cnt = s_cnt + warp * E;
   align_count(p, begin, end, lane, my_cnt);
   __syncthreads();
   // Per-expert totals; s_cnt becomes each warp's exclusive start.
-  align_warp_starts(s_cnt, warps, E, [](int) { return 0; }, s_off);
+  align_warp_starts(s_cnt, used, E, [](int) { return 0; }, s_off);
   __syncthreads();
   align_offsets(p, s_off, true);
   align_place(p, begin, end, lane, my_cnt, s_off);

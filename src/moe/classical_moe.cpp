@@ -110,10 +110,15 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // stream tile it wins at every B for W8A8 (FP8 block-128 B = 1 25.4 vs
     // 29.3 µs, B = 128 181.1 vs 264.5) and for BF16 on qwen3-235b-a22b (B = 8
     // 480.1 vs 498.6); BF16 experts of up to 2^21 weights a projection
-    // (qwen3-30b-a3b) keep the stream tile up to m = 2 (B = 8 133.8 vs 139.9
-    // µs, B = 32 271.0 vs 271.3), where the TMA tile's fixed cost per tile
-    // weighs more against their short K.
-    if (bf16 && m <= 2.0 && double(s.hidden) * s.intermediate <= double(1 << 21) && stream_fits(s, format)) {
+    // (qwen3-30b-a3b) keep the stream tile for 1/8 < m <= 2 (B = 8 133.8 vs
+    // 139.9 µs, B = 32 271.0 vs 271.3): there their few, short 256-row
+    // tiles (6 + 8 a 2048 × 768 expert) fill 1.4-2 waves of the persistent
+    // blocks and the last wave's tail costs more than the deeper loads gain;
+    // at B = 1-2 (m <= 1/8) one wave holds them all and the TMA tile wins
+    // (runs 2, 5, 7: 34.2-34.5 vs 34.6-35.0 µs at B = 1, 52.3-52.5 vs
+    // 53.4-54.0 at B = 2).
+    if (bf16 && m > 0.125 && m <= 2.0 && double(s.hidden) * s.intermediate <= double(1 << 21) &&
+        stream_fits(s, format)) {
       c.tile_tokens = 8;
       c.gemm = ClassicalGemm::kStream;
       return c;

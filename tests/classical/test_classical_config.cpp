@@ -24,12 +24,13 @@ MoeShape shape_of(int hidden, int intermediate) {
 
 // On an sm_90a device: the TMA tile at every batch, T the smallest power of
 // two >= 2m (>= m from m = 32 for W8A8), except BF16 experts of up to 2^21
-// weights a projection, which keep the stream tile up to m = 2.
+// weights a projection, which keep the stream tile for 1/8 < m <= 2.
 TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   const MoeShape small = preset_shape("qwen3-30b-a3b"), big = preset_shape("qwen3-235b-a22b");  // m = B / 16
   const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
   auto label = [](const MoeShape& s, int B, WeightFormat f) { return ClassicalConfig::for_batch(s, B, f, true).label(); };
-  for (int B : {1, 8, 32}) EXPECT_EQ(label(small, B, bf16), "t8/stream/pdl") << B;
+  for (int B : {1, 2}) EXPECT_EQ(label(small, B, bf16), "t8/tma/pdl") << B;
+  for (int B : {3, 8, 32}) EXPECT_EQ(label(small, B, bf16), "t8/stream/pdl") << B;
   EXPECT_EQ(label(small, 33, bf16), "t8/tma/pdl");
   EXPECT_EQ(label(small, 64, bf16), "t8/tma/pdl");
   EXPECT_EQ(label(small, 65, bf16), "t16/tma/pdl");
