@@ -6,13 +6,8 @@
 // routings, every tile configuration, real shapes, graphs and errors.
 //
 // Tolerances (relative L2; reasons in docs/CLASSICAL.md "Accuracy"):
-//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 1.5e-2. The GPU
-//     sums in FP32 (and FP8 MMAs accumulate with ~2^-14 relative precision
-//     inside a 128-K block), so the BF16 rounding of g, u and the E4M3
-//     rounding of h flip to the neighbouring value for the elements that lie
-//     near a rounding boundary; an E4M3 flip is 6-12% of that element. Run 1
-//     on the H200 measured 4-9e-3 for W8A8; a GPU path that skipped the
-//     activation quantization would sit near 0.035 (the exact-layer error).
+//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 2^-5
+//     (kW8A8VsEmulation below, derived there).
 //   GPU vs exact FP64 layer:  BF16 1e-2;  W8A8 <= 2^-4 and >= 5e-3
 //   single GEMM stage vs FP64 on the GPU's own inputs: 4e-3 (BF16 output)
 #include <gtest/gtest.h>
@@ -119,6 +114,29 @@ double rel_l2(const std::vector<double>& ref, const std::vector<double>& y, size
   return st.rel_l2;
 }
 
+// The W8A8 path against its CPU emulation. The GPU sums in FP32, and FP8
+// tensor-core MMAs accumulate with ~2^-14 relative precision inside a 128-K
+// block, so a few per cent of the BF16-rounded g and u land one BF16 ulp
+// (2^-8) from the emulation's. At the element of a group of h with the
+// largest |h| that moves the group's scale s = amax/448 by up to 2^-7 (g and
+// u both); every other element's h/s then shifts by 2^-7 relative and crosses
+// an E4M3 rounding midpoint with probability 2^-7/δ, moving by one step δ·|h|
+// (δ, E4M3's relative step, at most 2^-3): an expected squared error of at
+// most 2^-7·δ·h² <= 2^-10·h², a relative L2 change of at most 2^-5 however
+// many groups it hits, carried linearly to the partials and y. The stage-4
+// quantization of x is bit-identical (same BF16 inputs), and each stage alone
+// is checked exactly (EachStageOnItsOwn, which is what catches a wrong
+// quantization of h: skipping it would land near this bound, while the
+// exact-layer floor of 5e-3 catches skipping both). Observed: 4e-3 to
+// 1.7e-2 (sessions 10-11; the larger on few outputs, B = 3-16).
+constexpr double kW8A8VsEmulation = 0x1p-5;
+
+// Prints the W8A8 distance to the emulation when it is past half the bound,
+// so that the runs' logs show how close the tail comes.
+void note_tail(double e_emu, const std::string& what) {
+  if (e_emu > kW8A8VsEmulation / 2) std::cout << "[ note     ] W8A8 vs emulation " << e_emu << ": " << what << "\n";
+}
+
 // The whole path against both references.
 void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t seed, const std::string& what,
                 const ClassicalConfig* cfg = nullptr, InputKind kind = InputKind::kGaussian,
@@ -134,7 +152,8 @@ void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t see
   size_t nf = 0;
   const double e_emu = rel_l2(emu, y, &nf);
   EXPECT_EQ(nf, 0u) << what << ": unwritten or non-finite outputs";
-  EXPECT_LE(e_emu, w8a8 ? 1.5e-2 : 2e-3) << what << " vs classical reference";
+  EXPECT_LE(e_emu, w8a8 ? kW8A8VsEmulation : 2e-3) << what << " vs classical reference";
+  if (w8a8) note_tail(e_emu, what);
   const double e_exact = rel_l2(exact, y);
   if (w8a8) {
     EXPECT_LE(e_exact, 0.0625) << what << " vs exact FP64";
@@ -585,8 +604,10 @@ TEST(Classical, ForwardAndDispatch) {
       moe.classical().forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
       const auto h2 = dy.download();
       const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B);
-      EXPECT_LE(rel_l2(emu, std::vector<double>(h2.begin(), h2.end())), f == WeightFormat::kBF16 ? 2e-3 : 1.5e-2)
-          << to_string(f) << " B=" << B << " classical forward";
+      const double e_emu = rel_l2(emu, std::vector<double>(h2.begin(), h2.end()));
+      EXPECT_LE(e_emu, f == WeightFormat::kBF16 ? 2e-3 : kW8A8VsEmulation) << to_string(f) << " B=" << B
+                                                                            << " classical forward";
+      if (f != WeightFormat::kBF16) note_tail(e_emu, to_string(f) + std::string(" forward"));
     }
   }
 }
