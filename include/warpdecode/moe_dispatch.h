@@ -6,6 +6,10 @@
 // (bench/results/h200-crossover.json, docs/CLASSICAL.md).
 //
 // Formats warp decode does not stream (FP8 block-128) always go classical.
+// The crossover is a speed measurement: above it MXFP8 weights run the
+// classical W8A8 path, which quantizes the activations to FP8
+// (docs/ACCURACY.md: 18-26× warp decode's error on one qwen3-30b-a3b layer).
+// DispatchPolicy::kBf16Activations keeps them on warp decode instead.
 // MXFP8 weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can
 // be read by warp decode alone: a call the table sends to the classical path
 // throws (MoeWeightsView::require_canonical) rather than change path.
@@ -25,6 +29,17 @@ namespace wd {
 
 enum class MoePath { kWarp, kClassical };
 const char* to_string(MoePath p);  // "warp", "classical"
+
+// What the dispatch may trade for speed.
+//   kFastest          the crossover decides for every format (issue 4's
+//                     dispatch; the default).
+//   kBf16Activations  never quantize activations where warp decode can run
+//                     the format: MXFP8 stays on warp decode at every batch
+//                     (a batch past its maximum is refused, not quantized).
+//                     BF16 is unaffected (both paths keep BF16 activations);
+//                     FP8 block-128 has only the W8A8 path.
+enum class DispatchPolicy { kFastest, kBf16Activations };
+const char* to_string(DispatchPolicy p);  // "fastest", "bf16-activations"
 
 struct CrossoverEntry {
   std::string preset;  // informative; lookups use the dimensions
@@ -62,12 +77,21 @@ class CrossoverTable {
   std::string source_ = "empty";
 };
 
+// The path of a call: pure host logic, the rule MoeDispatch::choose applies
+// (warp_max_batch: the largest batch its warp-decode layer takes). Throws
+// wd::InvalidArgument for a batch < 1, and for an MXFP8 batch past
+// warp_max_batch under kBf16Activations.
+MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
+                    int warp_max_batch, DispatchPolicy policy);
+
 class MoeDispatch {
  public:
-  MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table = CrossoverTable::from_environment());
+  MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table = CrossoverTable::from_environment(),
+              DispatchPolicy policy = DispatchPolicy::kFastest);
   ~MoeDispatch();
 
   MoePath choose(WeightFormat f, int batch) const;
+  DispatchPolicy policy() const { return policy_; }
 
   // Router + experts / experts alone, on the chosen path (same contracts as
   // WarpDecodeMoe and ClassicalMoe: stream-ordered, graph-capturable).
@@ -83,6 +107,7 @@ class MoeDispatch {
  private:
   MoeShape shape_;
   CrossoverTable table_;
+  DispatchPolicy policy_;
   std::unique_ptr<WarpDecodeMoe> warp_;
   std::unique_ptr<ClassicalMoe> classical_;
 };

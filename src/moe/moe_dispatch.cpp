@@ -14,6 +14,9 @@
 namespace wd {
 
 const char* to_string(MoePath p) { return p == MoePath::kWarp ? "warp" : "classical"; }
+const char* to_string(DispatchPolicy p) {
+  return p == DispatchPolicy::kFastest ? "fastest" : "bf16-activations";
+}
 
 namespace {
 
@@ -125,8 +128,22 @@ constexpr int kWarpMaxBatch = 4096;  // WarpDecodeMoe's limit
 bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
 }  // namespace
 
-MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table)
-    : shape_(shape), table_(std::move(table)) {
+MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
+                    int warp_max_batch, DispatchPolicy policy) {
+  WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
+  if (!warp_streams(f)) return MoePath::kClassical;
+  if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
+    WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
+             warp_max_batch, ", and the bf16-activations policy does not send MXFP8 weights to the W8A8 path");
+    return MoePath::kWarp;
+  }
+  if (batch > warp_max_batch) return MoePath::kClassical;
+  const int c = table.crossover(shape, f);
+  return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
+}
+
+MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table, DispatchPolicy policy)
+    : shape_(shape), table_(std::move(table)), policy_(policy) {
   warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, kWarpMaxBatch));
   classical_ = std::make_unique<ClassicalMoe>(shape, max_batch);
 }
@@ -134,9 +151,7 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 MoeDispatch::~MoeDispatch() = default;
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch) const {
-  if (!warp_streams(f) || batch > warp_->max_batch()) return MoePath::kClassical;
-  const int c = table_.crossover(shape_, f);
-  return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_);
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,

@@ -78,5 +78,34 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
   }
 }
 
+// The dispatch rule (MoeDispatch::choose) without a GPU: the crossover for
+// every format under kFastest; MXFP8 kept on warp decode, and a batch past
+// warp decode's maximum refused, under kBf16Activations.
+TEST(CrossoverTable, ChoosePathFollowsTheCrossoverAndThePolicy) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  CrossoverTable t;
+  t.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kBF16, 64});
+  t.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 24});
+  const int max = 256;
+  using P = DispatchPolicy;
+  auto path = [&](WeightFormat f, int B, P p) { return choose_path(t, s, f, B, max, p); };
+  for (P p : {P::kFastest, P::kBf16Activations}) {
+    // BF16: the crossover, then the classical path past warp decode's maximum.
+    EXPECT_EQ(path(WeightFormat::kBF16, 63, p), MoePath::kWarp) << to_string(p);
+    EXPECT_EQ(path(WeightFormat::kBF16, 64, p), MoePath::kClassical) << to_string(p);
+    EXPECT_EQ(path(WeightFormat::kBF16, max + 1, p), MoePath::kClassical) << to_string(p);
+    // FP8 block-128: warp decode does not stream it.
+    EXPECT_EQ(path(WeightFormat::kFP8Block128, 1, p), MoePath::kClassical) << to_string(p);
+    EXPECT_THROW(path(WeightFormat::kBF16, 0, p), InvalidArgument) << to_string(p);
+  }
+  EXPECT_EQ(path(WeightFormat::kMXFP8, 23, P::kFastest), MoePath::kWarp);
+  EXPECT_EQ(path(WeightFormat::kMXFP8, 24, P::kFastest), MoePath::kClassical);
+  EXPECT_EQ(path(WeightFormat::kMXFP8, max + 1, P::kFastest), MoePath::kClassical);
+  for (int B : {1, 24, 200, max}) EXPECT_EQ(path(WeightFormat::kMXFP8, B, P::kBf16Activations), MoePath::kWarp) << B;
+  EXPECT_THROW(path(WeightFormat::kMXFP8, max + 1, P::kBf16Activations), InvalidArgument);
+  EXPECT_STREQ(to_string(P::kFastest), "fastest");
+  EXPECT_STREQ(to_string(P::kBf16Activations), "bf16-activations");
+}
+
 }  // namespace
 }  // namespace wd
