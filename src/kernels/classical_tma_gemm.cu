@@ -1,8 +1,10 @@
 // The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
 // classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16 or W8A8 (FP8
-// block-128 or MXFP8 weights), sm_90a. Built for prefill (T = 128); the
-// smaller T are the same kernel for the batches where an expert has a few
-// dozen tokens, which T = 128 would mostly pad.
+// block-128 or MXFP8 weights), sm_90a. Built for prefill (T = 128); with T
+// sized to the tokens per expert it is the default at decode batches too
+// (ClassicalConfig::for_batch): there the producer warp keeps 100-200 KB of
+// weights in flight per SM with two TMA instructions a slot, which the
+// register-streaming tiles cannot (docs/CLASSICAL.md, session 11).
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per
@@ -68,9 +70,11 @@ static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of on
 // accumulators: 128 floats at T = 128); a tile reads 0.75 × the L2 bytes per
 // MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096 tokens,
 // level at 256-1024). W8A8: 128 weight rows (one m64nT each, T/2
-// accumulators and T/2 partial sums). As many slots as fit one block per SM
-// (up to 8): 4 of 48 KB for BF16 at T = 128, 6 of 33 KB for W8A8; the
-// smaller T keep more weight bytes in flight, which is what bounds them.
+// accumulators and T/2 partial sums). As many slots as fit one block per SM,
+// up to 8: 4 of 48 KB for BF16 at T = 128, 6 of 33 KB for W8A8; the smaller
+// T keep more weight bytes in flight (BF16 T = 8: 6 × 32 KB). Up to 12 slots
+// measured slower for W8A8 at decode batches, and 128-row BF16 tiles at
+// T <= 32 slower from one token per expert on (session 11 run 5).
 template <WeightFormat F, int kT>
 struct Tile {
   static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128, "token tiles: 8 to 128");
