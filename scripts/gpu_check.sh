@@ -15,6 +15,10 @@
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
+#     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
+#             table beside warp decode (h200-moe-classical.json), the prefill table
+#             with stages (h200-moe-prefill.json) and the crossover tune
+#             (h200-crossover.json: copy its entries into src/moe/moe_dispatch.cpp)
 #     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
 #              --families (the default beside the other kernel family, scalar /
 #              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
@@ -142,6 +146,40 @@ if [ "$MODE" = source ]; then
   finish
 fi
 
+if [ "$MODE" = classical ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_classical_gpu_tests" >"$LOG/classical-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  FAILED  \]|Failure|\[ note" -A3 "$LOG/classical-tests.log" | head -30
+  note "classical     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/classical-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
+      --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
+    note "classical san $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
+  done
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
+    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
+  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
+    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
+    >"$LOG/bench-prefill.log" 2>&1
+  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --tune --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8 \
+    --tune-batch 8,16,24,32,48,64,96,128 --tune-json "$OUT/h200-crossover.json" >"$LOG/tune.log" 2>&1
+  note "tune          rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-crossover.json"
+  {
+    grep -E "^# measured" "$LOG/bench-classical.log" | head -1
+    grep -E "^qwen" "$LOG/bench-classical.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
+    grep -E "^qwen" "$LOG/bench-prefill.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
+    grep -E "^# crossover" "$LOG/tune.log"
+  } >"$LOG/classical-table.txt"
+  cat "$LOG/classical-table.txt"
+  finish
+fi
+
 if [ "$MODE" = compare ]; then
   warp_tests
   for tool in memcheck racecheck; do
@@ -207,7 +245,7 @@ if [ "$MODE" != bench ]; then
     if command -v compute-sanitizer >/dev/null; then
       for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-          --gtest_filter=Classical.SanitizerCase >"$LOG/classical-sanitizer-$tool.log" 2>&1
+          --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
         rc=$?
         note "classical san $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
       done
