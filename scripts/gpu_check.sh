@@ -50,6 +50,37 @@ warp_tests() {
   grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
 }
+# The classical path's GPU tests and its sanitizer cases (full, quick and classical modes).
+classical_tests() {
+  local t0 rc tool
+  t0=$(date +%s)
+  "$BIN/warpdecode_classical_gpu_tests" --gtest_output=json:"$LOG/classical-tests.json" >"$LOG/classical-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|^\[ note" "$LOG/classical-tests.log" | head -40
+  note "classical     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/classical-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  command -v compute-sanitizer >/dev/null || { note "classical san: compute-sanitizer not found"; return; }
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
+      --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
+    rc=$?
+    note "classical san $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
+  done
+}
+# The classical path beside warp decode at decode batches, then prefill (the
+# classical path alone: warp decode is 10-40x slower there), each stage timed
+# too (full and classical modes). Arguments go to the side-by-side run.
+classical_benches() {
+  local t0
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
+    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
+  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
+  t0=$(date +%s)
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
+    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
+    >"$LOG/bench-prefill.log" 2>&1
+  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+}
 # The end of every mode that stops early: the summary, the logs packed.
 finish() {
   printf '%s\n' "${SUMMARY[@]}"
@@ -147,25 +178,8 @@ if [ "$MODE" = source ]; then
 fi
 
 if [ "$MODE" = classical ]; then
-  t0=$(date +%s)
-  "$BIN/warpdecode_classical_gpu_tests" >"$LOG/classical-tests.log" 2>&1
-  rc=$?
-  grep -E "^\[  FAILED  \]|Failure|\[ note" -A3 "$LOG/classical-tests.log" | head -30
-  note "classical     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/classical-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-      --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
-    note "classical san $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
-  done
-  t0=$(date +%s)
-  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
-    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
-  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
-  t0=$(date +%s)
-  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
-    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
-    >"$LOG/bench-prefill.log" 2>&1
-  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+  classical_tests
+  classical_benches "$@"
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --tune --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8 \
     --tune-batch 8,16,24,32,48,64,96,128 --tune-json "$OUT/h200-crossover.json" >"$LOG/tune.log" 2>&1
@@ -236,21 +250,7 @@ if [ "$MODE" != bench ]; then
     fi
   done
   # The classical expert-centric path (issue 4): its GPU tests and sanitizer case.
-  if [ -x "$BIN/warpdecode_classical_gpu_tests" ]; then
-    t0=$(date +%s)
-    "$BIN/warpdecode_classical_gpu_tests" --gtest_output=json:"$LOG/classical-tests.json" >"$LOG/classical-tests.log" 2>&1
-    rc=$?
-    grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure" "$LOG/classical-tests.log" | head -40
-    note "classical     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/classical-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
-    if command -v compute-sanitizer >/dev/null; then
-      for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-          --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
-        rc=$?
-        note "classical san $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
-      done
-    fi
-  fi
+  [ -x "$BIN/warpdecode_classical_gpu_tests" ] && classical_tests
 fi
 
 # The accuracy harness end to end on the GPU kernels (issue 5; tiny preset, a few seconds).
@@ -278,18 +278,7 @@ if [ "$MODE" != quick ]; then
     --json "$OUT/h200-moe-tiled-only.json" >"$LOG/bench-moe-tiled-only.log" 2>&1
   note "bench (tiled) rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-tiled-only.json"
 fi
-if [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ]; then
-  t0=$(date +%s)
-  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
-    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
-  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
-  # Prefill: the classical path alone (warp decode is 10-40x slower there), each stage timed too.
-  t0=$(date +%s)
-  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
-    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
-    >"$LOG/bench-prefill.log" 2>&1
-  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
-fi
+[ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ] && classical_benches
 
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is

@@ -89,6 +89,12 @@ bool tile_allowed(int t) { return t == 8 || t == 16 || t == 32 || t == 64 || t =
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
 // in 128 × 128 blocks): H and I must be multiples of 128.
 bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
+// The smallest token tile (8 to 128) of at least `want` rows.
+int tile_at_least(double want) {
+  int t = 8;
+  while (t < 128 && t < want) t *= 2;
+  return t;
+}
 }  // namespace
 
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
@@ -123,9 +129,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
       c.gemm = ClassicalGemm::kStream;
       return c;
     }
-    const double want = (!bf16 && m > 32.0) ? m : 2.0 * m;
-    c.tile_tokens = 8;
-    while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
+    c.tile_tokens = tile_at_least((!bf16 && m > 32.0) ? m : 2.0 * m);
     c.gemm = ClassicalGemm::kTma;
     return c;
   }
@@ -155,9 +159,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   } else {
     // Elsewhere: T covers an expert's tokens with high probability (mean m,
     // spread ~ sqrt(m)), so that most experts are one block.
-    const double want = m + 3.0 * std::sqrt(m) + 1.0;
-    c.tile_tokens = 8;
-    while (c.tile_tokens < 128 && c.tile_tokens < want) c.tile_tokens *= 2;
+    c.tile_tokens = tile_at_least(m + 3.0 * std::sqrt(m) + 1.0);
   }
   return c;
 }
