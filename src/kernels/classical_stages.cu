@@ -296,18 +296,23 @@ __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
 // read once and written to its K sorted rows; all of a row's loads are in
 // flight together (a warp per row was latency-bound: 12 µs at B = 1, run 1).
 __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
-  wait_for_previous_kernel();
-  allow_next_kernel();
   const int b = blockIdx.x, lane = threadIdx.x % kWarpSize;
   const int H = p.hidden, K = p.top_k, chunks = H / 8;
+  const uint16_t* xr = p.x + size_t(b) * H;
+  // x is the layer's input, complete before align (our predecessor) let us
+  // start: the first chunk's load goes out before the wait, the rows (align's
+  // output) after it.
+  const int c_first = threadIdx.x;
+  const uint4 v_first = c_first < chunks ? ld_cached(xr + size_t(c_first) * 8) : make_uint4(0, 0, 0, 0);
+  wait_for_previous_kernel();
+  allow_next_kernel();
   int rows[kMaxK];
 #pragma unroll
-  for (int k = 0; k < kMaxK; ++k) rows[k] = k < K ? __ldg(p.entry_row + size_t(b) * K + k) : -1;
-  const uint16_t* xr = p.x + size_t(b) * H;
+  for (int k = 0; k < kMaxK; ++k) rows[k] = k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
   for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {  // warp-uniform bounds
     const int c = c0 + lane;
     const bool ok = c < chunks;
-    const uint4 v = ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+    const uint4 v = c == c_first ? v_first : ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
     if (!p.quantize) {
       if (!ok) continue;
 #pragma unroll
@@ -350,17 +355,19 @@ constexpr int kSiluBatch = 3;        // I = 768 in one item
 constexpr int kSiluBlocksPerSm = 4;  // 32 warps an SM: at most 64 registers a thread
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
     silu_mul_kernel(const __grid_constant__ SiluMulParams p, int item_batches) {
-  wait_for_previous_kernel();
-  allow_next_kernel();
   const int I = p.intermediate, chunks = I / 8, lane = threadIdx.x % kWarpSize;
   const int item_chunks = item_batches * kWarpSize;
   const int slices = (chunks + item_chunks - 1) / item_chunks;
   const int warps = int(gridDim.x * (blockDim.x / kWarpSize));
-  // Rows past those in use hold stale entries: read, never used.
-  auto entry_of = [&](int item) { return item / slices < p.max_rows ? __ldg(p.sorted_entries + item / slices) : -1; };
+  // Rows past those in use hold stale entries: read, never used. The rows'
+  // entries and the row count are align's, complete before gate_up (our
+  // predecessor) let us start: read before the wait, gate_up's G after it.
+  auto entry_of = [&](int item) { return item / slices < p.max_rows ? __ldcg(p.sorted_entries + item / slices) : -1; };
   int item = global_warp();
   int entry = entry_of(item);
-  const int items = __ldg(p.meta + 1) * slices;
+  const int items = __ldcg(p.meta + 1) * slices;
+  wait_for_previous_kernel();
+  allow_next_kernel();
   for (; item < items; item += warps) {
     const int next = entry_of(item + warps);
     if (entry >= 0) {
@@ -404,17 +411,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
 // One block per token, one thread per 16-byte chunk: y[b] = Σ_k w[b][k] ·
 // P[row(b, k)], FP32, in slot order (the K loads of a chunk are in flight together).
 __global__ void combine_kernel(const __grid_constant__ CombineParams p) {
-  wait_for_previous_kernel();
-  allow_next_kernel();
   const int b = blockIdx.x;
   const int H = p.hidden, K = p.top_k, chunks = H / 8;
+  // The rows (align's) and the routing weights (the layer's input) are
+  // complete before down (our predecessor) let us start: read before the
+  // wait, down's partials after it.
   int rows[kMaxK];
   float w[kMaxK];
 #pragma unroll
   for (int k = 0; k < kMaxK; ++k) {
-    rows[k] = k < K ? __ldg(p.entry_row + size_t(b) * K + k) : -1;
-    w[k] = k < K ? __ldg(p.route_w + size_t(b) * K + k) : 0.0f;
+    rows[k] = k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
+    w[k] = k < K ? __ldcg(p.route_w + size_t(b) * K + k) : 0.0f;
   }
+  wait_for_previous_kernel();
+  allow_next_kernel();
   for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll

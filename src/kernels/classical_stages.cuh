@@ -18,7 +18,10 @@
 // order or a floating-point sum (the multi-block align counts with integer
 // shared-memory atomics, whose totals do not depend on the order).
 //
-// pdl: launch with programmatic dependent launch (launch.cuh).
+// pdl: launch with programmatic dependent launch (launch.cuh). permute_rows,
+// silu_mul and combine read before their PDL wait what was complete when
+// they started (x; the align tables; the routing weights), so that only the
+// predecessor's output costs a round trip after it.
 //
 // Activation quantization (both W8A8 points): for a group v of 128 values
 // s = max(amax(v), 1e-10) / 448, q_i = e4m3(v_i / s) (round to nearest even,

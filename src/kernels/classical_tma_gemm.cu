@@ -107,6 +107,13 @@ struct Params {
   CUtensorMap a_map;  // (rows, K) activations, box T rows × 128 bytes
   GroupedGemmParams g;
 };
+// Slots whose weight tile the producer issues before the PDL wait. One:
+// the first slot streams while the previous stage (permute before gate_up,
+// silu_mul before down) still runs; all kStages slots flooded the memory
+// system while that small kernel, on the critical path, ran (session 12 run
+// 2, qwen3-30b-a3b B = 1, µs: none 32.8, one 32.2, all 34.0 BF16; 23.9 /
+// 23.1 / 25.8 FP8 block-128; 29.4 / 28.5 / 32.8 MXFP8; level at prefill).
+[[maybe_unused]] constexpr int kEarlySlots = 1;
 
 }  // namespace tma_tile
 
@@ -151,13 +158,32 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   }
   __syncthreads();
 
-  // The activations are the previous kernel's output, and the outputs may be
-  // what an earlier kernel still reads.
-  wait_for_previous_kernel();
-  allow_next_kernel();
-  if (warp < 4) {
+  // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
+  // K) weight matrix.
+  auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + t / ntn) : 0; };
+  if (warp >= 4) {
+    // The consumers: their outputs may be what an earlier kernel still reads.
+    wait_for_previous_kernel();
+    allow_next_kernel();
+  } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (warp != 0) return;
+    if (warp != 0) return;  // warp 0's wait below keeps the block from completing first
+    // Before the PDL wait, the producer issues the weight tiles of the first
+    // kEarlySlots slots (free at the start): they depend only on the layer's
+    // weights and the block table. Their barriers expect the token tile's
+    // bytes too, loaded after the wait.
+    int early = 0;  // slots whose weight tile is already in flight
+    for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
+      if (lane == 0) {
+        const uint32_t full = base + L::full(early);
+        tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
+        tma::load_2d(base + L::w(early), &p.w_map, kt * kStageK, tile_expert(t) * N + (t % ntn) * kRows, full);
+      }
+      if (++kt == k_tiles) kt = 0, t += gridDim.x;
+    }
+    // The token tiles are the previous kernel's output.
+    wait_for_previous_kernel();
+    allow_next_kernel();
     // The loads (warp 0; lane 0 issues the TMA copies): every slot, in the
     // consumers' order, once every consumer thread has released it, so the
     // loads run kStages slots ahead across tile boundaries. The tile's
@@ -166,17 +192,20 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kT;
-      const int expert = g.block_expert != nullptr ? __ldcg(g.block_expert + blk) : 0;
-      const int wrow = expert * N + n0;
+      const int n0 = (t % ntn) * kRows, row0 = (t / ntn) * kT;
+      const int expert = tile_expert(t), wrow = expert * N + n0;
       for (int kt = 0; kt < k_tiles; ++kt) {
-        tma::wait(base + L::empty(stage), phase ^ 1);
         const uint32_t full = base + L::full(stage);
-        if (lane == 0) {
-          tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
-          tma::load_2d(base + L::w(stage), &p.w_map, kt * kStageK, wrow, full);
-          tma::load_2d(base + L::a(stage), &p.a_map, kt * kStageK, row0, full);
+        if (early > 0) {
+          --early;  // the first slots: weight tile in flight since before the wait
+        } else {
+          tma::wait(base + L::empty(stage), phase ^ 1);
+          if (lane == 0) {
+            tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
+            tma::load_2d(base + L::w(stage), &p.w_map, kt * kStageK, wrow, full);
+          }
         }
+        if (lane == 0) tma::load_2d(base + L::a(stage), &p.a_map, kt * kStageK, row0, full);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the rows' activation scales and the weight
           // scales, landing on the same barrier.
@@ -387,6 +416,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   tp.g = p;
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, L::kRows);
   tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT);
+
   const long resident = resident_blocks(kernel, kThreads, L::bytes());
   const long tiles = long(p.max_blocks) * ((p.n + L::kRows - 1) / L::kRows);
   launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream, pdl,

@@ -7,8 +7,10 @@
 // anything the predecessor writes (and in every block, also blocks that have
 // no work: a kernel's completion must imply its predecessor's, which the next
 // kernel relies on), then allow_next_kernel() so that its own successor can be
-// scheduled (both in common.cuh). Work that depends only on inputs of the
-// layer (the GEMMs' weight loads) is issued before the wait.
+// scheduled (both in common.cuh). So a kernel starts only once its
+// predecessor has passed its wait: everything written two kernels back or
+// earlier is complete. Loads of that (the layer's inputs and weights, the
+// align stage's tables after the permute stage) are issued before the wait.
 //
 // Per-device launch set-up (launch.cu): a kernel's dynamic shared-memory limit
 // is a function attribute of each device, and resident-block counts depend on
