@@ -152,7 +152,8 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune: µs per MoE layer (router excluded) of warp decode and the classical path; crossover = the "
-              "smallest B from which the classical path stays faster\n");
+              "smallest B from which the classical path stays faster by at least %.0f %%\n",
+              100.0 * kCrossoverMargin);
   std::printf("%-22s %-12s %5s %10s %10s %8s\n", "preset", "format", "B", "warp_us", "classical_us", "cl/warp");
   for (const auto& preset : presets)
     for (WeightFormat f : formats) {
@@ -161,7 +162,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream);
       nlohmann::json points = nlohmann::json::array();
-      std::vector<std::pair<double, double>> us;  // warp, classical
+      std::vector<double> warp_times, classical_times;
       for (int B : ladder) {
         double warp_us = 0;
         if (warp_supports(f)) {
@@ -170,18 +171,14 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         }
         ClassicalPath cp(mb, f, std::nullopt);
         const double cl_us = mb.run(B, cp, opt).experts.us_median;
-        us.emplace_back(warp_us, cl_us);
+        warp_times.push_back(warp_us);
+        classical_times.push_back(cl_us);
         std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f\n", preset.c_str(), to_string(f), B, warp_us, cl_us,
                     warp_us > 0 ? cl_us / warp_us : 0.0);
         std::fflush(stdout);
         points.push_back({{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}});
       }
-      int crossover = 1;
-      if (warp_supports(f)) {
-        crossover = CrossoverEntry::kNever;
-        for (int i = int(ladder.size()) - 1; i >= 0 && us[size_t(i)].second < us[size_t(i)].first; --i)
-          crossover = ladder[size_t(i)];
-      }
+      const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp_times, classical_times) : 1;
       std::printf("# crossover %s %s: %s\n", preset.c_str(), to_string(f),
                   crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
                                                       : ("B >= " + std::to_string(crossover)).c_str());

@@ -67,8 +67,9 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
                              std::optional<ClassicalConfig> config = std::nullopt);
 
 // bench-moe --tune: for each preset and format, times both paths over a
-// ladder of batch sizes, finds the crossover (the smallest B from which the
-// classical path stays faster), prints the ladder, and writes the crossover
+// ladder of batch sizes, finds the crossover (crossover_from_ladder: the
+// smallest B from which the classical path stays faster by at least
+// kCrossoverMargin), prints the ladder, and writes the crossover
 // table (CrossoverTable JSON with the ladders and the header) to json_path.
 void tune_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                     const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,

@@ -49,6 +49,19 @@ struct CrossoverEntry {
   static constexpr int kNever = -1;
 };
 
+// The crossover a measured ladder gives: the smallest batch from which the
+// classical path is faster at every larger batch measured, by at least
+// kCrossoverMargin (classical_us < (1 − margin) · warp_us). A tie within the
+// margin stays with warp decode, which is batch-invariant and keeps FP32
+// intermediates: measurement noise must not move the switch (session 12's
+// tune had qwen3-30b-a3b BF16 within ±0.4 % from B = 24 to 48). ladder
+// ascending; warp_us[i], classical_us[i] measured at ladder[i]. Returns
+// CrossoverEntry::kNever when the classical path does not win at the largest
+// batch. Throws wd::InvalidArgument for an empty ladder or mismatched sizes.
+constexpr double kCrossoverMargin = 0.02;
+int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
+                          const std::vector<double>& classical_us, double margin = kCrossoverMargin);
+
 class CrossoverTable {
  public:
   // The H200 measurement compiled in.

@@ -31,12 +31,24 @@ std::vector<CrossoverEntry> built_in_entries() {
       // preset, H, I, E, K, format, crossover
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 24},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 16},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 16},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 8},
   };
 }
 
 }  // namespace
+
+int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
+                          const std::vector<double>& classical_us, double margin) {
+  WD_CHECK(!ladder.empty() && warp_us.size() == ladder.size() && classical_us.size() == ladder.size(),
+           "crossover: a ladder of ", ladder.size(), " batches with ", warp_us.size(), " warp and ",
+           classical_us.size(), " classical times");
+  for (size_t i = 1; i < ladder.size(); ++i)
+    WD_CHECK(ladder[i] > ladder[i - 1], "crossover: the ladder must ascend (", ladder[i - 1], ", ", ladder[i], ")");
+  int crossover = CrossoverEntry::kNever;
+  for (size_t i = ladder.size(); i-- > 0 && classical_us[i] < (1.0 - margin) * warp_us[i];) crossover = ladder[i];
+  return crossover;
+}
 
 CrossoverTable CrossoverTable::built_in() {
   CrossoverTable t;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "warpdecode/error.h"
 #include "warpdecode/moe_dispatch.h"
 
@@ -55,6 +57,46 @@ TEST(CrossoverTable, MalformedFilesAreFormatErrors) {
     const std::string path = write_temp(text);
     EXPECT_THROW(CrossoverTable::load(path), FormatError) << text;
     std::remove(path.c_str());
+  }
+}
+
+TEST(CrossoverTable, LadderRuleNeedsAMarginAtEveryLargerBatch) {
+  const std::vector<int> b = {8, 16, 32, 64};
+  // Classical faster by >= 2 % from 32 on.
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {120, 101, 97, 90}), 32);
+  // A tie within the margin (0.5 % faster at 16) stays with warp decode.
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {97, 99.5, 97, 90}), 32);
+  // Faster at 8, then not at 16: the crossover is above the last loss.
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {90, 100, 90, 90}), 32);
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {90, 90, 90, 90}), 8);
+  // Not faster at the largest batch: never.
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {90, 90, 90, 99}), CrossoverEntry::kNever);
+  // The margin is a parameter: without it the 0.5 % win counts.
+  EXPECT_EQ(crossover_from_ladder(b, {100, 100, 100, 100}, {101, 99.5, 97, 90}, 0.0), 16);
+  EXPECT_THROW(crossover_from_ladder({}, {}, {}), InvalidArgument);
+  EXPECT_THROW(crossover_from_ladder(b, {1, 2, 3}, {1, 2, 3, 4}), InvalidArgument);
+  EXPECT_THROW(crossover_from_ladder({8, 8}, {1, 1}, {1, 1}), InvalidArgument);
+}
+
+// The committed tune's entries are the rule applied to its measured ladders.
+TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
+  std::ifstream in(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
+  ASSERT_EQ(doc.at("ladders").size(), measured.entries().size());
+  for (const auto& l : doc.at("ladders")) {
+    std::vector<int> b;
+    std::vector<double> w, c;
+    for (const auto& pt : l.at("points")) {
+      b.push_back(pt.at("batch").get<int>());
+      w.push_back(pt.at("warp_us").get<double>());
+      c.push_back(pt.at("classical_us").get<double>());
+    }
+    const int x = crossover_from_ladder(b, w, c);
+    EXPECT_EQ(l.at("crossover").get<int>(), x) << l.at("preset") << " " << l.at("format");
+    const MoeShape s = preset_shape(l.at("preset").get<std::string>());
+    EXPECT_EQ(measured.crossover(s, parse_weight_format(l.at("format").get<std::string>())), x) << l.at("preset");
   }
 }
 
