@@ -21,7 +21,8 @@
 // of the nb·ntn tiles, t = expert block · ntn + weight tile. Warpgroup c
 // computes weight rows [n0 + c·kRows/2, n0 + (c+1)·kRows/2) for the block's
 // T token rows with wgmma m64nT (k16 BF16, k32 E4M3), operands from shared
-// memory; BF16 tiles are 256 weight rows, W8A8 128 (Tile below).
+// memory; BF16 tiles are 256 weight rows, W8A8 128, or 256 at T = 64 (Tile
+// below).
 //
 // Shared memory (1024-byte aligned base), per slot s of kStages:
 //   W tile  kRows weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
@@ -70,7 +71,7 @@ static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of on
 // accumulators: 128 floats at T = 128); a tile reads 0.75 × the L2 bytes per
 // MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096 tokens,
 // level at 256-1024). W8A8: 128 weight rows (one m64nT each, T/2
-// accumulators and T/2 partial sums). As many slots as fit one block per SM,
+// accumulators and T/2 partial sums), 256 at T = 64 (below). As many slots as fit one block per SM,
 // up to 8: 4 of 48 KB for BF16 at T = 128, 6 of 33 KB for W8A8; the smaller
 // T keep more weight bytes in flight (BF16 T = 8: 6 × 32 KB). Up to 12 slots
 // measured slower for W8A8 at decode batches, and 128-row BF16 tiles at
@@ -80,13 +81,20 @@ struct Tile {
   static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128, "token tiles: 8 to 128");
   static constexpr bool kFp8 = F != WeightFormat::kBF16;
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
-  static constexpr int kRows = kFp8 ? 128 : 256;      // weight rows of a tile
+  // W8A8 at T = 64 takes 256 rows too (two m64 blocks a consumer: 2 × (T/2
+  // accumulators + T/2 partial sums) = 128 registers; at T = 128 that would
+  // be 256). At 1024 tokens the GEMMs were bound by L2 throughput (86-92 %,
+  // ncu, session 12 run 7): each n-tile re-reads its expert block's token
+  // tile, and 256 rows halve those re-reads. Run 8: MXFP8 9-12 % faster at
+  // 512-1024 tokens, FP8 block-128 level (−1.2 % at 512, +0.6-1.8 % at 1024).
+  static constexpr int kRows = kFp8 && kT != 64 ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
   static constexpr int kATileBytes = kT * kRowBytes;  // a multiple of 1024: every slot stays swizzle-aligned
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
-  // W8A8 weight scales: FP8 block-128 the tile's one float (16 B); MXFP8
-  // each row's 4 E8M0 codes of the slot's four 32-K blocks.
+  // W8A8 weight scales: FP8 block-128 one float per 128 rows (one per
+  // consumer warpgroup at 256 rows; 16 B); MXFP8 each row's 4 E8M0 codes of
+  // the slot's four 32-K blocks.
   static constexpr int kWScaleBytes = kMx ? kRows * 4 : 16;
   // (BF16 keeps the scale regions too, unused: one layout for all formats.)
   static constexpr int kSlotBytes = kWTileBytes + kATileBytes + kT * 4 + kWScaleBytes + 16;
@@ -223,9 +231,14 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
               cp_async4(base + L::w_scale(stage) + 4 * i, ok ? g.w_mx_scales + row * (K / 32) + 4 * kt : g.w_mx_scales,
                         ok);
             }
-          } else if (lane == 0) {
-            cp_async4(base + L::w_scale(stage),
-                      g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128) * kblocks + kt, true);
+          } else if (lane < kRows / 128) {
+            // Block row n0/128 + lane of the expert; past its N (a tile
+            // reading the next expert's rows, not stored) zeros.
+            const bool ok = n0 / 128 + lane < N / 128;
+            cp_async4(base + L::w_scale(stage) + 4 * lane,
+                      ok ? g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128 + lane) * kblocks + kt
+                         : g.w_block_scales,
+                      ok);
           }
           tma::arrive_on_cp_async(full);
         }
@@ -254,49 +267,60 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
   // they are done. (A second set, promoted while the next slot's MMAs run,
   // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
-  float part[kFp8 ? kT / 2 : 1];
+  constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
+  float part[kMB][kFp8 ? kT / 2 : 1];
   auto slot_fp8 = [&](int kt) {
     if constexpr (kFp8) {
       tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
       descs(stage, da, db);
       const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
-      // acc (first: =) part · sw · sa(token). Element 4i + j: weight row
-      // 16w4 + g8 (+8 for j >= 2), token 8i + 2t4 + (j & 1).
-      auto promote = [&](float s_lo, float s_hi, bool first) {
+      // acc[mb] (first: =) part[mb] · sw · sa(token). Element 4i + j of
+      // m64 block mb: weight row 64mb + 16w4 + g8 (+8 for j >= 2) of the
+      // consumer's rows, token 8i + 2t4 + (j & 1).
+      auto promote = [&](int mb, float s_lo, float s_hi, bool first) {
 #pragma unroll
         for (int i = 0; i < kN8; ++i) {
           const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            wgmma::fence_operand(part[4 * i + j]);
+            wgmma::fence_operand(part[mb][4 * i + j]);
             const float sc = (j < 2 ? s_lo : s_hi) * ((j & 1) ? s2.y : s2.x);
-            float& a = acc[0][4 * i + j];
-            a = first ? part[4 * i + j] * sc : __fmaf_rn(part[4 * i + j], sc, a);
+            float& a = acc[mb][4 * i + j];
+            a = first ? part[mb][4 * i + j] * sc : __fmaf_rn(part[mb][4 * i + j], sc, a);
           }
         }
       };
       if constexpr (!kMx) {
-        // FP8 block-128: the slot's four k32 MMAs, then one promotion.
+        // FP8 block-128: the slot's four k32 MMAs per m64 block, then one
+        // promotion each, with the consumer's 128-row block scale.
         wgmma::fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::mma_e4m3<kT>(part, da + 2 * ks, db + 2 * ks, ks != 0);
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+            wgmma::mma_e4m3<kT>(part[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
-        const float sw = *reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        promote(sw, sw, kt == 0);
+        const float sw = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage))[kRows == 256 ? c : 0];
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) promote(mb, sw, sw, kt == 0);
       } else {
         // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
         // promoted on its own with the rows' E8M0 scales.
         const uint8_t* wsb = base_ptr + L::w_scale(stage);
-        const int r = 64 * c + 16 * w4 + g8;
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           wgmma::fence();
-          wgmma::mma_e4m3<kT>(part, da + 2 * ks, db + 2 * ks, 0);
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb) wgmma::mma_e4m3<kT>(part[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, 0);
           wgmma::commit();
           wgmma::wait<0>();
-          promote(e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb) {
+            const int r = (kRows / 2) * c + 64 * mb + 16 * w4 + g8;
+            promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
+          }
         }
       }
       tma::arrive(base + L::empty(stage));
@@ -312,7 +336,6 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         tma::wait(base + L::full(stage), phase);
         uint64_t da, db;
         descs(stage, da, db);
-        constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
         wgmma::fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
