@@ -355,8 +355,8 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
-           "classical MoE: the TMA GEMM takes T = 128 (not ", T, "), BF16 or FP8 block-128 weights (not ",
-           to_string(w.format), ") and an sm_90a device");
+           "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
+           to_string(w.format), ", H = ", H, ", I = ", I);
   const bool w8a8 = w.format != WeightFormat::kBF16;
   const int entries = B * K;
   const int max_blocks = max_blocks_for(entries, E, T);
