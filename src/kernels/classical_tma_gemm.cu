@@ -18,7 +18,9 @@
 // producer warp, two consumer warpgroups).
 //
 // Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
-// of the nb·ntn tiles, t = expert block · ntn + weight tile. Warpgroup c
+// of the nb·ntn tiles, t = expert block · ntn + weight tile (with clusters of
+// two, gridDim.x is even, so the two blocks of a cluster take tiles t and
+// t + 1 of one expert block at every j). Warpgroup c
 // computes weight rows [n0 + c·kRows/2, n0 + (c+1)·kRows/2) for the block's
 // T token rows with wgmma m64nT (k16 BF16, k32 E4M3), operands from shared
 // memory; BF16 tiles are 256 weight rows, W8A8 128, or 256 at T = 64 (Tile
@@ -34,6 +36,19 @@
 // The weights are read as one (E·N, K) matrix: a tile at n0 + kRows > N reads
 // the next expert's first rows, which are computed and not stored; past E·N,
 // and past K, TMA fills zeros.
+//
+// Clusters (kCluster = 2: BF16, T >= 64, an even number of weight tiles per
+// expert block): tiles 2j and 2j + 1 — two weight tiles of one expert block
+// — go to the two blocks of a cluster, which share the token tile: each
+// block's producer loads half of its rows and multicasts it into both
+// blocks' slot. Why: the GEMMs were bound by L2 throughput at prefill (ncu,
+// session 12 run 7), and the token tile re-read by every weight tile of its
+// expert block was about a third of the L2 reads (qwen3-30b-a3b BF16
+// gate_up at 1024 tokens: 393 of 1198 MB). Each slot's "empty" barrier then
+// counts the consumer warps of both blocks (a producer writes into both),
+// and the two blocks walk the same slots in lock step. Measured (session 13):
+// 1.5-5 % faster layers (launch_tma); ncu still shows the gate_up GEMM at
+// 91 % of L2 throughput, so the token tile was not the whole L2 load.
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
 // k32 wgmma, one scale block) sum into a fresh register set, promoted with
@@ -129,13 +144,14 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, int kT>
+template <WeightFormat F, int kT, int kCluster>
 __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
 #else
   using L = Tile<F, kT>;
+  static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx;
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
@@ -158,13 +174,15 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
-      // warp 0 for the W8A8 scales); empty: every consumer thread.
+      // warp 0 for the W8A8 scales); empty: every consumer warp of the
+      // cluster (one lane each, once the warp is done with the slot).
       tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + L::empty(s), kConsumerThreads);
+      tma::mbar_init(base + L::empty(s), kCluster * kConsumerThreads / 32);
     }
     tma::fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (kCluster > 1) tma::cluster_sync();  // the other block multicasts into our slots
+  else __syncthreads();
 
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
@@ -176,17 +194,33 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (warp != 0) return;  // warp 0's wait below keeps the block from completing first
+    // Lane 0: slot s expects the weight tile and the whole token tile, and
+    // the weight tile (rows wrow.., K block kt) is issued.
+    auto load_w = [&](int s, int kt, int wrow) {
+      const uint32_t full = base + L::full(s);
+      tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
+      tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
+    };
+    // Lane 0: the token tile of slot s (with a cluster, this block's half,
+    // into both blocks).
+    const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
+    auto load_a = [&](int s, int kt, int row0) {
+      const uint32_t full = base + L::full(s);
+      if constexpr (kCluster == 1) {
+        tma::load_2d(base + L::a(s), &p.a_map, kt * kStageK, row0, full);
+      } else {
+        constexpr int kHalf = kT / 2;
+        tma::load_2d_multicast(base + L::a(s) + rank * kHalf * kRowBytes, &p.a_map, kt * kStageK,
+                               row0 + int(rank) * kHalf, full, 0x3);
+      }
+    };
     // Before the PDL wait, the producer issues the weight tiles of the first
     // kEarlySlots slots (free at the start): they depend only on the layer's
     // weights and the block table. Their barriers expect the token tile's
     // bytes too, loaded after the wait.
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
-      if (lane == 0) {
-        const uint32_t full = base + L::full(early);
-        tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
-        tma::load_2d(base + L::w(early), &p.w_map, kt * kStageK, tile_expert(t) * N + (t % ntn) * kRows, full);
-      }
+      if (lane == 0) load_w(early, kt, tile_expert(t) * N + (t % ntn) * kRows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
@@ -208,12 +242,9 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           --early;  // the first slots: weight tile in flight since before the wait
         } else {
           tma::wait(base + L::empty(stage), phase ^ 1);
-          if (lane == 0) {
-            tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
-            tma::load_2d(base + L::w(stage), &p.w_map, kt * kStageK, wrow, full);
-          }
+          if (lane == 0) load_w(stage, kt, wrow);
         }
-        if (lane == 0) tma::load_2d(base + L::a(stage), &p.a_map, kt * kStageK, row0, full);
+        if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the rows' activation scales and the weight
           // scales, landing on the same barrier.
@@ -258,6 +289,15 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   auto next = [&] {
     prev = stage;
     if (++stage == kStages) stage = 0, phase ^= 1;
+  };
+  // The warp is done with slot s (its MMAs and scale reads): one arrival on
+  // the slot's empty barrier of every block of the cluster.
+  auto release = [&](int s) {
+    __syncwarp();
+    if (lane == 0) {
+      tma::arrive(base + L::empty(s));
+      if constexpr (kCluster > 1) tma::arrive_peer(base + L::empty(s));
+    }
   };
   auto descs = [&](int s, uint64_t& da, uint64_t& db) {
     da = wgmma::sw128_desc(base + L::w(s) + c * (kRows / 2) * kRowBytes);
@@ -323,7 +363,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           }
         }
       }
-      tma::arrive(base + L::empty(stage));
+      release(stage);
       next();
     }
   };
@@ -344,11 +384,11 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
             wgmma::mma_bf16<kT>(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
-        if (kt > 0) tma::arrive(base + L::empty(prev));
+        if (kt > 0) release(prev);
         next();
       }
       wgmma::wait<0>();
-      tma::arrive(base + L::empty(prev));
+      release(prev);
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
@@ -381,6 +421,8 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           }
         }
   }
+  // No block exits while the other may still arrive on its barriers.
+  if constexpr (kCluster > 1) tma::cluster_sync();
 #endif
 #endif
 }
@@ -430,20 +472,36 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 namespace {
-template <WeightFormat F, int kT>
-void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
+template <WeightFormat F, int kT, int kCluster>
+void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT>;
-  const auto kernel = &tma_gemm_kernel<F, kT>;
+  const auto kernel = &tma_gemm_kernel<F, kT, kCluster>;
   const bool fp8 = F != WeightFormat::kBF16;
   Params tp{};
   tp.g = p;
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, L::kRows);
-  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT / kCluster);
+  const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
+                                      : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
+  launch_kernel_ex(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream,
+                   pdl, kCluster, tp);
+}
 
-  const long resident = resident_blocks(kernel, kThreads, L::bytes());
-  const long tiles = long(p.max_blocks) * ((p.n + L::kRows - 1) / L::kRows);
-  launch_kernel(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream, pdl,
-                tp);
+// Clusters of two for BF16 at T >= 64 where an expert block has an even
+// number of weight tiles (tiles then pair up, and the persistent grid, a
+// multiple of 2, walks whole pairs). Measured (session 13 runs 2-3, layer
+// µs, two runs each, min, against the same kernel without clusters):
+// qwen3-235b-a22b BF16 −4 to −5 % at 2048-4096 tokens, −1.4 % at 1024;
+// qwen3-30b-a3b BF16 −1.5 to −2 %. W8A8 (T = 64, 256-row tiles) was mixed,
+// from −5.5 % to +3.6 %, within two runs' spread: no clusters there.
+template <WeightFormat F, int kT>
+void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
+  const int ntn = (p.n + Tile<F, kT>::kRows - 1) / Tile<F, kT>::kRows;
+  const long tiles = long(p.max_blocks) * ntn;
+  if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
+    if (ntn % 2 == 0) return launch_tma_cluster<F, kT, 2>(p, tiles, stream, pdl);
+  }
+  launch_tma_cluster<F, kT, 1>(p, tiles, stream, pdl);
 }
 
 template <WeightFormat F>
@@ -464,8 +522,6 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl) {
   WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
            "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
-  WD_CHECK(tile_tokens == 8 || tile_tokens == 16 || tile_tokens == 32 || tile_tokens == 64 || tile_tokens == 128,
-           "classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64 or 128, not ", tile_tokens);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   switch (format) {

@@ -11,6 +11,7 @@ namespace {
 std::mutex g_mutex;
 std::map<std::pair<const void*, int>, size_t> g_smem_limit;                   // (kernel, device) -> limit set
 std::map<std::tuple<const void*, int, int, size_t>, long> g_resident;        // (kernel, device, threads, smem)
+std::map<std::tuple<const void*, int, int, size_t, int>, long> g_clusters;   // (..., cluster size)
 
 int current_device() {
   int dev = 0;
@@ -49,6 +50,28 @@ long resident_blocks(const void* kernel, int threads, size_t smem) {
   WD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
   const long n = std::max(1L, long(sms) * per_sm);
   g_resident[key] = n;
+  return n;
+}
+
+long resident_clusters(const void* kernel, int threads, size_t smem, int cluster) {
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto key = std::make_tuple(kernel, dev, threads, smem, cluster);
+  if (const auto it = g_clusters.find(key); it != g_clusters.end()) return it->second;
+  raise_smem_limit(kernel, dev, smem);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(cluster));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim = {unsigned(cluster), 1, 1};
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  WD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+  const long n = std::max(1, clusters);
+  g_clusters[key] = n;
   return n;
 }
 

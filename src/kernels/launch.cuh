@@ -48,20 +48,45 @@ long resident_blocks(void (*kernel)(KernelArgs...), int threads, size_t smem) {
   return resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
 }
 
+// Clusters of `cluster` blocks (along x) of `threads` threads and `smem`
+// dynamic bytes that the current device holds at once (at least 1). A
+// cluster's blocks share one GPC, so this can be less than resident_blocks /
+// cluster.
+long resident_clusters(const void* kernel, int threads, size_t smem, int cluster);
+template <typename... KernelArgs>
+long resident_clusters(void (*kernel)(KernelArgs...), int threads, size_t smem, int cluster) {
+  return resident_clusters(reinterpret_cast<const void*>(kernel), threads, smem, cluster);
+}
+
+// cluster > 1: thread-block clusters of that many blocks along x (grid.x a
+// multiple of it).
 template <typename... KernelArgs, typename... Args>
-void launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
-                   Args&&... args) {
+void launch_kernel_ex(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                      bool pdl, int cluster, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n++].val.clusterDim = {unsigned(cluster), 1, 1};
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n;
   WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+template <typename... KernelArgs, typename... Args>
+void launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                   Args&&... args) {
+  launch_kernel_ex(kernel, grid, block, smem, stream, pdl, 1, std::forward<Args>(args)...);
 }
 
 }  // namespace wd::kernels

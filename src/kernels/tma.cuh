@@ -8,6 +8,13 @@
 // flips when all its expected arrivals and bytes are in; waiting on parity
 // 1 of a fresh barrier returns at once (the phase "before" the first),
 // which lets the producer fill every slot once before the first release.
+//
+// Clusters: a multicast copy lands at the same shared-memory offset in every
+// block of its mask and completes bytes on each one's barrier at that offset;
+// a block may arrive on a barrier of another block of its cluster
+// (arrive_remote). Bytes of a phase may complete before that phase's
+// arrive_expect_tx: the phase cannot end while the producer's arrival is
+// missing.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,32 @@ __device__ __forceinline__ void arrive_expect_tx(uint32_t bar, uint32_t bytes) {
 }
 __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival on the barrier at the same offset in the other block of a
+// cluster of two (rank read inside: nothing held live across the caller's
+// code). Release at CTA scope, as the local arrive: it orders this thread's
+// reads of the slot before the arrival, all a slot release needs (a
+// cluster-scope release also waits for the thread's memory operations to be
+// visible cluster-wide).
+__device__ __forceinline__ void arrive_peer(uint32_t bar) {
+  asm volatile(
+      "{\n.reg .b32 r, remote;\n"
+      "mov.u32 r, %%cluster_ctarank;\n"
+      "xor.b32 r, r, 1;\n"
+      "mapa.shared::cluster.u32 remote, %0, r;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every non-exited thread of the cluster (each warp whole) arrives, then waits
+// for the others: barrier initialisation before remote use, and no block
+// exits while another may still arrive on its barriers.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 // One arrival when every cp.async this thread issued so far has landed (the
 // barrier's arrival count must include it: .noinc).
@@ -54,6 +87,15 @@ __device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int x, in
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+// load_2d into every block of `mask` (bit i: cluster rank i).
+__device__ __forceinline__ void load_2d_multicast(uint32_t dst, const void* map, int x, int y, uint32_t bar,
+                                                  uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask)
       : "memory");
 }
 #endif

@@ -129,7 +129,13 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
       c.gemm = ClassicalGemm::kStream;
       return c;
     }
-    c.tile_tokens = tile_at_least((!bf16 && m > 32.0) ? m : 2.0 * m);
+    // W8A8 stays at T = 64 above m = 32: its T = 64 tiles are 256 weight
+    // rows (classical_tma_gemm.cu), which beat T = 128 (128 rows, 25 % padding
+    // rows at 4096 tokens) at 2048-4096 tokens in session 13 run 3
+    // (qwen3-30b-a3b FP8 block-128 4096: 696.9 vs 745.4 µs, 2048: 408.9 vs
+    // 461.0; qwen3-235b-a22b 2226.3 vs 2411.9; MXFP8 −8 % at 2048, −1 to −2 %
+    // at 4096).
+    c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(m > 32.0 ? m : 2.0 * m));
     c.gemm = ClassicalGemm::kTma;
     return c;
   }

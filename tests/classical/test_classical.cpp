@@ -443,7 +443,11 @@ TEST(Classical, EveryTileConfiguration) {
 // The TMA tile (sm_90a), every T, on what the small shapes above do not
 // reach: tiles past an expert's last row (N = 192, 160) and past K (K = 160,
 // 96, zero-filled by TMA), several tiles per persistent block and the slot
-// ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts).
+// ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts), and the
+// clusters of two that share a token tile (T = 64 and 128 where an expert
+// block has an even number of weight tiles: every GEMM of H = 512, I = 256
+// in every format, and of the real shape; the awkward shape's odd counts run
+// without).
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -458,10 +462,20 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
     for (int B : {5, 300, 1024})
       check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
   }
+  const MoeShape paired = make_shape(512, 256, 20, 6);
+  for (WeightFormat f : kAllFormats) {
+    const Layer layer = Layer::make(paired, f, fresh_seed());
+    ClassicalMoe moe(paired, 1024);
+    for (int t : {64, 128}) {
+      const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
+      for (int B : {5, 1024})
+        check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+    }
+  }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
-    for (int t : {8, 128}) {
+    for (int t : {8, 64, 128}) {
       const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
       check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
     }

@@ -39,8 +39,8 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
                             {4096, "t128/tma/pdl"}};
   const Table big_bf16 = {{1, "t8/tma/pdl"}, {8, "t8/tma/pdl"}, {32, "t8/tma/pdl"}, {64, "t8/tma/pdl"}};
   const Table w8a8 = {{1, "t8/tma/pdl"},    {2, "t8/tma/pdl"},     {64, "t8/tma/pdl"},    {128, "t16/tma/pdl"},
-                      {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t128/tma/pdl"},
-                      {4096, "t128/tma/pdl"}};
+                      {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t64/tma/pdl"},
+                      {4096, "t64/tma/pdl"},  {65536, "t64/tma/pdl"}};
   auto expect = [&](const MoeShape& s, WeightFormat f, const Table& t) {
     for (const auto& [B, want] : t) EXPECT_EQ(label(s, B, f), want) << to_string(f) << " H=" << s.hidden << " B=" << B;
   };
