@@ -78,11 +78,15 @@ struct ClassicalConfig {
   int tile_tokens = 16;  // T: 8, 16, 32, 64 or 128 (the padding unit and GEMM token tile)
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
+  // Stage 6 (SiLU·up) in the epilogue of the gate_up GEMM, from its FP32
+  // accumulators: the TMA GEMM, BF16 weights, I % 128 == 0. kSiluMul is
+  // then a stage with nothing to do.
+  bool fuse_silu = false;
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
   // The same choice for a device with (sm90a) or without the sm_90a kernels
   // (wgmma, TMA), whatever this machine has.
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a);
-  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl"
+  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/pdl"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
   // Whether the kTma GEMM takes both GEMMs of this shape and format (the
@@ -91,7 +95,8 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
-  // Every tile height of every GEMM kernel, PDL off then on (not filtered:
+  // Every tile height of every GEMM kernel (the TMA one also with SiLU·up
+  // fused), PDL off then on (not filtered:
   // supports() says which run a given shape here). bench-moe's sweep and the
   // tests walk this list.
   static std::vector<ClassicalConfig> candidates();

@@ -7,7 +7,8 @@
 // Per entry (token b, slot k, expert e), as the GPU computes it:
 //   a   = x[b]                         BF16 path
 //       = deq(q8(x[b]))                W8A8: FP8 per group of 128 (quantize_activation_group)
-//   g,u = bf16(W_gate[e]·a), bf16(W_up[e]·a)      (FP64 dots, rounded as stored)
+//   g,u = bf16(W_gate[e]·a), bf16(W_up[e]·a)      (FP64 dots, rounded as stored;
+//         not rounded with silu_fused: SiLU·up in the gate_up GEMM's epilogue)
 //   h   = silu(g)·u, then bf16(h)      BF16 path
 //                         or deq(q8(float(h)))    W8A8
 //   p   = bf16(W_down[e]·h)            (the unweighted partial, stored BF16)
@@ -33,7 +34,9 @@ inline bool classical_quantizes_activations(WeightFormat f) { return f != Weight
 
 // y (B, H) of the classical path with the given routing (ids (B, K),
 // weights (B, K)); host weights. threads <= 0 uses every hardware thread.
+// silu_fused: the path's configuration fuses SiLU·up into the gate_up GEMM
+// (ClassicalConfig::fuse_silu), so g and u are not stored in between.
 std::vector<double> classical_experts(const MoeWeightsView& w, const uint16_t* x, const int32_t* ids,
-                                      const double* weights, int batch, int threads = 0);
+                                      const double* weights, int batch, int threads = 0, bool silu_fused = false);
 
 }  // namespace wd::reference

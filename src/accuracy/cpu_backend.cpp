@@ -3,6 +3,7 @@
 #include <map>
 
 #include "accuracy/backend.h"
+#include "warpdecode/classical.h"
 #include "warpdecode/classical_reference.h"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
@@ -93,12 +94,19 @@ class CpuBackend final : public Backend {
     std::vector<double> y =
         p == Path::kWarp
             ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, reference::Precision::kFP32, threads_)
-            : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_);
+            : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_,
+                                           silu_fused_on_h200(p, batch));
     round_output(y, out_);
     return y;
   }
 
  private:
+  // The classical BF16 path fuses SiLU·up into its gate_up GEMM where the
+  // H200 (sm_90a) configuration for this batch does (ClassicalConfig).
+  bool silu_fused_on_h200(Path p, int batch) const {
+    return p == Path::kClassicalBf16 && ClassicalConfig::for_batch(shape_, batch, WeightFormat::kBF16, true).fuse_silu;
+  }
+
   const MoeWeights& layer(WeightFormat f) const {
     const auto it = layers_.find(f);
     WD_CHECK(it != layers_.end(), "accuracy: the current layer is not held in ", to_string(f));

@@ -65,6 +65,7 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
     WD_CHECK(format == WeightFormat::kMXFP8 ? p.w_mx_scales != nullptr : p.w_block_scales != nullptr,
              "classical GEMM: the ", to_string(format), " weight scales are missing");
   }
+  WD_CHECK(!p.fuse_silu || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel fuses SiLU·up");
   if (kernel == GemmKernel::kStream) return stream_gemm(p, format, tile_tokens, stream, pdl);
   if (kernel == GemmKernel::kStreamWgmma) {
     WD_CHECK(tile_tokens == 8, "classical GEMM: the stream-wgmma kernel takes tile_tokens 8, not ", tile_tokens);

@@ -55,6 +55,9 @@ struct GroupedGemmParams {
   int k;                        // K
   int max_blocks;               // blocks launched along x
   int experts;                  // E: the weights' extent (the TMA kernel's tensor map); 0 = not given
+  // TMA kernel, BF16: W is gate_up (E, 2I, K), gate rows [0, I), up rows
+  // [I, 2I); out = (rows, I) BF16 silu(gate)·up (stage 6 in the epilogue).
+  int fuse_silu;
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode

@@ -187,6 +187,11 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
   auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + t / ntn) : 0; };
+  // SiLU·up fused (BF16): a tile is 128 neurons, its gate rows then its up
+  // rows (kRows / 2 each); weight tile nt starts at row nt · kRows / 2 of the
+  // expert's gate rows, its up rows N / 2 further.
+  const bool fused = !kFp8 && g.fuse_silu != 0;
+  const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
     wait_for_previous_kernel();
@@ -200,6 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
       tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
+      if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
     };
     // Lane 0: the token tile of slot s (with a cluster, this block's half,
     // into both blocks).
@@ -220,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     // bytes too, loaded after the wait.
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
-      if (lane == 0) load_w(early, kt, tile_expert(t) * N + (t % ntn) * kRows);
+      if (lane == 0) load_w(early, kt, tile_expert(t) * N + (t % ntn) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
@@ -234,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int n0 = (t % ntn) * kRows, row0 = (t / ntn) * kT;
+      const int row0 = (t / ntn) * kT, n0 = (t % ntn) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         const uint32_t full = base + L::full(stage);
@@ -299,8 +305,11 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       if constexpr (kCluster > 1) tma::arrive_peer(base + L::empty(s));
     }
   };
+  // Consumer c's m64 blocks: rows [c·kRows/2, (c+1)·kRows/2) of the tile,
+  // or, fused, gate rows [64c, 64c + 64) and the same neurons' up rows
+  // (mb = 1, kRows / 2 further).
   auto descs = [&](int s, uint64_t& da, uint64_t& db) {
-    da = wgmma::sw128_desc(base + L::w(s) + c * (kRows / 2) * kRowBytes);
+    da = wgmma::sw128_desc(base + L::w(s) + c * (fused ? 64 : kRows / 2) * kRowBytes);
     db = wgmma::sw128_desc(base + L::a(s));
   };
 
@@ -308,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // they are done. (A second set, promoted while the next slot's MMAs run,
   // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
+  const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
   float part[kMB][kFp8 ? kT / 2 : 1];
   auto slot_fp8 = [&](int kt) {
     if constexpr (kFp8) {
@@ -381,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_bf16<kT>(acc[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+            wgmma::mma_bf16<kT>(acc[mb], da + mb * mstep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
         if (kt > 0) release(prev);
@@ -397,29 +407,41 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       for (int kt = 0; kt < k_tiles; ++kt) slot_fp8(kt);
     }
 
-    // Epilogue: straight from the registers. Lanes g8 and g8 ^ 1 swap one
-    // value so that each holds two adjacent weight rows (output columns) of
-    // one token: the even lane token 8i + 2t4, the odd one the next token.
-    const int blk = t / ntn, n0 = (t % ntn) * kRows, row0 = blk * kT;
-    const bool odd = g8 & 1;
-#pragma unroll
-    for (int mb = 0; mb < kMB; ++mb)
+    // Epilogue: straight from the registers, an m64 block v of output
+    // columns [col0, col0 + 64) of an (rows, ncols) output. Lanes g8 and
+    // g8 ^ 1 swap one value so that each holds two adjacent weight rows
+    // (output columns) of one token: the even lane token 8i + 2t4, the odd
+    // one the next token.
+    const int row0 = (t / ntn) * kT, odd = g8 & 1;
+    auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
 #pragma unroll
       for (int i = 0; i < kN8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float mine0 = acc[mb][4 * i + 2 * h], mine1 = acc[mb][4 * i + 2 * h + 1];
+          const float mine0 = v[4 * i + 2 * h], mine1 = v[4 * i + 2 * h + 1];
           const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
           const float v0 = odd ? got : mine0, v1 = odd ? mine1 : got;
-          const int row = row0 + 8 * i + 2 * t4 + (odd ? 1 : 0);
-          const int col = n0 + c * (kRows / 2) + 64 * mb + 16 * w4 + g8 + 8 * h - (odd ? 1 : 0);
-          if (row >= g.rows || col >= N) continue;
+          const int row = row0 + 8 * i + 2 * t4 + odd;
+          const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
+          if (row >= g.rows || col >= ncols) continue;
           if (g.out_fp32) {
-            *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col) = make_float2(v0, v1);
+            *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = make_float2(v0, v1);
           } else {
-            *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col) = pack_bf16x2(v0, v1);
+            *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) =
+                pack_bf16x2(v0, v1);
           }
         }
+    };
+    if (fused) {
+      // h = silu(gate) · up of neurons (t % ntn)·128 + 64c.. from the FP32
+      // accumulators: element x of both blocks is one neuron and token.
+#pragma unroll
+      for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu(acc[0][i]) * acc[kMB - 1][i];
+      store(acc[0], (t % ntn) * (kRows / 2) + 64 * c, N / 2);
+    } else {
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], (t % ntn) * kRows + c * (kRows / 2) + 64 * mb, N);
+    }
   }
   // No block exits while the other may still arrive on its barriers.
   if constexpr (kCluster > 1) tma::cluster_sync();
@@ -479,7 +501,8 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   const bool fp8 = F != WeightFormat::kBF16;
   Params tp{};
   tp.g = p;
-  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8, L::kRows);
+  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8,
+                      p.fuse_silu ? L::kRows / 2 : L::kRows);
   tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT / kCluster);
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
@@ -523,6 +546,9 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
            "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
+  WD_CHECK(!p.fuse_silu || (format == WeightFormat::kBF16 && p.n % 256 == 0 && !p.out_fp32),
+           "classical GEMM: SiLU·up in the TMA GEMM takes BF16 weights, BF16 output and N = 2I a multiple of 256, "
+           "not ", to_string(format), " with N = ", p.n);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   switch (format) {
     case WeightFormat::kBF16: return launch_format<WeightFormat::kBF16>(p, tile_tokens, stream, pdl);

@@ -137,6 +137,12 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // at 4096).
     c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(m > 32.0 ? m : 2.0 * m));
     c.gemm = ClassicalGemm::kTma;
+    // BF16: SiLU·up in the gate_up GEMM's epilogue where I % 128 == 0
+    // (session 13 run 4, against the separate stage in the same binary:
+    // qwen3-30b-a3b 879.6 -> 833.9 µs at 4096 tokens, 597.4 -> 564.0 at
+    // 2048, 445.4 -> 441.9 at 1024, 32.2 -> 31.9 at B = 1, 50.8 -> 48.9 at
+    // B = 2; qwen3-235b-a22b 3007.7 -> 2865.8 at 4096, 88.4 -> 86.6 at B = 1).
+    c.fuse_silu = bf16 && s.intermediate % 128 == 0;
     return c;
   }
   // Without the TMA tile (H200 measurements before it, docs/CLASSICAL.md):
@@ -182,6 +188,8 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
+  if (fuse_silu && (gemm != ClassicalGemm::kTma || format != WeightFormat::kBF16 || s.intermediate % 128 != 0))
+    return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return true;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -203,13 +211,14 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
+    for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
   }
   return v;
 }
 
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
-         (pdl ? "/pdl" : "");
+         (fuse_silu ? "/silu" : "") + (pdl ? "/pdl" : "");
 }
 
 const char* to_string(ClassicalGemm g) {
@@ -360,6 +369,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");
+  WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma && w.format == WeightFormat::kBF16 && I % 128 == 0),
+           "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 weights and I % 128 == 0; ",
+           config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(w.format), ", H = ", H, ", I = ", I);
@@ -416,7 +428,8 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
       p.block_expert = ws.block_expert.data();
       p.num_blocks = ws.meta.data();
-      p.out = up ? ws.gate_up.data() : ws.partials.data();
+      p.out = up ? (config.fuse_silu ? static_cast<void*>(ws.h.data()) : ws.gate_up.data()) : ws.partials.data();
+      p.fuse_silu = up && config.fuse_silu ? 1 : 0;
       p.out_fp32 = 0;
       p.rows = ws.max_rows;
       p.n = up ? 2 * I : H;
@@ -427,6 +440,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       return;
     }
     case ClassicalStage::kSiluMul: {
+      if (config.fuse_silu) return;  // done by the gate_up GEMM
       kernels::SiluMulParams p{ws.gate_up.data(), ws.sorted_entries.data(), ws.meta.data(), ws.h.data(),
                                ws.h_scales.data(), max_blocks * T, I, w8a8 ? 1 : 0};
       kernels::silu_mul(p, stream, config.pdl);

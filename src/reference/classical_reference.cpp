@@ -75,7 +75,7 @@ float quantize_activation_group(const float* v, int n, uint8_t* q) {
 }
 
 std::vector<double> classical_experts(const MoeWeightsView& w, const uint16_t* x, const int32_t* ids,
-                                      const double* weights, int batch, int threads) {
+                                      const double* weights, int batch, int threads, bool silu_fused) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kHost, "the classical CPU reference needs weights in host memory");
   WD_CHECK(batch >= 1, "batch = ", batch, " must be >= 1");
@@ -111,8 +111,8 @@ std::vector<double> classical_experts(const MoeWeightsView& w, const uint16_t* x
     for (size_t entry : groups[gi].second) {
       const double* ab = &a[(entry / K) * H];
       for (size_t i = 0; i < I; ++i) {
-        const double g = round_bf16(dot(&gu[i * H], ab, H));       // stage 5, stored BF16
-        const double u = round_bf16(dot(&gu[(I + i) * H], ab, H));
+        double g = dot(&gu[i * H], ab, H), u = dot(&gu[(I + i) * H], ab, H);  // stage 5
+        if (!silu_fused) g = round_bf16(g), u = round_bf16(u);                  // stored BF16
         const double hv = g / (1.0 + std::exp(-g)) * u;             // stage 6
         if (w8a8) hf[i] = float(hv);
         else h[i] = round_bf16(hv);

@@ -145,7 +145,9 @@ void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t see
   const auto x = synthetic_input(B, s.hidden, seed, kind);
   const HostRouting r = routing ? *routing : random_routing(B, s.experts, s.top_k, seed + 1);
   const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, cfg);
-  const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B);
+  const ClassicalConfig used = cfg ? *cfg : ClassicalConfig::for_batch(s, B, layer.host.format());
+  const auto emu =
+      reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B, 0, used.fuse_silu);
   const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
                                             reference::Precision::kFP64);
   const bool w8a8 = layer.host.format() != WeightFormat::kBF16;
@@ -314,11 +316,41 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     EXPECT_EQ(nf, 0u) << what;
   };
   stage(ClassicalStage::kGateUp);
-  check_gemm(true);
+  if (!cfg.fuse_silu) {
+    check_gemm(true);
+  } else {
+    // 5 + 6 fused: h = silu(gate)·up from the GEMM's FP32 accumulators,
+    // against FP64 on the GPU's own A.
+    const auto a = dequant_rows(ws.a, ws.a_scales, ex.rows, H, false);
+    const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, false);
+    std::vector<double> ref, got;
+    for (int e = 0; e < E; ++e) {
+      if (ex.counts[e] == 0) continue;
+      const auto W = expert_matrix(layer.host.view(), true, e);
+      for (int row = ex.offsets[e]; row < ex.offsets[e] + ex.counts[e]; ++row)
+        for (int j = 0; j < I; ++j) {
+          double gate = 0, up = 0;
+          for (int q = 0; q < H; ++q) {
+            gate += W[size_t(j) * H + q] * a[size_t(row) * H + q];
+            up += W[size_t(I + j) * H + q] * a[size_t(row) * H + q];
+          }
+          ref.push_back(gate / (1.0 + std::exp(-gate)) * up);
+          got.push_back(h[size_t(row) * I + j]);
+        }
+    }
+    size_t nf = 0;
+    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << ": gate_up GEMM with SiLU·up";
+    EXPECT_EQ(nf, 0u) << what;
+  }
 
-  // 6: SiLU·up (+ quantize) from the GPU's gate_up output.
+  // 6: SiLU·up (+ quantize) from the GPU's gate_up output (fused: nothing
+  // left to do, and h must stay as the GEMM wrote it).
+  const auto h_before = cfg.fuse_silu ? download(static_cast<const uint16_t*>(ws.h), size_t(ex.rows) * I)
+                                      : std::vector<uint16_t>();
   stage(ClassicalStage::kSiluMul);
-  {
+  if (cfg.fuse_silu) {
+    EXPECT_EQ(download(static_cast<const uint16_t*>(ws.h), size_t(ex.rows) * I), h_before) << what;
+  } else {
     const auto gu = download(ws.gate_up, size_t(ex.rows) * 2 * I);
     const auto hq = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
     std::vector<double> ref, got;
@@ -443,11 +475,11 @@ TEST(Classical, EveryTileConfiguration) {
 // The TMA tile (sm_90a), every T, on what the small shapes above do not
 // reach: tiles past an expert's last row (N = 192, 160) and past K (K = 160,
 // 96, zero-filled by TMA), several tiles per persistent block and the slot
-// ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts), and the
-// clusters of two that share a token tile (T = 64 and 128 where an expert
-// block has an even number of weight tiles: every GEMM of H = 512, I = 256
-// in every format, and of the real shape; the awkward shape's odd counts run
-// without).
+// ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts), the
+// clusters of two that share a BF16 token tile (T = 64 and 128 where an
+// expert block has an even number of weight tiles: both GEMMs of H = 512,
+// I = 256 and of the real shape; the awkward shape's odd counts run
+// without), and SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0).
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -466,19 +498,23 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
-    for (int t : {64, 128}) {
-      const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
-      for (int B : {5, 1024})
-        check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-    }
+    for (int t : {64, 128})
+      for (bool silu : {false, true}) {
+        const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
+        if (!tma.supports(paired, f)) continue;
+        for (int B : {5, 1024})
+          check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+      }
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
-    for (int t : {8, 64, 128}) {
-      const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
-      check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
-    }
+    for (int t : {8, 64, 128})
+      for (bool silu : {false, true}) {
+        const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
+        if (!tma.supports(real, f)) continue;
+        check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
+      }
   }
 }
 
@@ -617,7 +653,8 @@ TEST(Classical, ForwardAndDispatch) {
       dy.fill_bytes(0xFF);
       moe.classical().forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
       const auto h2 = dy.download();
-      const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B);
+      const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B, 0,
+                                                    ClassicalConfig::for_batch(s, B, f).fuse_silu);
       const double e_emu = rel_l2(emu, std::vector<double>(h2.begin(), h2.end()));
       EXPECT_LE(e_emu, f == WeightFormat::kBF16 ? 2e-3 : kW8A8VsEmulation) << to_string(f) << " B=" << B
                                                                             << " classical forward";

@@ -32,12 +32,14 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   auto label = [](const MoeShape& s, int B, WeightFormat f) { return ClassicalConfig::for_batch(s, B, f, true).label(); };
   // (batch, expected label) per shape and format family.
   using Table = std::vector<std::pair<int, const char*>>;
-  const Table small_bf16 = {{1, "t8/tma/pdl"},      {2, "t8/tma/pdl"},     {3, "t8/stream/pdl"},
-                            {8, "t8/stream/pdl"},   {32, "t8/stream/pdl"}, {33, "t8/tma/pdl"},
-                            {64, "t8/tma/pdl"},     {65, "t16/tma/pdl"},   {128, "t16/tma/pdl"},
-                            {256, "t32/tma/pdl"},   {512, "t64/tma/pdl"},  {1024, "t128/tma/pdl"},
-                            {4096, "t128/tma/pdl"}};
-  const Table big_bf16 = {{1, "t8/tma/pdl"}, {8, "t8/tma/pdl"}, {32, "t8/tma/pdl"}, {64, "t8/tma/pdl"}};
+  // BF16 TMA tiles fuse SiLU·up into the gate_up GEMM (I % 128 == 0 here).
+  const Table small_bf16 = {{1, "t8/tma/silu/pdl"},    {2, "t8/tma/silu/pdl"},     {3, "t8/stream/pdl"},
+                            {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/pdl"},
+                            {64, "t8/tma/silu/pdl"},   {65, "t16/tma/silu/pdl"},   {128, "t16/tma/silu/pdl"},
+                            {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t128/tma/silu/pdl"},
+                            {4096, "t128/tma/silu/pdl"}};
+  const Table big_bf16 = {
+      {1, "t8/tma/silu/pdl"}, {8, "t8/tma/silu/pdl"}, {32, "t8/tma/silu/pdl"}, {64, "t8/tma/silu/pdl"}};
   const Table w8a8 = {{1, "t8/tma/pdl"},    {2, "t8/tma/pdl"},     {64, "t8/tma/pdl"},    {128, "t16/tma/pdl"},
                       {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t64/tma/pdl"},
                       {4096, "t64/tma/pdl"},  {65536, "t64/tma/pdl"}};
@@ -48,6 +50,8 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   expect(big, bf16, big_bf16);
   for (WeightFormat f : {fp8, mx})
     for (const MoeShape& s : {small, big}) expect(s, f, w8a8);
+  // I % 128 != 0: the TMA tile without SiLU·up fused.
+  EXPECT_EQ(ClassicalConfig::for_batch(shape_of(2048, 704), 1, bf16, true).label(), "t8/tma/pdl");
   // A shape the TMA tile does not take (N = H = 132, not a multiple of 8)
   // keeps the choice of a device without it, except that wgmma is there.
   const MoeShape odd = shape_of(132, 96);
@@ -105,6 +109,12 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
   // The TMA tile: T = 8 to 128 (and nowhere without an sm_90a device).
   EXPECT_FALSE((ClassicalConfig{256, ClassicalGemm::kTma}).supports(q, WeightFormat::kBF16));
+  // SiLU·up fused: the TMA GEMM, BF16, I % 128 == 0 only.
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStream, true, true}).supports(q, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, WeightFormat::kFP8Block128));
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(shape_of(2048, 704), WeightFormat::kBF16));
+  EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, WeightFormat::kBF16),
+            ClassicalMoe::wgmma_available());
   if (!ClassicalMoe::wgmma_available()) {
     EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma}).supports(q, WeightFormat::kMXFP8));
   }
@@ -144,6 +154,12 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   p.experts = 4;
   p.n = 252;
   EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
+  // SiLU·up fused: the TMA kernel only, N = 2I a multiple of 256.
+  p.fuse_silu = 1;
+  p.n = 384;
+  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
+  p.n = 512;
+  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 8, kernels::GemmKernel::kStream, nullptr), InvalidArgument);
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
@@ -151,9 +167,11 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
-      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl",
-      "t128/pdl", "t64/wgmma/pdl", "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl",
-      "t8/tma/pdl", "t16/tma/pdl", "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl"};
+      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t8/tma/silu", "t16/tma/silu", "t32/tma/silu",
+      "t64/tma/silu", "t128/tma/silu", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
+      "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
+      "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl", "t32/tma/silu/pdl",
+      "t64/tma/silu/pdl", "t128/tma/silu/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");

@@ -188,6 +188,28 @@ TEST(ClassicalReference, ErrorAgainstExactLayerIsWhatTheFormatsAllow) {
   }
 }
 
+// SiLU·up fused into the gate_up GEMM skips the BF16 rounding of g and u:
+// a different result, nearer the exact layer (one BF16 rounding of h and
+// of the partials left), on BF16 weights.
+TEST(ClassicalReference, FusedSiluSkipsTheRoundingOfGateAndUp) {
+  const MoeShape s = make_shape(256, 256, 16, 4);
+  SyntheticSpec spec;
+  spec.seed = 5;
+  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const int B = 16;
+  const auto x = synthetic_input(B, s.hidden, 3, InputKind::kGaussian);
+  const Routed r = random_routing(B, s.experts, s.top_k, 8);
+  const auto exact =
+      reference::moe_experts(bf.view(), x.data(), r.ids.data(), r.w.data(), B, reference::Precision::kFP64);
+  const auto apart = reference::classical_experts(bf.view(), x.data(), r.ids.data(), r.w.data(), B, 0, false);
+  const auto fused = reference::classical_experts(bf.view(), x.data(), r.ids.data(), r.w.data(), B, 0, true);
+  const double e_apart = reference::compare(exact.data(), apart.data(), exact.size()).rel_l2;
+  const double e_fused = reference::compare(exact.data(), fused.data(), exact.size()).rel_l2;
+  EXPECT_GT(reference::compare(apart.data(), fused.data(), apart.size()).rel_l2, 1e-5);
+  EXPECT_LT(e_fused, e_apart);
+  EXPECT_GT(e_fused, 1e-5) << "h and the partials are still rounded to BF16";
+}
+
 TEST(ClassicalReference, RejectsWhatItCannotTake) {
   const MoeShape s = make_shape(160, 96, 4, 2);  // H, I not multiples of 128
   SyntheticSpec spec;
