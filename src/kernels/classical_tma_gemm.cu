@@ -152,6 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #else
   using L = Tile<F, kT>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
+  static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx;
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
@@ -174,10 +175,11 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
-      // warp 0 for the W8A8 scales); empty: every consumer warp of the
-      // cluster (one lane each, once the warp is done with the slot).
+      // warp 0 for the W8A8 scales); empty: BF16, every consumer warp of the
+      // cluster (one lane each, once the warp is done with the slot); W8A8,
+      // every consumer thread (release below).
       tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + L::empty(s), kCluster * kConsumerThreads / 32);
+      tma::mbar_init(base + L::empty(s), kFp8 ? kConsumerThreads : kCluster * kConsumerThreads / 32);
     }
     tma::fence_barrier_init();
   }
@@ -296,13 +298,23 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     prev = stage;
     if (++stage == kStages) stage = 0, phase ^= 1;
   };
-  // The warp is done with slot s (its MMAs and scale reads): one arrival on
-  // the slot's empty barrier of every block of the cluster.
+  // The thread is done with slot s. BF16: the warp's MMAs (wgmma reads the
+  // slot; no thread does) are done, one arrival on the slot's empty barrier
+  // of every block of the cluster. W8A8: every thread arrives itself after
+  // its own reads of the slot's scales, so that each read is ordered before
+  // the producer's next cp.async into the slot by the barrier alone
+  // (compute-sanitizer's racecheck counts a lane's read as ordered only
+  // then: a warp's single arrival after __syncwarp measured no faster and
+  // reported 47 hazards, session 13 run 8).
   auto release = [&](int s) {
-    __syncwarp();
-    if (lane == 0) {
+    if constexpr (kFp8) {
       tma::arrive(base + L::empty(s));
-      if constexpr (kCluster > 1) tma::arrive_peer(base + L::empty(s));
+    } else {
+      __syncwarp();
+      if (lane == 0) {
+        tma::arrive(base + L::empty(s));
+        if constexpr (kCluster > 1) tma::arrive_peer(base + L::empty(s));
+      }
     }
   };
   // Consumer c's m64 blocks: rows [c·kRows/2, (c+1)·kRows/2) of the tile,
