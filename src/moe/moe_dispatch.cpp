@@ -31,8 +31,8 @@ std::vector<CrossoverEntry> built_in_entries() {
       // preset, H, I, E, K, format, crossover
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 24},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 16},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 8},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 48},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 24},
   };
 }
 
