@@ -128,10 +128,16 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
 # The MoE kernels' load patterns alone: the HBM ceiling of each (docs/PERF_LOG.md v12).
 [ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
-# SASS of the kernels, for their instruction mix (no disassembler on the build machine).
+# The kernels' instruction mix (no disassembler on the build machine): a line
+# per kernel (scripts/sass_summary.awk: MMAs, wgmma waits, memory
+# instructions, spills). The full dump (57 MB) is kept only with SASS_FULL=1.
 if command -v cuobjdump >/dev/null; then
-  cuobjdump -sass "$BIN/warpdecode_gpu_tests" > "$LOG/sass.txt" 2>/dev/null
-  # opcode histogram per kernel: grep -oE "^ +/\*[0-9a-f]{4}\*/ +[A-Z0-9_.]+" on a function's lines
+  if [ "${SASS_FULL:-0}" = 1 ]; then
+    cuobjdump -sass "$BIN/warpdecode_gpu_tests" > "$LOG/sass.txt" 2>/dev/null
+    awk -f scripts/sass_summary.awk "$LOG/sass.txt" > "$LOG/sass-summary.txt"
+  else
+    cuobjdump -sass "$BIN/warpdecode_gpu_tests" 2>/dev/null | awk -f scripts/sass_summary.awk > "$LOG/sass-summary.txt"
+  fi
 fi
 
 if [ "${GPU_CHECK_FIXTURES:-0}" = 1 ]; then
