@@ -294,26 +294,37 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     EXPECT_EQ(bad, 0u) << what << ": permuted rows differ from the CPU's";
   }
 
-  // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
-  auto check_gemm = [&](bool gate_up) {
-    const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
-    const auto a = dequant_rows(gate_up ? ws.a : ws.h, gate_up ? ws.a_scales : ws.h_scales, ex.rows, k, w8a8);
-    const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
+  // Every routed row's n outputs against FP64: ref(W, row, j) from the
+  // expert's dequantized gate_up (gate_up) or down matrix W, got(row, j).
+  auto check_rows = [&](bool gate_up, int n, auto ref_of, auto got_of, const char* label) {
     std::vector<double> ref, got;
     for (int e = 0; e < E; ++e) {
       if (ex.counts[e] == 0) continue;
       const auto W = expert_matrix(layer.host.view(), gate_up, e);
       for (int row = ex.offsets[e]; row < ex.offsets[e] + ex.counts[e]; ++row)
         for (int j = 0; j < n; ++j) {
-          double acc = 0;
-          for (int q = 0; q < k; ++q) acc += W[size_t(j) * k + q] * a[size_t(row) * k + q];
-          ref.push_back(acc);
-          got.push_back(bf16_to_float(o[size_t(row) * n + j]));
+          ref.push_back(ref_of(W, row, j));
+          got.push_back(got_of(row, j));
         }
     }
     size_t nf = 0;
-    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << (gate_up ? ": gate_up GEMM" : ": down GEMM");
-    EXPECT_EQ(nf, 0u) << what;
+    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << label;
+    EXPECT_EQ(nf, 0u) << what << label;
+  };
+  // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
+  auto check_gemm = [&](bool gate_up) {
+    const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
+    const auto a = dequant_rows(gate_up ? ws.a : ws.h, gate_up ? ws.a_scales : ws.h_scales, ex.rows, k, w8a8);
+    const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
+    check_rows(
+        gate_up, n,
+        [&](const std::vector<double>& W, int row, int j) {
+          double acc = 0;
+          for (int q = 0; q < k; ++q) acc += W[size_t(j) * k + q] * a[size_t(row) * k + q];
+          return acc;
+        },
+        [&](int row, int j) { return double(bf16_to_float(o[size_t(row) * n + j])); },
+        gate_up ? ": gate_up GEMM" : ": down GEMM");
   };
   stage(ClassicalStage::kGateUp);
   if (!cfg.fuse_silu) {
@@ -323,24 +334,17 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     // against FP64 on the GPU's own A.
     const auto a = dequant_rows(ws.a, ws.a_scales, ex.rows, H, false);
     const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, false);
-    std::vector<double> ref, got;
-    for (int e = 0; e < E; ++e) {
-      if (ex.counts[e] == 0) continue;
-      const auto W = expert_matrix(layer.host.view(), true, e);
-      for (int row = ex.offsets[e]; row < ex.offsets[e] + ex.counts[e]; ++row)
-        for (int j = 0; j < I; ++j) {
+    check_rows(
+        true, I,
+        [&](const std::vector<double>& W, int row, int j) {
           double gate = 0, up = 0;
           for (int q = 0; q < H; ++q) {
             gate += W[size_t(j) * H + q] * a[size_t(row) * H + q];
             up += W[size_t(I + j) * H + q] * a[size_t(row) * H + q];
           }
-          ref.push_back(gate / (1.0 + std::exp(-gate)) * up);
-          got.push_back(h[size_t(row) * I + j]);
-        }
-    }
-    size_t nf = 0;
-    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << ": gate_up GEMM with SiLU·up";
-    EXPECT_EQ(nf, 0u) << what;
+          return gate / (1.0 + std::exp(-gate)) * up;
+        },
+        [&](int row, int j) { return h[size_t(row) * I + j]; }, ": gate_up GEMM with SiLU·up");
   }
 
   // 6: SiLU·up (+ quantize) from the GPU's gate_up output (fused: nothing
