@@ -126,8 +126,11 @@ struct Tile {
 };
 
 struct Params {
-  CUtensorMap w_map;  // (E·N rows, K) weights, box kRows rows × 128 bytes, 128-byte swizzle
-  CUtensorMap a_map;  // (rows, K) activations, box T rows × 128 bytes
+  // (E·N rows, K) weights, box kRows rows (fused SiLU·up: kRows / 2) × 128
+  // bytes, 128-byte swizzle; (rows, K) activations, box T rows (clusters:
+  // T / 2) × 128 bytes.
+  CUtensorMap w_map;
+  CUtensorMap a_map;
   GroupedGemmParams g;
 };
 // Slots whose weight tile the producer issues before the PDL wait. One:

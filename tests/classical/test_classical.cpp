@@ -507,7 +507,8 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
         const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
         if (!tma.supports(paired, f)) continue;
         for (int B : {5, 1024})
-          check_path(moe, layer, B, fresh_seed(), std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+          check_path(moe, layer, B, fresh_seed(),
+                     std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
       }
   }
   for (WeightFormat f : kAllFormats) {
