@@ -302,7 +302,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");
   cmd->add_option("--classical-config", o->classical_configs,
-                  "Also time these classical configurations, by label (e.g. t8/pdl,t8/stream/pdl)")
+                  "Also time these classical configurations, by label (e.g. t8/pdl,t8/stream/pdl,t128/tma/silu/pdl)")
       ->delimiter(',');
   cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
