@@ -70,8 +70,8 @@ struct GroupedGemmParams {
 enum class GemmKernel { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 
 // tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a
-// only); 8 or 16 (stream), 8 (stream-wgmma), 16, 32, 64 or 128 (TMA, sm_90a
-// only), where they fit.
+// only); 8 or 16 (stream), 8 (stream-wgmma), 8, 16, 32, 64 or 128 (TMA,
+// sm_90a only), where they fit.
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.
@@ -88,8 +88,8 @@ bool stream_wgmma_gemm_fits(WeightFormat format, int n, int k);
 void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl);
 
 // Whether the TMA kernel takes it: BF16 with N % 8 == 0 and K % 8 == 0, or
-// FP8 block-128 with N, K multiples of 128 (and, at launch, an sm_90a device
-// and p.experts set).
+// W8A8 (FP8 block-128, MXFP8) with N, K multiples of 128 (and, at launch, an
+// sm_90a device and p.experts set; fuse_silu: BF16 and N % 256 == 0).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 

@@ -89,6 +89,12 @@ bool tile_allowed(int t) { return t == 8 || t == 16 || t == 32 || t == 64 || t =
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
 // in 128 × 128 blocks): H and I must be multiples of 128.
 bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
+// SiLU·up fused into the gate_up GEMM (ClassicalConfig::fuse_silu): the TMA
+// tile's BF16 epilogue, whose tiles are 128 gate + 128 up rows of the same
+// neurons.
+bool silu_fuses(const MoeShape& s, WeightFormat format) {
+  return format == WeightFormat::kBF16 && s.intermediate % 128 == 0;
+}
 // The smallest token tile (8 to 128) of at least `want` rows.
 int tile_at_least(double want) {
   int t = 8;
@@ -110,9 +116,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   if (sm90a && tma_fits(s, format)) {
     // The TMA tile at every batch (session 11 runs 1-2, docs/CLASSICAL.md),
     // with T the smallest power of two >= 2m (most experts one block, the
-    // padding at most half the rows), and >= m from m = 32 on for W8A8
-    // (qwen3-30b-a3b B = 1024: FP8 block-128 298.7 µs at T = 64 vs 316.5
-    // at 128, MXFP8 540.7 vs 600.1; BF16 458.2 at 128 vs 481.7). Against the
+    // padding at most half the rows), at most 64 for W8A8 (below). Against the
     // stream tile it wins at every B for W8A8 (FP8 block-128 B = 1 25.4 vs
     // 29.3 µs, B = 128 181.1 vs 264.5) and for BF16 on qwen3-235b-a22b (B = 8
     // 480.1 vs 498.6); BF16 experts of up to 2^21 weights a projection
@@ -129,20 +133,21 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
       c.gemm = ClassicalGemm::kStream;
       return c;
     }
-    // W8A8 stays at T = 64 above m = 32: its T = 64 tiles are 256 weight
-    // rows (classical_tma_gemm.cu), which beat T = 128 (128 rows, 25 % padding
-    // rows at 4096 tokens) at 2048-4096 tokens in session 13 run 3
-    // (qwen3-30b-a3b FP8 block-128 4096: 696.9 vs 745.4 µs, 2048: 408.9 vs
-    // 461.0; qwen3-235b-a22b 2226.3 vs 2411.9; MXFP8 −8 % at 2048, −1 to −2 %
-    // at 4096).
-    c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(m > 32.0 ? m : 2.0 * m));
+    // W8A8 stays at T = 64 from m = 32 on: its T = 64 tiles are 256 weight
+    // rows (classical_tma_gemm.cu), which beat T = 128 (128 rows) at 1024
+    // tokens (session 11: qwen3-30b-a3b FP8 block-128 298.7 µs vs 316.5,
+    // MXFP8 540.7 vs 600.1) and at 2048-4096 tokens (session 13 run 3: FP8
+    // block-128 4096 696.9 vs 745.4 µs, 2048 408.9 vs 461.0; qwen3-235b-a22b
+    // 2226.3 vs 2411.9; MXFP8 −8 % at 2048, −1 to −2 % at 4096). BF16 keeps
+    // T = 128 there (1024 tokens: 458.2 µs at 128 vs 481.7 at 64).
+    c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(2.0 * m));
     c.gemm = ClassicalGemm::kTma;
     // BF16: SiLU·up in the gate_up GEMM's epilogue where I % 128 == 0
     // (session 13 run 4, against the separate stage in the same binary:
     // qwen3-30b-a3b 879.6 -> 833.9 µs at 4096 tokens, 597.4 -> 564.0 at
     // 2048, 445.4 -> 441.9 at 1024, 32.2 -> 31.9 at B = 1, 50.8 -> 48.9 at
     // B = 2; qwen3-235b-a22b 3007.7 -> 2865.8 at 4096, 88.4 -> 86.6 at B = 1).
-    c.fuse_silu = bf16 && s.intermediate % 128 == 0;
+    c.fuse_silu = silu_fuses(s, format);
     return c;
   }
   // Without the TMA tile (H200 measurements before it, docs/CLASSICAL.md):
@@ -188,8 +193,7 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
-  if (fuse_silu && (gemm != ClassicalGemm::kTma || format != WeightFormat::kBF16 || s.intermediate % 128 != 0))
-    return false;
+  if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format))) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return true;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -369,7 +373,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");
-  WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma && w.format == WeightFormat::kBF16 && I % 128 == 0),
+  WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma && silu_fuses(shape_, w.format)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 weights and I % 128 == 0; ",
            config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
