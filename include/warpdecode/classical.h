@@ -14,7 +14,9 @@
 //
 // Formats: BF16 weights with BF16 activations; W8A8 with FP8 block-128
 // weights (the official Qwen3 FP8 checkpoints) or MXFP8 weights, FP32
-// accumulation, scales applied per K block (see docs/CLASSICAL.md).
+// accumulation, scales applied per K block (see docs/CLASSICAL.md). And,
+// not what the engines run, W8A16 (ClassicalConfig::bf16_activations):
+// MXFP8 weights with BF16 activations, as warp decode reads them.
 //
 // Engine-ready like WarpDecodeMoe: stream-ordered, no allocation and no host
 // synchronisation inside a call (the workspace is sized for max_batch in the
@@ -68,9 +70,9 @@ class DeviceFp8BlockWeights {
 //   kStreamWgmma  the same for FP8 block-128 on sm_90a: the weights are
 //             native E4M3 register operands of wgmma, no decode (measured
 //             slower than kStream on the H200: not the default)
-//   kTma      the TMA tile (any T; sm_90a; BF16 and W8A8): one producer
-//             warp streams both operands by TMA into a ring of shared-memory
-//             slots, two warpgroups multiply (wgmma)
+//   kTma      the TMA tile (any T; sm_90a; BF16, W8A8 and W8A16): one
+//             producer warp streams both operands by TMA into a ring of
+//             shared-memory slots, two warpgroups multiply (wgmma)
 enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma", "tma"
 
@@ -79,14 +81,19 @@ struct ClassicalConfig {
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   // Stage 6 (SiLU·up) in the epilogue of the gate_up GEMM, from its FP32
-  // accumulators: the TMA GEMM, BF16 weights, I % 128 == 0. kSiluMul is
-  // then a stage with nothing to do.
+  // accumulators: the TMA GEMM, BF16 activations (BF16 weights or W8A16),
+  // I % 128 == 0. kSiluMul is then a stage with nothing to do.
   bool fuse_silu = false;
+  // W8A16: MXFP8 weights with BF16 activations (the TMA GEMM decodes the
+  // weights to BF16, exactly, on their way into the MMAs): no activation
+  // quantization, so the path keeps warp decode's precision. Off: FP8
+  // weights run W8A8, as the engines do. MXFP8 weights only (supports()).
+  bool bf16_activations = false;
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
   // The same choice for a device with (sm90a) or without the sm_90a kernels
   // (wgmma, TMA), whatever this machine has.
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a);
-  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/pdl"
+  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/pdl", "t8/tma/a16/silu"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
   // Whether the kTma GEMM takes both GEMMs of this shape and format (the
@@ -96,7 +103,7 @@ struct ClassicalConfig {
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
   // Every tile height of every GEMM kernel (the TMA one also with SiLU·up
-  // fused), PDL off then on (not filtered:
+  // fused, and W8A16 with and without it), PDL off then on (not filtered:
   // supports() says which run a given shape here). bench-moe's sweep and the
   // tests walk this list.
   static std::vector<ClassicalConfig> candidates();
@@ -118,10 +125,10 @@ struct ClassicalWorkspaceView {
   const int32_t* block_expert;   // (max_rows / 8)
   const int32_t* entry_row;      // (max_batch·K)
   const int32_t* meta;           // [0] blocks in use, [1] rows in use
-  const void* a;                 // (max_rows, H) stage 4: BF16, or E4M3 in W8A8
+  const void* a;                 // (max_rows, H) stage 4: BF16 (BF16, W8A16), or E4M3 in W8A8
   const float* a_scales;         // (max_rows, H/128)
   const uint16_t* gate_up;       // (max_rows, 2I) stage 5, BF16
-  const void* h;                 // (max_rows, I) stage 6: BF16, or E4M3 in W8A8
+  const void* h;                 // (max_rows, I) stage 6: BF16 (BF16, W8A16), or E4M3 in W8A8
   const float* h_scales;         // (max_rows, I/128)
   const uint16_t* partials;      // (max_rows, H) stage 7, BF16 (unweighted)
   int max_rows;

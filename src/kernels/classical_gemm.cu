@@ -61,11 +61,14 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
   if (format != WeightFormat::kBF16) {
     WD_CHECK(p.k % 128 == 0 && p.n % 128 == 0, "classical GEMM: W8A8 needs N = ", p.n, " and K = ", p.k,
              " to be multiples of 128 (activation groups and FP8 block-128 scale blocks)");
-    WD_CHECK(p.a_scales != nullptr, "classical GEMM: W8A8 needs the activation scales");
+    WD_CHECK(p.a_bf16 || p.a_scales != nullptr, "classical GEMM: W8A8 needs the activation scales");
     WD_CHECK(format == WeightFormat::kMXFP8 ? p.w_mx_scales != nullptr : p.w_block_scales != nullptr,
              "classical GEMM: the ", to_string(format), " weight scales are missing");
   }
   WD_CHECK(!p.fuse_silu || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel fuses SiLU·up");
+  WD_CHECK(!p.a_bf16 || (kernel == GemmKernel::kTma && format == WeightFormat::kMXFP8),
+           "classical GEMM: W8A16 (BF16 activations with FP8 weights) takes the TMA kernel and MXFP8 weights, not ",
+           to_string(format));
   if (kernel == GemmKernel::kStream) return stream_gemm(p, format, tile_tokens, stream, pdl);
   if (kernel == GemmKernel::kStreamWgmma) {
     WD_CHECK(tile_tokens == 8, "classical GEMM: the stream-wgmma kernel takes tile_tokens 8, not ", tile_tokens);

@@ -44,7 +44,7 @@ struct GroupedGemmParams {
   const void* w;                // (E, N, K) BF16 or E4M3
   const float* w_block_scales;  // (E, N/128, K/128) FP32; FP8 block-128 only
   const uint8_t* w_mx_scales;   // (E, N, K/32) E8M0; MXFP8 only
-  const void* a;                // (rows, K) BF16 (BF16 weights) or E4M3 (W8A8)
+  const void* a;                // (rows, K) BF16 (BF16 weights, W8A16) or E4M3 (W8A8)
   const float* a_scales;        // (rows, K/128) FP32; W8A8 only
   const int32_t* block_expert;  // (max_blocks) expert of each block; nullptr: expert 0
   const int32_t* num_blocks;    // device scalar, blocks in use; nullptr: all max_blocks
@@ -55,9 +55,14 @@ struct GroupedGemmParams {
   int k;                        // K
   int max_blocks;               // blocks launched along x
   int experts;                  // E: the weights' extent (the TMA kernel's tensor map); 0 = not given
-  // TMA kernel, BF16: W is gate_up (E, 2I, K), gate rows [0, I), up rows
-  // [I, 2I); out = (rows, I) BF16 silu(gate)·up (stage 6 in the epilogue).
+  // TMA kernel, BF16 or W8A16: W is gate_up (E, 2I, K), gate rows [0, I),
+  // up rows [I, 2I); out = (rows, I) BF16 silu(gate)·up (stage 6 in the
+  // epilogue).
   int fuse_silu;
+  // W8A16 (TMA kernel, MXFP8 weights): A stays BF16 and the weights are
+  // decoded to BF16 (exactly, scale included) on their way into the MMAs:
+  // no activation quantization, a_scales unused.
+  int a_bf16;
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode
@@ -88,8 +93,9 @@ bool stream_wgmma_gemm_fits(WeightFormat format, int n, int k);
 void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl);
 
 // Whether the TMA kernel takes it: BF16 with N % 8 == 0 and K % 8 == 0, or
-// W8A8 (FP8 block-128, MXFP8) with N, K multiples of 128 (and, at launch, an
-// sm_90a device and p.experts set; fuse_silu: BF16 and N % 256 == 0).
+// W8A8 (FP8 block-128, MXFP8) or W8A16 (MXFP8) with N, K multiples of 128
+// (and, at launch, an sm_90a device and p.experts set; fuse_silu: BF16 or
+// W8A16, and N % 256 == 0).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 

@@ -91,22 +91,30 @@ static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of on
 // T keep more weight bytes in flight (BF16 T = 8: 6 × 32 KB). Up to 12 slots
 // measured slower for W8A8 at decode batches, and 128-row BF16 tiles at
 // T <= 32 slower from one token per expert on (session 11 run 5).
-template <WeightFormat F, int kT>
+template <WeightFormat F, int kT, bool kA16 = false>
 struct Tile {
   static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128, "token tiles: 8 to 128");
-  static constexpr bool kFp8 = F != WeightFormat::kBF16;
+  static_assert(!kA16 || F == WeightFormat::kMXFP8, "W8A16: MXFP8 weights");
+  static constexpr bool kFp8 = F != WeightFormat::kBF16;  // 1-byte weights
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
+  static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
   // W8A8 at T = 64 takes 256 rows too (two m64 blocks a consumer: 2 × (T/2
   // accumulators + T/2 partial sums) = 128 registers; at T = 128 that would
   // be 256). At 1024 tokens the GEMMs were bound by L2 throughput (86-92 %,
   // ncu, session 12 run 7): each n-tile re-reads its expert block's token
   // tile, and 256 rows halve those re-reads. Run 8: MXFP8 9-12 % faster at
   // 512-1024 tokens, FP8 block-128 level (−1.2 % at 512, +0.6-1.8 % at 1024).
-  static constexpr int kRows = kFp8 && kT != 64 ? 128 : 256;  // weight rows of a tile
+  // W8A16 keeps BF16's 256 rows (its accumulators, and the fused SiLU·up's
+  // 128 gate + 128 up rows).
+  static constexpr int kRows = kW8A8 && kT != 64 ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
-  static constexpr int kATileBytes = kT * kRowBytes;  // a multiple of 1024: every slot stays swizzle-aligned
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
+  // W8A16: the slot's 128 K of BF16 activations are two 128-byte-swizzled
+  // halves of T rows × 64 K each (a multiple of 1024: every slot stays
+  // swizzle-aligned).
+  static constexpr int kAHalves = kA16 ? 2 : 1;
+  static constexpr int kATileBytes = kAHalves * kT * kRowBytes;
   // W8A8 weight scales: FP8 block-128 one float per 128 rows (one per
   // consumer warpgroup at 256 rows; 16 B); MXFP8 each row's 4 E8M0 codes of
   // the slot's four 32-K blocks.
@@ -147,16 +155,18 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, int kT, int kCluster>
+template <WeightFormat F, bool kA16, int kT, int kCluster>
 __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
 #else
-  using L = Tile<F, kT>;
+  using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
-  constexpr bool kFp8 = L::kFp8, kMx = L::kMx;
+  // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
+  // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
+  constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
   const GroupedGemmParams& g = p.g;
@@ -178,9 +188,10 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
-      // warp 0 for the W8A8 scales); empty: BF16, every consumer warp of the
-      // cluster (one lane each, once the warp is done with the slot); W8A8,
-      // every consumer thread (release below).
+      // warp 0 for the FP8 weights' scales, and W8A8's activation scales);
+      // empty: BF16, every consumer warp of the cluster (one lane each, once
+      // the warp is done with the slot); FP8 weights, every consumer thread
+      // (release below).
       tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
       tma::mbar_init(base + L::empty(s), kFp8 ? kConsumerThreads : kCluster * kConsumerThreads / 32);
     }
@@ -195,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // SiLU·up fused (BF16): a tile is 128 neurons, its gate rows then its up
   // rows (kRows / 2 each); weight tile nt starts at row nt · kRows / 2 of the
   // expert's gate rows, its up rows N / 2 further.
-  const bool fused = !kFp8 && g.fuse_silu != 0;
+  const bool fused = !kW8A8 && g.fuse_silu != 0;
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
@@ -218,7 +229,10 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     auto load_a = [&](int s, int kt, int row0) {
       const uint32_t full = base + L::full(s);
       if constexpr (kCluster == 1) {
-        tma::load_2d(base + L::a(s), &p.a_map, kt * kStageK, row0, full);
+#pragma unroll
+        for (int h = 0; h < L::kAHalves; ++h)
+          tma::load_2d(base + L::a(s) + h * kT * kRowBytes, &p.a_map, kt * kStageK + h * (kStageK / L::kAHalves), row0,
+                       full);
       } else {
         constexpr int kHalf = kT / 2;
         tma::load_2d_multicast(base + L::a(s) + rank * kHalf * kRowBytes, &p.a_map, kt * kStageK,
@@ -257,18 +271,21 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
         }
         if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
-          // Slot = 128-K block kt: the rows' activation scales and the weight
-          // scales, landing on the same barrier.
+          // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
+          // activation scales, landing on the same barrier.
           const int kblocks = K / 128;
-          for (int i = lane; i < kT; i += 32) {
-            const bool ok = row0 + i < g.rows;
-            cp_async4(base + L::a_scales(stage) + 4 * i, ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales,
-                      ok);
+          if constexpr (kW8A8) {
+            for (int i = lane; i < kT; i += 32) {
+              const bool ok = row0 + i < g.rows;
+              cp_async4(base + L::a_scales(stage) + 4 * i,
+                        ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales, ok);
+            }
           }
           if constexpr (kMx) {
             const size_t rows_all = size_t(g.experts) * N;
             for (int i = lane; i < kRows; i += 32) {
-              const size_t row = size_t(wrow) + i;
+              // Fused SiLU·up: tile rows [kRows/2, kRows) are the up rows.
+              const size_t row = size_t(wrow) + i + (fused && i >= kRows / 2 ? size_t(N / 2 - kRows / 2) : 0);
               const bool ok = row < rows_all;
               cp_async4(base + L::w_scale(stage) + 4 * i, ok ? g.w_mx_scales + row * (K / 32) + 4 * kt : g.w_mx_scales,
                         ok);
@@ -303,9 +320,9 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   };
   // The thread is done with slot s. BF16: the warp's MMAs (wgmma reads the
   // slot; no thread does) are done, one arrival on the slot's empty barrier
-  // of every block of the cluster. W8A8: every thread arrives itself after
-  // its own reads of the slot's scales, so that each read is ordered before
-  // the producer's next cp.async into the slot by the barrier alone
+  // of every block of the cluster. FP8 weights: every thread arrives itself
+  // after its own reads of the slot (the scales; W8A16: the weights too), so
+  // that each read is ordered before the producer's next copy into the slot by the barrier alone
   // (compute-sanitizer's racecheck counts a lane's read as ordered only
   // then: a warp's single arrival after __syncwarp measured no faster and
   // reported 47 hazards, session 13 run 8).
@@ -333,9 +350,9 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
-  float part[kMB][kFp8 ? kT / 2 : 1];
+  float part[kMB][kW8A8 ? kT / 2 : 1];
   auto slot_fp8 = [&](int kt) {
-    if constexpr (kFp8) {
+    if constexpr (kW8A8) {
       tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
       descs(stage, da, db);
@@ -393,8 +410,84 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     }
   };
 
+  // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
+  // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
+  // m16n8k16 A layout: rows g8 and g8 + 8 of the warp's 16, k 2t4.. and
+  // 2t4 + 8..; two bytes a load from the 128-byte-swizzled row, chunk ks at
+  // (ks ^ g8) · 16: conflict-free). Step ks + 1 is decoded while step ks's
+  // wgmmas run: two fragment sets, f[ks & 1] in flight while the other is
+  // written once wait<1> has retired its wgmmas; fence_operand keeps a set
+  // live (its registers unreused) until that wait, across slots too (f
+  // lives outside the slot: the next slot's step 0 writes f[0] while step 7
+  // reads f[1]). Exact: every
+  // E4M3 value times its E8M0 scale is a BF16 normal for codes 10 to 246
+  // (e4m3x2_to_bf16x2_scaled, mma.cuh).
+  uint32_t f[2][kMB][4];
+  auto fence_f = [&](int set) {
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][mb][i]);
+  };
+  auto slot_a16 = [&](int kt) {
+    if constexpr (kA16) {
+      tma::wait(base + L::full(stage), phase);
+      const uint8_t* wt = base_ptr + L::w(stage);
+      const uint8_t* wsc = base_ptr + L::w_scale(stage);
+      const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
+      // Tile row of the thread's first row of m64 block mb (its second is 8
+      // further): fused, gate rows [64c, 64c + 64) then the same neurons' up rows.
+      auto row_of = [&](int mb) { return (fused ? 64 * c + 128 * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8; };
+      uint32_t codes[kMB][2];  // the two rows' four E8M0 codes (one per 32-K block)
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        codes[mb][0] = *reinterpret_cast<const uint32_t*>(wsc + 4 * row_of(mb));
+        codes[mb][1] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + 8));
+      }
+      auto decode = [&](int ks, uint32_t (&f)[kMB][4]) {
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const uint8_t* row = wt + (row_of(mb) + 8 * r) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
+            uint32_t m_lo, m_hi;
+            scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
+            f[mb][r] = e4m3x2_to_bf16x2_scaled(*reinterpret_cast<const uint16_t*>(row), m_lo, m_hi);
+            f[mb][2 + r] = e4m3x2_to_bf16x2_scaled(*reinterpret_cast<const uint16_t*>(row + 8), m_lo, m_hi);
+          }
+      };
+      decode(0, f[0]);
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        wgmma::fence();
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb)
+          wgmma::mma_bf16_rs<kT>(acc[mb], f[ks & 1][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
+                                 (kt | ks) != 0);
+        wgmma::commit();
+        // Every group but this one done: the other fragment set is free,
+        // and (ks = 0) the previous slot's wgmmas have read its tokens.
+        wgmma::wait<1>();
+        fence_f((ks + 1) & 1);
+        if (ks == 0 && kt > 0) release(prev);
+        if (ks < 7) decode(ks + 1, f[(ks + 1) & 1]);
+      }
+      next();
+    }
+  };
+
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    if constexpr (!kFp8) {
+    if constexpr (kA16) {
+      for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt);
+      wgmma::wait<0>();
+      fence_f(0);
+      fence_f(1);
+      release(prev);
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
+    } else if constexpr (!kFp8) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
         // before is released once its MMAs are done (wait_group 1).
@@ -505,20 +598,19 @@ CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8, int b
 bool tma_gemm_fits(WeightFormat format, int n, int k) {
   if (n <= 0 || k <= 0 || n % 8 != 0) return false;
   if (format == WeightFormat::kBF16) return k % 8 == 0;
-  return n % 128 == 0 && k % 128 == 0;  // W8A8: FP8 block-128 or MXFP8
+  return n % 128 == 0 && k % 128 == 0;  // W8A8 (FP8 block-128 or MXFP8), W8A16 (MXFP8)
 }
 
 namespace {
-template <WeightFormat F, int kT, int kCluster>
+template <WeightFormat F, bool kA16, int kT, int kCluster>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
-  using L = Tile<F, kT>;
-  const auto kernel = &tma_gemm_kernel<F, kT, kCluster>;
-  const bool fp8 = F != WeightFormat::kBF16;
+  using L = Tile<F, kT, kA16>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster>;
   Params tp{};
   tp.g = p;
-  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), fp8,
+  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       p.fuse_silu ? L::kRows / 2 : L::kRows);
-  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), fp8, kT / kCluster);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
   launch_kernel_ex(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream,
@@ -532,24 +624,26 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
 // qwen3-235b-a22b BF16 −4 to −5 % at 2048-4096 tokens, −1.4 % at 1024;
 // qwen3-30b-a3b BF16 −1.5 to −2 %. W8A8 (T = 64, 256-row tiles) was mixed,
 // from −5.5 % to +3.6 %, within two runs' spread: no clusters there.
-template <WeightFormat F, int kT>
+template <WeightFormat F, bool kA16, int kT>
 void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
-  const int ntn = (p.n + Tile<F, kT>::kRows - 1) / Tile<F, kT>::kRows;
+  using L = Tile<F, kT, kA16>;
+  // Fused SiLU·up: a tile advances kRows / 2 neurons of the N / 2 gate rows.
+  const int ntn = (p.n + L::kRows - 1) / L::kRows;
   const long tiles = long(p.max_blocks) * ntn;
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
-    if (ntn % 2 == 0) return launch_tma_cluster<F, kT, 2>(p, tiles, stream, pdl);
+    if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
   }
-  launch_tma_cluster<F, kT, 1>(p, tiles, stream, pdl);
+  launch_tma_cluster<F, kA16, kT, 1>(p, tiles, stream, pdl);
 }
 
-template <WeightFormat F>
+template <WeightFormat F, bool kA16 = false>
 void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t stream, bool pdl) {
   switch (tile_tokens) {
-    case 8: return launch_tma<F, 8>(p, stream, pdl);
-    case 16: return launch_tma<F, 16>(p, stream, pdl);
-    case 32: return launch_tma<F, 32>(p, stream, pdl);
-    case 64: return launch_tma<F, 64>(p, stream, pdl);
-    case 128: return launch_tma<F, 128>(p, stream, pdl);
+    case 8: return launch_tma<F, kA16, 8>(p, stream, pdl);
+    case 16: return launch_tma<F, kA16, 16>(p, stream, pdl);
+    case 32: return launch_tma<F, kA16, 32>(p, stream, pdl);
+    case 64: return launch_tma<F, kA16, 64>(p, stream, pdl);
+    case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
     default: break;
   }
   throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64 or 128, not ",
@@ -561,10 +655,13 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
            "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
-  WD_CHECK(!p.fuse_silu || (format == WeightFormat::kBF16 && p.n % 256 == 0 && !p.out_fp32),
-           "classical GEMM: SiLU·up in the TMA GEMM takes BF16 weights, BF16 output and N = 2I a multiple of 256, "
-           "not ", to_string(format), " with N = ", p.n);
+  WD_CHECK(!p.fuse_silu || ((format == WeightFormat::kBF16 || p.a_bf16) && p.n % 256 == 0 && !p.out_fp32),
+           "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16), BF16 output and N = 2I "
+           "a multiple of 256, not ", to_string(format), p.a_bf16 ? " W8A16" : "", " with N = ", p.n);
+  WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
+           to_string(format));
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
+  if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {
     case WeightFormat::kBF16: return launch_format<WeightFormat::kBF16>(p, tile_tokens, stream, pdl);
     case WeightFormat::kFP8Block128: return launch_format<WeightFormat::kFP8Block128>(p, tile_tokens, stream, pdl);

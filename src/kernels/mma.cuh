@@ -96,6 +96,24 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_
   for (int i = 0; i < 8; ++i) out[i] = e4m3x2_to_bf16x2_pow2(v[i / 2] >> (16 * (i % 2)));
 }
 
+// Two E4M3 codes (the low 16 bits of `two`) times the E8M0 scale 2^(c-127)
+// -> BF16x2, exact wherever e4m3x16_to_bf16x8 is, for every code on one path:
+// the pow2 decode (× 2^-112), then × 2^(min(c, 142) - 15) and
+// × 2^(max(c, 142) - 142), two BF16 powers of two (the second is 1 for
+// every narrow code). scale_factors gives them for a code; one HMUL2 more
+// than the narrow path buys a decode without a branch (the W8A16 TMA tile).
+__device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
+  m_lo = ((min(code, kNarrowMaxCode) + 112u) << 7) * 0x10001u;
+  m_hi = ((max(code, kNarrowMaxCode) - 15u) << 7) * 0x10001u;
+}
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32_t m_lo, uint32_t m_hi) {
+  const uint32_t v = e4m3x2_to_bf16x2_pow2(two);
+  const __nv_bfloat162 r = __hmul2(__hmul2(*reinterpret_cast<const __nv_bfloat162*>(&v),
+                                           *reinterpret_cast<const __nv_bfloat162*>(&m_lo)),
+                                   *reinterpret_cast<const __nv_bfloat162*>(&m_hi));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   if constexpr (kNarrow) {

@@ -90,10 +90,14 @@ bool tile_allowed(int t) { return t == 8 || t == 16 || t == 32 || t == 64 || t =
 // in 128 × 128 blocks): H and I must be multiples of 128.
 bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
 // SiLU·up fused into the gate_up GEMM (ClassicalConfig::fuse_silu): the TMA
-// tile's BF16 epilogue, whose tiles are 128 gate + 128 up rows of the same
-// neurons.
-bool silu_fuses(const MoeShape& s, WeightFormat format) {
-  return format == WeightFormat::kBF16 && s.intermediate % 128 == 0;
+// tile's BF16-activation epilogue (BF16 weights or W8A16), whose tiles are
+// 128 gate + 128 up rows of the same neurons.
+bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations) {
+  return (format == WeightFormat::kBF16 || bf16_activations) && s.intermediate % 128 == 0;
+}
+// W8A16 (ClassicalConfig::bf16_activations): the TMA tile, MXFP8 weights.
+bool w8a16_ok(const ClassicalConfig& c, WeightFormat format) {
+  return !c.bf16_activations || (format == WeightFormat::kMXFP8 && c.gemm == ClassicalGemm::kTma);
 }
 // The smallest token tile (8 to 128) of at least `want` rows.
 int tile_at_least(double want) {
@@ -147,7 +151,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // qwen3-30b-a3b 879.6 -> 833.9 µs at 4096 tokens, 597.4 -> 564.0 at
     // 2048, 445.4 -> 441.9 at 1024, 32.2 -> 31.9 at B = 1, 50.8 -> 48.9 at
     // B = 2; qwen3-235b-a22b 3007.7 -> 2865.8 at 4096, 88.4 -> 86.6 at B = 1).
-    c.fuse_silu = silu_fuses(s, format);
+    c.fuse_silu = silu_fuses(s, format, false);
     return c;
   }
   // Without the TMA tile (H200 measurements before it, docs/CLASSICAL.md):
@@ -193,7 +197,8 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
-  if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format))) return false;
+  if (!w8a16_ok(*this, format)) return false;
+  if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations))) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return true;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -216,13 +221,15 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
     for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
+    for (bool fuse : {false, true})
+      for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
   }
   return v;
 }
 
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
-         (fuse_silu ? "/silu" : "") + (pdl ? "/pdl" : "");
+         (bf16_activations ? "/a16" : "") + (fuse_silu ? "/silu" : "") + (pdl ? "/pdl" : "");
 }
 
 const char* to_string(ClassicalGemm g) {
@@ -373,13 +380,16 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(w.format), ") and an sm_90a device");
-  WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma && silu_fuses(shape_, w.format)),
-           "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 weights and I % 128 == 0; ",
-           config.label(), ", ", to_string(w.format), ", I = ", I);
+  WD_CHECK(w8a16_ok(config, w.format), "classical MoE: W8A16 (", config.label(),
+           ") takes the TMA GEMM and MXFP8 weights, not ", to_string(w.format));
+  WD_CHECK(!config.fuse_silu ||
+               (config.gemm == ClassicalGemm::kTma && silu_fuses(shape_, w.format, config.bf16_activations)),
+           "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
+           "W8A16) and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(w.format), ", H = ", H, ", I = ", I);
-  const bool w8a8 = w.format != WeightFormat::kBF16;
+  const bool w8a8 = w.format != WeightFormat::kBF16 && !config.bf16_activations;
   const int entries = B * K;
   const int max_blocks = max_blocks_for(entries, E, T);
   Workspace& ws = *ws_;
@@ -434,6 +444,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.num_blocks = ws.meta.data();
       p.out = up ? (config.fuse_silu ? static_cast<void*>(ws.h.data()) : ws.gate_up.data()) : ws.partials.data();
       p.fuse_silu = up && config.fuse_silu ? 1 : 0;
+      p.a_bf16 = config.bf16_activations ? 1 : 0;
       p.out_fp32 = 0;
       p.rows = ws.max_rows;
       p.n = up ? 2 * I : H;

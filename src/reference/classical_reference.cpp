@@ -75,13 +75,14 @@ float quantize_activation_group(const float* v, int n, uint8_t* q) {
 }
 
 std::vector<double> classical_experts(const MoeWeightsView& w, const uint16_t* x, const int32_t* ids,
-                                      const double* weights, int batch, int threads, bool silu_fused) {
+                                      const double* weights, int batch, int threads, bool silu_fused,
+                                      bool bf16_activations) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kHost, "the classical CPU reference needs weights in host memory");
   WD_CHECK(batch >= 1, "batch = ", batch, " must be >= 1");
   const MoeShape& s = w.shape;
   const size_t H = s.hidden, I = s.intermediate, K = s.top_k, B = batch;
-  const bool w8a8 = classical_quantizes_activations(w.format);
+  const bool w8a8 = classical_quantizes_activations(w.format) && !bf16_activations;
   if (w8a8)
     WD_CHECK(H % kGroup == 0 && I % kGroup == 0, "classical reference: W8A8 needs H = ", H, " and I = ", I,
              " to be multiples of 128");

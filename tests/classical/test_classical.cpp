@@ -6,9 +6,9 @@
 // routings, every tile configuration, real shapes, graphs and errors.
 //
 // Tolerances (relative L2; reasons in docs/CLASSICAL.md "Accuracy"):
-//   GPU vs classical reference, FP32 output: BF16 2e-3, W8A8 2^-5
+//   GPU vs classical reference, FP32 output: BF16 and W8A16 2e-3, W8A8 2^-5
 //     (kW8A8VsEmulation below, derived there).
-//   GPU vs exact FP64 layer:  BF16 1e-2;  W8A8 <= 2^-4 and >= 5e-3
+//   GPU vs exact FP64 layer:  BF16, W8A16 1e-2;  W8A8 <= 2^-4 and >= 5e-3
 //   single GEMM stage vs FP64 on the GPU's own inputs: 4e-3 (BF16 output)
 #include <gtest/gtest.h>
 
@@ -146,11 +146,11 @@ void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t see
   const HostRouting r = routing ? *routing : random_routing(B, s.experts, s.top_k, seed + 1);
   const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, cfg);
   const ClassicalConfig used = cfg ? *cfg : ClassicalConfig::for_batch(s, B, layer.host.format());
-  const auto emu =
-      reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B, 0, used.fuse_silu);
+  const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B, 0,
+                                                used.fuse_silu, used.bf16_activations);
   const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
                                             reference::Precision::kFP64);
-  const bool w8a8 = layer.host.format() != WeightFormat::kBF16;
+  const bool w8a8 = layer.host.format() != WeightFormat::kBF16 && !used.bf16_activations;
   size_t nf = 0;
   const double e_emu = rel_l2(emu, y, &nf);
   EXPECT_EQ(nf, 0u) << what << ": unwritten or non-finite outputs";
@@ -238,7 +238,7 @@ std::vector<double> expert_matrix(const MoeWeightsView& w, bool gate_up, int e) 
 
 void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfig& cfg, uint64_t seed) {
   const Layer layer = Layer::make(s, f, seed);
-  const bool w8a8 = f != WeightFormat::kBF16;
+  const bool w8a8 = f != WeightFormat::kBF16 && !cfg.bf16_activations;
   const int H = s.hidden, I = s.intermediate, E = s.experts, K = s.top_k, T = cfg.tile_tokens;
   ClassicalMoe moe(s, B);
   const auto x = synthetic_input(B, H, seed + 1, InputKind::kOutliers);
@@ -483,7 +483,8 @@ TEST(Classical, EveryTileConfiguration) {
 // clusters of two that share a BF16 token tile (T = 64 and 128 where an
 // expert block has an even number of weight tiles: both GEMMs of H = 512,
 // I = 256 and of the real shape; the awkward shape's odd counts run
-// without), and SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0).
+// without), SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0), and
+// W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not.
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -503,23 +504,26 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
     for (int t : {64, 128})
-      for (bool silu : {false, true}) {
-        const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
-        if (!tma.supports(paired, f)) continue;
-        for (int B : {5, 1024})
-          check_path(moe, layer, B, fresh_seed(),
-                     std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-      }
+      for (bool silu : {false, true})
+        for (bool a16 : {false, true}) {
+          const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
+          if (!tma.supports(paired, f)) continue;
+          for (int B : {5, 1024})
+            check_path(moe, layer, B, fresh_seed(),
+                       std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+        }
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
     for (int t : {8, 64, 128})
-      for (bool silu : {false, true}) {
-        const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
-        if (!tma.supports(real, f)) continue;
-        check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
-      }
+      for (bool silu : {false, true})
+        for (bool a16 : {false, true}) {
+          const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
+          if (!tma.supports(real, f)) continue;
+          check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(),
+                     &tma);
+        }
   }
 }
 

@@ -160,6 +160,40 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
   p.n = 512;
   EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 8, kernels::GemmKernel::kStream, nullptr), InvalidArgument);
+  // W8A16: MXFP8 weights on the TMA kernel only (the message names it).
+  p.fuse_silu = 0;
+  p.a_bf16 = 1;
+  alignas(16) static uint8_t codes[64];
+  p.w_mx_scales = codes;
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128}) {
+    p.w_block_scales = reinterpret_cast<const float*>(dummy);
+    try {
+      kernels::grouped_gemm(p, f, 8, kernels::GemmKernel::kTma, nullptr);
+      ADD_FAILURE() << to_string(f) << " W8A16 accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("W8A16"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    kernels::grouped_gemm(p, WeightFormat::kMXFP8, 8, kernels::GemmKernel::kStream, nullptr);
+    ADD_FAILURE() << "W8A16 accepted by the stream kernel";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("W8A16"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128})
+    for (int t : {8, 128})
+      EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, true, true}).supports(s, f)) << to_string(f);
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStream, true, false, true}).supports(s, WeightFormat::kMXFP8));
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, false, true}).supports(s, WeightFormat::kMXFP8));
+  // The defaults stay W8A8: the engines' path, which `accuracy` measures.
+  for (int B : {1, 64, 4096})
+    EXPECT_FALSE(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true).bf16_activations) << B;
+  // SiLU·up fuses with W8A16 where it fuses for BF16 (I % 128 == 0), not with W8A8.
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kTma, true, true, false}).supports(s, WeightFormat::kMXFP8));
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
@@ -168,10 +202,14 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
       "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t8/tma/silu", "t16/tma/silu", "t32/tma/silu",
-      "t64/tma/silu", "t128/tma/silu", "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
+      "t64/tma/silu", "t128/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
+      "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t128/tma/a16/silu",
+      "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
       "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl", "t32/tma/silu/pdl",
-      "t64/tma/silu/pdl", "t128/tma/silu/pdl"};
+      "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
+      "t64/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
+      "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
@@ -193,6 +231,8 @@ TEST(ClassicalConfig, Labels) {
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).label(), "t8/stream-wgmma/pdl");
   EXPECT_STREQ(to_string(ClassicalGemm::kTma), "tma");
   EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kTma, true}).label(), "t128/tma/pdl");
+  EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kTma, true, true, true}).label(), "t8/tma/a16/silu/pdl");
+  EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, false, false, true}).label(), "t64/tma/a16");
 }
 
 // The stream kernels' K split (kernels/k_split.h) against the rules the two
