@@ -73,14 +73,25 @@ namespace wd::kernels {
 namespace tma_tile {
 
 constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
-// Warpgroup 0 loads (one warp of it works), warpgroups 1 and 2 multiply.
-// 384 threads leave 168 registers a thread at entry; setmaxnreg then moves
-// them from the producer warpgroup to the consumers (56 + 2 × 224 = 3 × 168
-// per SM sub-partition), which hold up to 128 accumulators.
-constexpr int kConsumerThreads = 256;
-constexpr int kThreads = 128 + kConsumerThreads;
-constexpr int kProducerRegs = 56, kConsumerRegs = 224;
-static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * 168, "the registers of one SM sub-partition");
+
+// Warpgroup 0 loads (one warp of it works), warpgroups 1.. multiply.
+// BF16 and W8A8: two consumer warpgroups; 384 threads leave 168 registers a
+// thread at entry, and setmaxnreg moves them from the producer warpgroup to
+// the consumers (56 + 2 × 224 = 3 × 168 per SM sub-partition), which hold
+// up to 128 accumulators. W8A16: four, one m64 block each (up to 64
+// accumulators): their decode is a chain of dependent instructions (load,
+// convert, scale) per fragment, and two warps per scheduler left it exposed
+// (run 1: W8A16 slower than W8A8 at decode batches); 640 threads leave 96
+// registers at entry, 40 + 4 × 104 <= 5 × 96.
+template <bool kA16>
+struct Warps {
+  static constexpr int kConsumerWGs = kA16 ? 4 : 2;
+  static constexpr int kConsumerThreads = 128 * kConsumerWGs;
+  static constexpr int kThreads = 128 + kConsumerThreads;
+  static constexpr int kProducerRegs = kA16 ? 40 : 56, kConsumerRegs = kA16 ? 104 : 224;
+  static_assert(kProducerRegs + kConsumerWGs * kConsumerRegs <= (1 + kConsumerWGs) * (65536 / kThreads / 8 * 8),
+                "the registers of one SM sub-partition");
+};
 
 // BF16: 256 weight rows a tile, each consumer warpgroup 128 (two m64nT
 // accumulators: 128 floats at T = 128); a tile reads 0.75 × the L2 bytes per
@@ -107,7 +118,7 @@ struct Tile {
   // W8A16 keeps BF16's 256 rows (its accumulators, and the fused SiLU·up's
   // 128 gate + 128 up rows).
   static constexpr int kRows = kW8A8 && kT != 64 ? 128 : 256;  // weight rows of a tile
-  static constexpr int kMBlocks = kRows / 2 / 64;      // m64 blocks per consumer warpgroup
+  static constexpr int kMBlocks = kRows / Warps<kA16>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
   // W8A16: the slot's 128 K of BF16 activations are two 128-byte-swizzled
@@ -156,7 +167,7 @@ namespace {
 using namespace tma_tile;
 
 template <WeightFormat F, bool kA16, int kT, int kCluster>
-__global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(Warps<kA16>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
@@ -167,6 +178,8 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
+  using W = Warps<kA16>;
+  static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
   const GroupedGemmParams& g = p.g;
@@ -193,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
       // the warp is done with the slot); FP8 weights, every consumer thread
       // (release below).
       tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + L::empty(s), kFp8 ? kConsumerThreads : kCluster * kConsumerThreads / 32);
+      tma::mbar_init(base + L::empty(s), kFp8 ? W::kConsumerThreads : kCluster * W::kConsumerThreads / 32);
     }
     tma::fence_barrier_init();
   }
@@ -213,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     wait_for_previous_kernel();
     allow_next_kernel();
   } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(W::kProducerRegs));
     if (warp != 0) return;  // warp 0's wait below keeps the block from completing first
     // Lane 0: slot s expects the weight tile and the whole token tile, and
     // the weight tile (rows wrow.., K block kt) is issued.
@@ -306,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(W::kConsumerRegs));
 
   // The MMAs: consumer warpgroup c owns weight rows [c·kRows/2,
   // (c+1)·kRows/2) of the tile, as kMB m64 blocks.
@@ -412,16 +425,20 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 
   // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
   // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
-  // m16n8k16 A layout: rows g8 and g8 + 8 of the warp's 16, k 2t4.. and
-  // 2t4 + 8..; two bytes a load from the 128-byte-swizzled row, chunk ks at
-  // (ks ^ g8) · 16: conflict-free). Step ks + 1 is decoded while step ks's
-  // wgmmas run: two fragment sets, f[ks & 1] in flight while the other is
-  // written once wait<1> has retired its wgmmas; fence_operand keeps a set
-  // live (its registers unreused) until that wait, across slots too (f
-  // lives outside the slot: the next slot's step 0 writes f[0] while step 7
-  // reads f[1]). Exact: every
-  // E4M3 value times its E8M0 scale is a BF16 normal for codes 10 to 246
-  // (e4m3x2_to_bf16x2_scaled, mma.cuh).
+  // m16n8k16 A layout: the thread's two rows, k 2t4.. and 2t4 + 8..; two
+  // bytes a load from the 128-byte-swizzled row, chunk ks at (ks ^ g8) · 16:
+  // conflict-free). The A rows are the consumer's to choose: m64 block q =
+  // c · kMB + mb of the tile holds rows 64q.. (the fragment's rows g8 and
+  // g8 + 8 are tile rows 64q + 16w4 + g8 and 8 further) or, SiLU·up fused,
+  // the 32 neurons 32q.. with each neuron's gate row at fragment row g8 and
+  // its up row at g8 + 8 (tile rows n and 128 + n): a thread's accumulators
+  // then hold gate and up of one neuron and token, whatever the tile height.
+  // Step ks + 1 is decoded while step ks's wgmmas run: two fragment sets,
+  // f[ks & 1] in flight while the other is written once wait<1> has retired
+  // its wgmmas; fence_operand keeps a set live (its registers unreused)
+  // until that wait, across slots too (f lives outside the slot: the next
+  // slot's step 0 writes f[0] while step 7 reads f[1]). Exact: every E4M3
+  // value times its E8M0 scale is a BF16 normal for codes 10 to 246 (mma.cuh).
   uint32_t f[2][kMB][4];
   auto fence_f = [&](int set) {
 #pragma unroll
@@ -429,49 +446,70 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
 #pragma unroll
       for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][mb][i]);
   };
+  // Tile row of the thread's first fragment row in m64 block mb; its second
+  // is row2 further.
+  auto row_of = [&](int mb) {
+    const int q = c * kMB + mb;
+    return fused ? 32 * q + 8 * w4 + g8 : 64 * q + 16 * w4 + g8;
+  };
+  const int row2 = fused ? kRows / 2 : 8;
   auto slot_a16 = [&](int kt) {
     if constexpr (kA16) {
       tma::wait(base + L::full(stage), phase);
       const uint8_t* wt = base_ptr + L::w(stage);
       const uint8_t* wsc = base_ptr + L::w_scale(stage);
       const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
-      // Tile row of the thread's first row of m64 block mb (its second is 8
-      // further): fused, gate rows [64c, 64c + 64) then the same neurons' up rows.
-      auto row_of = [&](int mb) { return (fused ? 64 * c + 128 * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8; };
       uint32_t codes[kMB][2];  // the two rows' four E8M0 codes (one per 32-K block)
+      bool narrow = true;
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) {
-        codes[mb][0] = *reinterpret_cast<const uint32_t*>(wsc + 4 * row_of(mb));
-        codes[mb][1] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + 8));
-      }
-      auto decode = [&](int ks, uint32_t (&f)[kMB][4]) {
+      for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-        for (int mb = 0; mb < kMB; ++mb)
+        for (int r = 0; r < 2; ++r) {
+          codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
+          narrow &= scales_narrow4(codes[mb][r]);
+        }
+      // One BF16x2 multiply by the scale where every code of the warp's
+      // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
+      auto run = [&](auto narrow_path) {
+        constexpr bool kNarrow = decltype(narrow_path)::value;
+        auto decode = [&](int ks, uint32_t (&fr)[kMB][4]) {
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const uint8_t* row = wt + (row_of(mb) + 8 * r) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
-            uint32_t m_lo, m_hi;
-            scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-            f[mb][r] = e4m3x2_to_bf16x2_scaled(*reinterpret_cast<const uint16_t*>(row), m_lo, m_hi);
-            f[mb][2 + r] = e4m3x2_to_bf16x2_scaled(*reinterpret_cast<const uint16_t*>(row + 8), m_lo, m_hi);
-          }
+          for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const uint8_t* row = wt + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
+              const uint16_t lo = *reinterpret_cast<const uint16_t*>(row), hi = *reinterpret_cast<const uint16_t*>(row + 8);
+              if constexpr (kNarrow) {
+                const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+                fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
+                fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
+              } else {
+                uint32_t m_lo, m_hi;
+                scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
+                fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
+                fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
+              }
+            }
+        };
+        decode(0, f[0]);
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks) {
+          wgmma::fence();
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+            wgmma::mma_bf16_rs<kT>(acc[mb], f[ks & 1][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
+                                   (kt | ks) != 0);
+          wgmma::commit();
+          // Every group but this one done: the other fragment set is free,
+          // and (ks = 0) the previous slot's wgmmas have read its tokens.
+          wgmma::wait<1>();
+          fence_f((ks + 1) & 1);
+          if (ks == 0 && kt > 0) release(prev);
+          if (ks < 7) decode(ks + 1, f[(ks + 1) & 1]);
+        }
       };
-      decode(0, f[0]);
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        wgmma::fence();
-#pragma unroll
-        for (int mb = 0; mb < kMB; ++mb)
-          wgmma::mma_bf16_rs<kT>(acc[mb], f[ks & 1][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
-                                 (kt | ks) != 0);
-        wgmma::commit();
-        // Every group but this one done: the other fragment set is free,
-        // and (ks = 0) the previous slot's wgmmas have read its tokens.
-        wgmma::wait<1>();
-        fence_f((ks + 1) & 1);
-        if (ks == 0 && kt > 0) release(prev);
-        if (ks < 7) decode(ks + 1, f[(ks + 1) & 1]);
-      }
+      if (__all_sync(kFullMask, narrow)) run(std::true_type{});
+      else run(std::false_type{});
       next();
     }
   };
@@ -540,15 +578,33 @@ __global__ void __launch_bounds__(kThreads, 1) tma_gemm_kernel(const __grid_cons
           }
         }
     };
-    if (fused) {
+    if (fused && kA16) {
+      // W8A16: fragment rows g8 and g8 + 8 are one neuron's gate and up
+      // (row_of): elements 4i + j and 4i + 2 + j, token 8i + 2t4 + j. One
+      // BF16 a store: the neuron's h of two tokens are two rows apart.
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        const int n = (t % ntn) * (kRows / 2) + row_of(mb);
+#pragma unroll
+        for (int i = 0; i < kN8; ++i)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int row = row0 + 8 * i + 2 * t4 + j;
+            if (row < g.rows)
+              static_cast<__nv_bfloat16*>(g.out)[size_t(row) * (N / 2) + n] =
+                  __float2bfloat16_rn(silu(acc[mb][4 * i + j]) * acc[mb][4 * i + 2 + j]);
+          }
+      }
+    } else if (fused) {
       // h = silu(gate) · up of neurons (t % ntn)·128 + 64c.. from the FP32
       // accumulators: element x of both blocks is one neuron and token.
 #pragma unroll
       for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu(acc[0][i]) * acc[kMB - 1][i];
       store(acc[0], (t % ntn) * (kRows / 2) + 64 * c, N / 2);
     } else {
+      // m64 block q = c · kMB + mb: output columns 64q.. of the tile.
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], (t % ntn) * kRows + c * (kRows / 2) + 64 * mb, N);
+      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], (t % ntn) * kRows + 64 * (c * kMB + mb), N);
     }
   }
   // No block exits while the other may still arrive on its barriers.
@@ -611,6 +667,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       p.fuse_silu ? L::kRows / 2 : L::kRows);
   tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
+  constexpr int kThreads = Warps<kA16>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
   launch_kernel_ex(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream,

@@ -106,12 +106,22 @@ __device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uin
   m_lo = ((min(code, kNarrowMaxCode) + 112u) << 7) * 0x10001u;
   m_hi = ((max(code, kNarrowMaxCode) - 15u) << 7) * 0x10001u;
 }
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32_t m_lo, uint32_t m_hi) {
-  const uint32_t v = e4m3x2_to_bf16x2_pow2(two);
-  const __nv_bfloat162 r = __hmul2(__hmul2(*reinterpret_cast<const __nv_bfloat162*>(&v),
-                                           *reinterpret_cast<const __nv_bfloat162*>(&m_lo)),
-                                   *reinterpret_cast<const __nv_bfloat162*>(&m_hi));
+// Whether all four E8M0 codes of a word are narrow (<= kNarrowMaxCode).
+__device__ __forceinline__ bool scales_narrow4(uint32_t codes) { return __vcmpgtu4(codes, 0x8E8E8E8Eu) == 0; }
+static_assert(kNarrowMaxCode == 0x8E, "scales_narrow4 compares bytes with 0x8E");
+// The BF16x2 2^(c-15) of code c = byte j of a word of narrow codes: c + 112
+// (no carry for c <= 142) moved to bits 7-14 of both halves, the BF16
+// exponent field (bytes 1 and 3 by one permute, then one place down).
+__device__ __forceinline__ uint32_t narrow_scale_factor(uint32_t codes, int j) {
+  return __byte_perm(codes + 0x70707070u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
+}
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 r =
+      __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
   return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32_t m_lo, uint32_t m_hi) {
+  return bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(two), m_lo), m_hi);
 }
 
 template <bool kNarrow>
