@@ -161,8 +161,11 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       size_t free_b = 0, total_b = 0;
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream);
+      // MXFP8 on sm_90a: the classical path also in W8A16, against the same
+      // warp-decode times (DispatchPolicy::kBf16Activations' crossover).
+      const bool w8a16 = ClassicalConfig::for_batch(shape, 1, f, ClassicalMoe::wgmma_available(), true).bf16_activations;
       nlohmann::json points = nlohmann::json::array();
-      std::vector<double> warp_times, classical_times;
+      std::vector<double> warp_times, classical_times, w8a16_times;
       for (int B : ladder) {
         double warp_us = 0;
         if (warp_supports(f)) {
@@ -175,15 +178,32 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         classical_times.push_back(cl_us);
         std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f\n", preset.c_str(), to_string(f), B, warp_us, cl_us,
                     warp_us > 0 ? cl_us / warp_us : 0.0);
+        nlohmann::json point = {{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}};
+        if (w8a16) {
+          ClassicalPath ap(mb, f, ClassicalConfig::for_batch(shape, B, f, true, true));
+          const double a_us = mb.run(B, ap, opt).experts.us_median;
+          w8a16_times.push_back(a_us);
+          std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f  (W8A16 %s)\n", preset.c_str(), to_string(f), B, warp_us,
+                      a_us, warp_us > 0 ? a_us / warp_us : 0.0, ap.config().c_str());
+          point["w8a16_us"] = a_us;
+          point["w8a16_config"] = ap.config();
+        }
         std::fflush(stdout);
-        points.push_back({{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}});
+        points.push_back(point);
       }
-      const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp_times, classical_times) : 1;
-      std::printf("# crossover %s %s: %s\n", preset.c_str(), to_string(f),
-                  crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
-                                                      : ("B >= " + std::to_string(crossover)).c_str());
-      table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover});
-      ladders.push_back({{"preset", preset}, {"format", to_string(f)}, {"crossover", crossover}, {"points", points}});
+      auto add = [&](const std::vector<double>& times, bool bf16_act) {
+        const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp_times, times) : 1;
+        std::printf("# crossover %s %s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
+                    crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
+                                                        : ("B >= " + std::to_string(crossover)).c_str());
+        table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover,
+                                 bf16_act});
+        return crossover;
+      };
+      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"crossover", add(classical_times, false)},
+                            {"points", points}};
+      if (w8a16) lad["w8a16_crossover"] = add(w8a16_times, true);
+      ladders.push_back(lad);
     }
   nlohmann::json doc = nlohmann::json::parse(table.to_json());
   doc["header"] = header;

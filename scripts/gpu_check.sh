@@ -72,12 +72,16 @@ classical_tests() {
 classical_benches() {
   local t0
   t0=$(date +%s)
+  # MXFP8 rows also time W8A16 (the classical path with BF16 activations) at
+  # the tiles its rule picks there (T = 8 up to B = 64, 16 at 128).
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
-    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
+    --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --classical-config t8/tma/a16/silu/pdl,t16/tma/a16/silu/pdl \
+    "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
   note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
-    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --json "$OUT/h200-moe-prefill.json" \
+    --batch 1024,4096 --no-warp --no-router --stages --calls 8 --replays 7 --classical-config t128/tma/a16/silu/pdl \
+    --json "$OUT/h200-moe-prefill.json" \
     >"$LOG/bench-prefill.log" 2>&1
   note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
 }
@@ -188,7 +192,7 @@ if [ "$MODE" = classical ]; then
   classical_benches "$@"
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --tune --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8 \
-    --tune-batch 8,16,24,32,48,64,96,128 --tune-json "$OUT/h200-crossover.json" >"$LOG/tune.log" 2>&1
+    --tune-batch 8,16,24,32,48,64,96,128,192,256 --tune-json "$OUT/h200-crossover.json" >"$LOG/tune.log" 2>&1
   note "tune          rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-crossover.json"
   {
     grep -E "^# measured" "$LOG/bench-classical.log" | head -1

@@ -93,6 +93,12 @@ struct ClassicalConfig {
   // The same choice for a device with (sm90a) or without the sm_90a kernels
   // (wgmma, TMA), whatever this machine has.
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a);
+  // bf16_activations: the W8A16 choice for MXFP8 weights (the TMA tile, T
+  // from the tokens per expert, SiLU·up fused where I % 128 == 0) where this
+  // device and shape run it; elsewhere, and for other formats, the same as
+  // above (the result's bf16_activations then says false).
+  static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a,
+                                   bool bf16_activations);
   std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/pdl", "t8/tma/a16/silu"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
@@ -156,6 +162,8 @@ class ClassicalMoe {
   // Stages 1-8; the routing is kept in the workspace.
   void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                cudaStream_t stream) const;
+  void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
+               const ClassicalConfig& config, cudaStream_t stream) const;
 
   // One stage on its own, on whatever its inputs hold. kRouterGemm and kTopK
   // read x and write the workspace's logits / ids / weights (routing.batch

@@ -9,7 +9,10 @@
 // The crossover is a speed measurement: above it MXFP8 weights run the
 // classical W8A8 path, which quantizes the activations to FP8
 // (docs/ACCURACY.md: 18-26× warp decode's error on one qwen3-30b-a3b layer).
-// DispatchPolicy::kBf16Activations keeps them on warp decode instead.
+// DispatchPolicy::kBf16Activations keeps BF16 activations instead: warp
+// decode, or, above a crossover measured for it, the classical path in W8A16
+// (ClassicalConfig::bf16_activations: MXFP8 weights decoded to BF16, the
+// TMA tile on sm_90a).
 // MXFP8 weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can
 // be read by warp decode alone: a call the table sends to the classical path
 // throws (MoeWeightsView::require_canonical) rather than change path.
@@ -34,8 +37,10 @@ const char* to_string(MoePath p);  // "warp", "classical"
 //   kFastest          the crossover decides for every format (issue 4's
 //                     dispatch; the default).
 //   kBf16Activations  never quantize activations where warp decode can run
-//                     the format: MXFP8 stays on warp decode at every batch
-//                     (a batch past its maximum is refused, not quantized).
+//                     the format: MXFP8 runs warp decode, or the classical
+//                     path in W8A16 from that pairing's crossover where the
+//                     device runs it (sm_90a); otherwise a batch past warp
+//                     decode's maximum is refused, not quantized.
 //                     BF16 is unaffected (both paths keep BF16 activations);
 //                     FP8 block-128 has only the W8A8 path.
 enum class DispatchPolicy { kFastest, kBf16Activations };
@@ -46,6 +51,10 @@ struct CrossoverEntry {
   int hidden = 0, intermediate = 0, experts = 0, top_k = 0;
   WeightFormat format = WeightFormat::kBF16;
   int crossover = 0;   // classical from this batch on; kNever: warp decode at every measured batch
+  // The classical side ran W8A16 (MXFP8, ClassicalConfig::bf16_activations):
+  // the crossover DispatchPolicy::kBf16Activations uses. JSON "activations":
+  // "bf16" (absent: the default classical configuration).
+  bool bf16_activations = false;
   static constexpr int kNever = -1;
 };
 
@@ -71,7 +80,7 @@ class CrossoverTable {
   // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
   static CrossoverTable from_environment();
 
-  void set(const CrossoverEntry& e);  // replaces the entry of the same shape and format
+  void set(const CrossoverEntry& e);  // replaces the entry of the same shape, format and activations
   const std::vector<CrossoverEntry>& entries() const { return entries_; }
   const std::string& source() const { return source_; }
 
@@ -79,7 +88,8 @@ class CrossoverTable {
   // format if there is one; otherwise the table's measured crossovers for this
   // format scaled to the shape by tokens per expert (B·K/E), the quantity
   // that decides which path wins.
-  int crossover(const MoeShape& s, WeightFormat f) const;
+  // bf16_activations: the W8A16 entries (CrossoverEntry::bf16_activations).
+  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false) const;
 
   // JSON text of the table (what load() reads; bench-moe --tune adds its
   // measurements beside the entries).
@@ -91,11 +101,12 @@ class CrossoverTable {
 };
 
 // The path of a call: pure host logic, the rule MoeDispatch::choose applies
-// (warp_max_batch: the largest batch its warp-decode layer takes). Throws
+// (warp_max_batch: the largest batch its warp-decode layer takes; w8a16:
+// whether the classical path runs W8A16 for this shape and device). Throws
 // wd::InvalidArgument for a batch < 1, and for an MXFP8 batch past
-// warp_max_batch under kBf16Activations.
+// warp_max_batch under kBf16Activations that W8A16 does not take.
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy);
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false);
 
 class MoeDispatch {
  public:

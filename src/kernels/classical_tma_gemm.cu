@@ -78,17 +78,18 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // BF16 and W8A8: two consumer warpgroups; 384 threads leave 168 registers a
 // thread at entry, and setmaxnreg moves them from the producer warpgroup to
 // the consumers (56 + 2 × 224 = 3 × 168 per SM sub-partition), which hold
-// up to 128 accumulators. W8A16: four, one m64 block each (up to 64
-// accumulators): their decode is a chain of dependent instructions (load,
-// convert, scale) per fragment, and two warps per scheduler left it exposed
-// (run 1: W8A16 slower than W8A8 at decode batches); 640 threads leave 96
-// registers at entry, 40 + 4 × 104 <= 5 × 96.
-template <bool kA16>
+// up to 128 accumulators. W8A16 (session 14 runs 2-4, Tile::kRows): four
+// at T = 16, 32 and 128, one m64 block each, so that more warps hide the
+// decode's chains of dependent instructions (−2 to −7 % against two; 640
+// threads leave 96 registers at entry, 40 + 4 × 104 <= 5 × 96); two at
+// T = 64 (two m64 blocks each: its accumulators and two groups of fragments
+// need the registers) and at T = 8 (128-row tiles, one m64 block each).
+template <bool kA16, int kT>
 struct Warps {
-  static constexpr int kConsumerWGs = kA16 ? 4 : 2;
+  static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 ? 4 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;
-  static constexpr int kProducerRegs = kA16 ? 40 : 56, kConsumerRegs = kA16 ? 104 : 224;
+  static constexpr int kProducerRegs = kConsumerWGs == 4 ? 40 : 56, kConsumerRegs = kConsumerWGs == 4 ? 104 : 224;
   static_assert(kProducerRegs + kConsumerWGs * kConsumerRegs <= (1 + kConsumerWGs) * (65536 / kThreads / 8 * 8),
                 "the registers of one SM sub-partition");
 };
@@ -117,8 +118,11 @@ struct Tile {
   // 512-1024 tokens, FP8 block-128 level (−1.2 % at 512, +0.6-1.8 % at 1024).
   // W8A16 keeps BF16's 256 rows (its accumulators, and the fused SiLU·up's
   // 128 gate + 128 up rows).
-  static constexpr int kRows = kW8A8 && kT != 64 ? 128 : 256;  // weight rows of a tile
-  static constexpr int kMBlocks = kRows / Warps<kA16>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
+  // W8A16: 128 rows at T = 8 (twice the tiles: decode batches' few experts
+  // fill more SMs; run 4, qwen3-30b-a3b: B = 1 39.4 -> 28.1 µs, B = 8 105.4
+  // -> 99.4), 256 above (128-row tiles lost 0-8 % at T = 16, 32).
+  static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && kT != 64 ? 128 : 256;  // weight rows of a tile
+  static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
   // W8A16: the slot's 128 K of BF16 activations are two 128-byte-swizzled
@@ -167,7 +171,7 @@ namespace {
 using namespace tma_tile;
 
 template <WeightFormat F, bool kA16, int kT, int kCluster>
-__global__ void __launch_bounds__(Warps<kA16>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
   __trap();  // the host launches this kernel only on sm_90a
@@ -178,7 +182,7 @@ __global__ void __launch_bounds__(Warps<kA16>::kThreads, 1) tma_gemm_kernel(cons
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
-  using W = Warps<kA16>;
+  using W = Warps<kA16, kT>;
   static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
@@ -433,18 +437,29 @@ __global__ void __launch_bounds__(Warps<kA16>::kThreads, 1) tma_gemm_kernel(cons
   // the 32 neurons 32q.. with each neuron's gate row at fragment row g8 and
   // its up row at g8 + 8 (tile rows n and 128 + n): a thread's accumulators
   // then hold gate and up of one neuron and token, whatever the tile height.
-  // Step ks + 1 is decoded while step ks's wgmmas run: two fragment sets,
-  // f[ks & 1] in flight while the other is written once wait<1> has retired
-  // its wgmmas; fence_operand keeps a set live (its registers unreused)
-  // until that wait, across slots too (f lives outside the slot: the next
-  // slot's step 0 writes f[0] while step 7 reads f[1]). Exact: every E4M3
-  // value times its E8M0 scale is a BF16 normal for codes 10 to 246 (mma.cuh).
-  uint32_t f[2][kMB][4];
+  // The eight steps go as groups of kGroupK: group g + 1 is decoded while
+  // group g's wgmmas run (the next slot's first while the last's do). Set
+  // g & 1 of the fragments holds group g; wait<1> after a group's commit
+  // retires the group before it, whose set is then rewritten; fence_operand keeps a
+  // set live (its registers unreused) until that wait, across slots too (f
+  // lives outside the slot). One wait a group, not a step: a wait after
+  // every step exposed each wgmma's latency (run 3: the slot took as long
+  // for 128 rows as for 256). Exact: every E4M3 value times its E8M0 scale
+  // is a BF16 normal for codes 10 to 246 (mma.cuh).
+  // k16 steps a group: four, or one at T = 128 (four warpgroups of 104
+  // registers and 64 accumulators: no room for more sets; an m64n128k16
+  // takes long enough to hide a wait; run 4: four warpgroups with one step a
+  // group 3-7 % faster there than two with two steps).
+  constexpr int kGroupK = kT == 128 ? 1 : 4;
+  uint32_t f[2][kGroupK][kMB][4];
+  static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
   auto fence_f = [&](int set) {
 #pragma unroll
-    for (int mb = 0; mb < kMB; ++mb)
+    for (int s = 0; s < kGroupK; ++s)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][mb][i]);
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][s][mb][i]);
   };
   // Tile row of the thread's first fragment row in m64 block mb; its second
   // is row2 further.
@@ -491,21 +506,29 @@ __global__ void __launch_bounds__(Warps<kA16>::kThreads, 1) tma_gemm_kernel(cons
               }
             }
         };
-        decode(0, f[0]);
+        auto decode_group = [&](int grp) {
 #pragma unroll
-        for (int ks = 0; ks < 8; ++ks) {
+          for (int s = 0; s < kGroupK; ++s) decode(kGroupK * grp + s, f[grp & 1][s]);
+        };
+        decode_group(0);
+#pragma unroll
+        for (int grp = 0; grp < 8 / kGroupK; ++grp) {
           wgmma::fence();
 #pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_bf16_rs<kT>(acc[mb], f[ks & 1][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
-                                   (kt | ks) != 0);
+          for (int s = 0; s < kGroupK; ++s) {
+            const int ks = kGroupK * grp + s;
+#pragma unroll
+            for (int mb = 0; mb < kMB; ++mb)
+              wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
+                                     (kt | ks) != 0);
+          }
           wgmma::commit();
-          // Every group but this one done: the other fragment set is free,
-          // and (ks = 0) the previous slot's wgmmas have read its tokens.
+          // Every group but this one done: the other set is free, and
+          // (group 0) the previous slot's wgmmas have read its tokens.
           wgmma::wait<1>();
-          fence_f((ks + 1) & 1);
-          if (ks == 0 && kt > 0) release(prev);
-          if (ks < 7) decode(ks + 1, f[(ks + 1) & 1]);
+          fence_f((grp & 1) ^ 1);
+          if (grp == 0 && kt > 0) release(prev);
+          if (grp + 1 < 8 / kGroupK) decode_group(grp + 1);
         }
       };
       if (__all_sync(kFullMask, narrow)) run(std::true_type{});
@@ -667,7 +690,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       p.fuse_silu ? L::kRows / 2 : L::kRows);
   tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
-  constexpr int kThreads = Warps<kA16>::kThreads;
+  constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
   launch_kernel_ex(kernel, dim3(unsigned(std::min(tiles, resident))), dim3(kThreads), size_t(L::bytes()), stream,

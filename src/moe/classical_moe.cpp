@@ -111,6 +111,24 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   return for_batch(s, batch, format, ClassicalMoe::wgmma_available());
 }
 
+ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a,
+                                           bool bf16_activations) {
+  if (!bf16_activations || format != WeightFormat::kMXFP8 || !sm90a || !w8a8_shape_ok(s) || !tma_fits(s, format))
+    return for_batch(s, batch, format, sm90a);
+  // W8A16 (session 14 run 4, qwen3-30b-a3b and qwen3-235b-a22b MXFP8): the
+  // smallest T >= 2m, as BF16 (B = 1-64: T = 8; 128: 16, 212.6 µs vs 285.0
+  // at T = 8 on qwen3-30b-a3b; 1024-4096 tokens: 128, 390.9 vs 403.3 at 64
+  // and 934.6 vs 1157.0).
+  const double m = double(batch) * s.top_k / s.experts;
+  ClassicalConfig c;
+  c.pdl = true;
+  c.gemm = ClassicalGemm::kTma;
+  c.tile_tokens = tile_at_least(2.0 * m);
+  c.bf16_activations = true;
+  c.fuse_silu = silu_fuses(s, format, true);
+  return c;
+}
+
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a) {
   // m = expected tokens per expert under uniform routing.
   const double m = double(batch) * s.top_k / s.experts;
@@ -498,8 +516,13 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                            cudaStream_t stream) const {
+  forward(w, x, batch, out, ClassicalConfig::for_batch(shape_, std::max(1, batch), w.format), stream);
+}
+
+void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
+                           const ClassicalConfig& config, cudaStream_t stream) const {
   route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);
-  experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out, stream);
+  experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out, config, stream);
 }
 
 }  // namespace wd

@@ -33,6 +33,9 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 24},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 48},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 24},
+      // W8A16 (DispatchPolicy::kBf16Activations)
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, CrossoverEntry::kNever, true},
   };
 }
 
@@ -72,6 +75,9 @@ CrossoverTable CrossoverTable::load(const std::string& path) {
       e.top_k = j.at("top_k").get<int>();
       e.format = parse_weight_format(j.at("format").get<std::string>());
       e.crossover = j.at("crossover").get<int>();
+      const std::string act = j.value("activations", std::string("default"));
+      if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
+      e.bf16_activations = act == "bf16";
       if (e.crossover != CrossoverEntry::kNever && e.crossover < 1)
         throw FormatError("crossover " + std::to_string(e.crossover) + " (allowed: >= 1, or -1 for never)");
       t.set(e);
@@ -94,22 +100,22 @@ CrossoverTable CrossoverTable::from_environment() {
 
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
-    if (o.format == e.format && o.hidden == e.hidden && o.intermediate == e.intermediate &&
-        o.experts == e.experts && o.top_k == e.top_k) {
+    if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.hidden == e.hidden &&
+        o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
     }
   entries_.push_back(e);
 }
 
-int CrossoverTable::crossover(const MoeShape& s, WeightFormat f) const {
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations) const {
   for (const auto& e : entries_)
-    if (e.format == f && same_shape(e, s)) return e.crossover;
+    if (e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.crossover;
   // Other shapes of this format: the crossover in tokens per expert, median.
   std::vector<double> m;
   bool any = false;
   for (const auto& e : entries_) {
-    if (e.format != f) continue;
+    if (e.format != f || e.bf16_activations != bf16_activations) continue;
     any = true;
     if (e.crossover != CrossoverEntry::kNever) m.push_back(double(e.crossover) * e.top_k / e.experts);
   }
@@ -122,14 +128,17 @@ int CrossoverTable::crossover(const MoeShape& s, WeightFormat f) const {
 std::string CrossoverTable::to_json() const {
   nlohmann::json doc;
   doc["entries"] = nlohmann::json::array();
-  for (const auto& e : entries_)
-    doc["entries"].push_back({{"preset", e.preset},
-                              {"hidden", e.hidden},
-                              {"intermediate", e.intermediate},
-                              {"experts", e.experts},
-                              {"top_k", e.top_k},
-                              {"format", to_string(e.format)},
-                              {"crossover", e.crossover}});
+  for (const auto& e : entries_) {
+    nlohmann::json j = {{"preset", e.preset},
+                        {"hidden", e.hidden},
+                        {"intermediate", e.intermediate},
+                        {"experts", e.experts},
+                        {"top_k", e.top_k},
+                        {"format", to_string(e.format)},
+                        {"crossover", e.crossover}};
+    if (e.bf16_activations) j["activations"] = "bf16";
+    doc["entries"].push_back(j);
+  }
   return doc.dump(2);
 }
 
@@ -141,10 +150,14 @@ bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == Weig
 }  // namespace
 
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy) {
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_streams(f)) return MoePath::kClassical;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
+    if (w8a16) {
+      const int c = table.crossover(shape, f, true);
+      if (batch > warp_max_batch || (c != CrossoverEntry::kNever && batch >= c)) return MoePath::kClassical;
+    }
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
              warp_max_batch, ", and the bf16-activations policy does not send MXFP8 weights to the W8A8 path");
     return MoePath::kWarp;
@@ -162,20 +175,33 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 
 MoeDispatch::~MoeDispatch() = default;
 
+namespace {
+// The classical configuration of a call: W8A16 under kBf16Activations where
+// it runs (MXFP8 on sm_90a), the default otherwise.
+ClassicalConfig classical_config(const MoeShape& s, WeightFormat f, int batch, DispatchPolicy policy) {
+  return ClassicalConfig::for_batch(s, std::max(1, batch), f, ClassicalMoe::wgmma_available(),
+                                    policy == DispatchPolicy::kBf16Activations);
+}
+}  // namespace
+
 MoePath MoeDispatch::choose(WeightFormat f, int batch) const {
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_);
+  const bool w8a16 = batch >= 1 && classical_config(shape_, f, batch, policy_).bf16_activations;
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16);
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                           cudaStream_t stream) const {
-  if (choose(w.format, batch) == MoePath::kWarp) warp_->forward(w, x, batch, out, stream);
-  else classical_->forward(w, x, batch, out, stream);
+  if (choose(w.format, batch) == MoePath::kWarp) {
+    warp_->forward(w, x, batch, out, stream);
+    return;
+  }
+  classical_->forward(w, x, batch, out, classical_config(shape_, w.format, batch, policy_), stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
   if (choose(w.format, routing.batch) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
-  else classical_->experts(w, x, routing, out, stream);
+  else classical_->experts(w, x, routing, out, classical_config(shape_, w.format, routing.batch, policy_), stream);
 }
 
 }  // namespace wd

@@ -672,6 +672,39 @@ TEST(Classical, ForwardAndDispatch) {
   }
 }
 
+// kBf16Activations with a W8A16 crossover: MXFP8 batches from it run the
+// classical path in W8A16 (sm_90a), which keeps the BF16 path's precision:
+// within 2e-3 of its W8A16 emulation and 1e-2 of the exact layer, where
+// W8A8 lands at 5e-3 or more (check_path's floor).
+TEST(Classical, DispatchKeepsBf16ActivationsOnW8A16) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  if (!ClassicalConfig::for_batch(s, 40, WeightFormat::kMXFP8, ClassicalMoe::wgmma_available(), true).bf16_activations)
+    GTEST_SKIP() << "no sm_90a device: W8A16 does not run here";
+  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+  CrossoverTable table;
+  table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 16, true});
+  MoeDispatch moe(s, 64, table, DispatchPolicy::kBf16Activations);
+  EXPECT_EQ(moe.choose(WeightFormat::kMXFP8, 15), MoePath::kWarp);
+  EXPECT_EQ(moe.choose(WeightFormat::kMXFP8, 16), MoePath::kClassical);
+  const int B = 40;
+  const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+  const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                            reference::Precision::kFP64);
+  const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B, 0,
+                                                true, true);
+  DeviceBuffer<uint16_t> dx(x);
+  DeviceBuffer<float> dy(size_t(B) * s.hidden);
+  dy.fill_bytes(0xFF);
+  moe.forward(layer.view(), dx.data(), B, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
+  const auto h = dy.download();
+  const std::vector<double> y(h.begin(), h.end());
+  size_t nf = 0;
+  EXPECT_LE(rel_l2(emu, y, &nf), 2e-3) << "W8A16 vs its emulation";
+  EXPECT_EQ(nf, 0u);
+  EXPECT_LE(rel_l2(exact, y), 1e-2) << "W8A16 vs exact FP64";
+}
+
 // ---- weights, determinism, graphs, errors ------------------------------------------------
 TEST(Classical, DeviceFp8BlockQuantizationMatchesHostBits) {
   WD_REQUIRE_GPU();

@@ -84,20 +84,53 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
   ASSERT_TRUE(in.good());
   const nlohmann::json doc = nlohmann::json::parse(in);
   const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
-  ASSERT_EQ(doc.at("ladders").size(), measured.entries().size());
+  size_t entries = 0;
   for (const auto& l : doc.at("ladders")) {
-    std::vector<int> b;
-    std::vector<double> w, c;
-    for (const auto& pt : l.at("points")) {
-      b.push_back(pt.at("batch").get<int>());
-      w.push_back(pt.at("warp_us").get<double>());
-      c.push_back(pt.at("classical_us").get<double>());
-    }
-    const int x = crossover_from_ladder(b, w, c);
-    EXPECT_EQ(l.at("crossover").get<int>(), x) << l.at("preset") << " " << l.at("format");
     const MoeShape s = preset_shape(l.at("preset").get<std::string>());
-    EXPECT_EQ(measured.crossover(s, parse_weight_format(l.at("format").get<std::string>())), x) << l.at("preset");
+    const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
+    // The default classical configuration, and (MXFP8) W8A16 where measured.
+    for (bool a16 : {false, true}) {
+      if (a16 && !l.contains("w8a16_crossover")) continue;
+      std::vector<int> b;
+      std::vector<double> w, c;
+      for (const auto& pt : l.at("points")) {
+        b.push_back(pt.at("batch").get<int>());
+        w.push_back(pt.at("warp_us").get<double>());
+        c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
+      }
+      const int x = crossover_from_ladder(b, w, c);
+      EXPECT_EQ(l.at(a16 ? "w8a16_crossover" : "crossover").get<int>(), x) << l.at("preset") << " " << l.at("format");
+      EXPECT_EQ(measured.crossover(s, f, a16), x) << l.at("preset") << (a16 ? " W8A16" : "");
+      ++entries;
+    }
   }
+  EXPECT_EQ(entries, measured.entries().size());
+}
+
+// W8A16 entries ("activations": "bf16") sit beside the default ones of the
+// same shape and format, and survive the round trip.
+TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
+  const std::string path = write_temp(R"({"entries": [
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": 24},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": 96, "activations": "bf16"}]})");
+  const CrossoverTable t = CrossoverTable::load(path);
+  std::remove(path.c_str());
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  EXPECT_EQ(t.entries().size(), 2u);
+  EXPECT_EQ(t.crossover(s, WeightFormat::kMXFP8), 24);
+  EXPECT_EQ(t.crossover(s, WeightFormat::kMXFP8, true), 96);
+  EXPECT_EQ(t.crossover(s, WeightFormat::kBF16, true), CrossoverEntry::kNever);
+  const std::string again = write_temp(t.to_json());
+  const CrossoverTable u = CrossoverTable::load(again);
+  std::remove(again.c_str());
+  EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8), 24);
+  EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8, true), 96);
+  const std::string bad = write_temp(R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+    "top_k": 8, "format": "mxfp8", "crossover": 3, "activations": "fp8"}]})");
+  EXPECT_THROW(CrossoverTable::load(bad), FormatError);
+  std::remove(bad.c_str());
 }
 
 TEST(CrossoverTable, BuiltInIsMeasured) {
@@ -114,6 +147,7 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     const auto& b = measured.entries()[i];
     EXPECT_EQ(a.preset, b.preset);
     EXPECT_EQ(a.format, b.format) << a.preset;
+    EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
     EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
     EXPECT_EQ(a.hidden, b.hidden);
     EXPECT_EQ(a.intermediate, b.intermediate);
@@ -145,6 +179,17 @@ TEST(CrossoverTable, ChoosePathFollowsTheCrossoverAndThePolicy) {
   EXPECT_EQ(path(WeightFormat::kMXFP8, max + 1, P::kFastest), MoePath::kClassical);
   for (int B : {1, 24, 200, max}) EXPECT_EQ(path(WeightFormat::kMXFP8, B, P::kBf16Activations), MoePath::kWarp) << B;
   EXPECT_THROW(path(WeightFormat::kMXFP8, max + 1, P::kBf16Activations), InvalidArgument);
+  // With a W8A16 entry, where the device runs W8A16: its crossover, and the
+  // classical path past warp decode's maximum; where it does not, as above.
+  t.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 96, true});
+  auto a16 = [&](int B, bool runs) { return choose_path(t, s, WeightFormat::kMXFP8, B, max, P::kBf16Activations, runs); };
+  EXPECT_EQ(a16(95, true), MoePath::kWarp);
+  EXPECT_EQ(a16(96, true), MoePath::kClassical);
+  EXPECT_EQ(a16(max + 1, true), MoePath::kClassical);
+  EXPECT_EQ(a16(96, false), MoePath::kWarp);
+  EXPECT_THROW(a16(max + 1, false), InvalidArgument);
+  // kFastest keeps the default entry (24) whatever the W8A16 one says.
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 24, max, P::kFastest, true), MoePath::kClassical);
   EXPECT_STREQ(to_string(P::kFastest), "fastest");
   EXPECT_STREQ(to_string(P::kBf16Activations), "bf16-activations");
 }
