@@ -28,14 +28,13 @@ bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
 // regenerate with that command and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
   return {
-      // preset, H, I, E, K, format, crossover
+      // preset, H, I, E, K, format, crossover (, W8A16: the kBf16Activations entry)
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 24},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 48},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 24},
-      // W8A16 (DispatchPolicy::kBf16Activations)
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, CrossoverEntry::kNever, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 16},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 24, true},
   };
 }
 
