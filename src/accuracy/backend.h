@@ -5,6 +5,8 @@
 //   classical BF16  ClassicalMoe on BF16 weights      reference::classical_experts (BF16)
 //   classical FP8   ClassicalMoe W8A8 (MXFP8 or       reference::classical_experts (W8A8)
 //                   FP8 block-128 weights)
+//   classical W8A16 ClassicalMoe W8A16 (MXFP8         reference::classical_experts (W8A16)
+//                   weights, BF16 activations; sm_90a)
 //
 // The CPU backend runs CPU *models* of the paths (the FP32 reference stands
 // for warp decode's FP32 accumulation; the classical CPU reference makes every
@@ -27,8 +29,8 @@
 
 namespace wd::accuracy {
 
-enum class Path { kWarp, kClassicalBf16, kClassicalFp8 };
-const char* to_string(Path p);  // "warp", "classical_bf16", "classical_fp8"
+enum class Path { kWarp, kClassicalBf16, kClassicalFp8, kClassicalW8A16 };
+const char* to_string(Path p);  // "warp", "classical_bf16", "classical_fp8", "classical_w8a16"
 
 // What the paths write: BF16 (what an engine keeps) or FP32.
 enum class OutputFormat { kBF16, kFP32 };
@@ -47,6 +49,9 @@ class Backend {
   virtual std::string source() const { return gpu() ? "gpu" : "cpu-model"; }
   // One line naming what runs each path, for the command's header.
   virtual std::string describe(Path p) const = 0;
+  // Whether this backend runs the path at all (the GPU backend runs W8A16
+  // only where the device has the sm_90a kernels).
+  virtual bool available(Path p) const { return true; }
 
   // Makes the layer of `seed` current (SyntheticSpec{seed}, default stddev),
   // in BF16 and every format in `formats`.
@@ -67,7 +72,9 @@ class Backend {
 // The weights a path runs for a requested format: warp decode streams BF16
 // or MXFP8 (MXFP8 is its FP8 format, also for an fp8-block128 request); the
 // classical BF16 path runs BF16; the classical FP8 path runs the request
-// (MXFP8 or FP8 block-128; none for a BF16 request).
+// (MXFP8 or FP8 block-128; none for a BF16 request); classical W8A16 runs
+// MXFP8 requests only. path_runs says whether the path runs for a request
+// (the backend's available() too: runs()).
 WeightFormat path_weights(Path p, WeightFormat requested);
 bool path_runs(Path p, WeightFormat requested);
 

@@ -17,6 +17,7 @@ const char* to_string(Path p) {
     case Path::kWarp: return "warp";
     case Path::kClassicalBf16: return "classical_bf16";
     case Path::kClassicalFp8: return "classical_fp8";
+    case Path::kClassicalW8A16: return "classical_w8a16";
   }
   return "?";
 }
@@ -34,11 +35,13 @@ WeightFormat path_weights(Path p, WeightFormat requested) {
     case Path::kWarp: return requested == WeightFormat::kBF16 ? WeightFormat::kBF16 : WeightFormat::kMXFP8;
     case Path::kClassicalBf16: return WeightFormat::kBF16;
     case Path::kClassicalFp8: return requested;
+    case Path::kClassicalW8A16: return WeightFormat::kMXFP8;
   }
   return requested;
 }
 
 bool path_runs(Path p, WeightFormat requested) {
+  if (p == Path::kClassicalW8A16) return requested == WeightFormat::kMXFP8;
   return p != Path::kClassicalFp8 || requested != WeightFormat::kBF16;
 }
 
@@ -61,6 +64,8 @@ class CpuBackend final : public Backend {
       case Path::kWarp: return "CPU model: FP32-accumulating reference (reference::moe_experts, kFP32)";
       case Path::kClassicalBf16: return "CPU model: classical-path reference, BF16 (reference::classical_experts)";
       case Path::kClassicalFp8: return "CPU model: classical-path reference, W8A8 (reference::classical_experts)";
+      case Path::kClassicalW8A16:
+        return "CPU model: classical-path reference, W8A16 (reference::classical_experts, BF16 activations)";
     }
     return "";
   }
@@ -89,22 +94,25 @@ class CpuBackend final : public Backend {
   }
 
   std::vector<double> experts(Path p, WeightFormat f, const uint16_t* x, const PathRouting& r, int batch) override {
-    WD_CHECK(path_runs(p, f), "the classical FP8 path needs FP8 weights, not ", to_string(f));
+    WD_CHECK(path_runs(p, f), "the ", to_string(p), " path does not run ", to_string(f), " requests");
     const MoeWeightsView w = layer(path_weights(p, f)).view();
     std::vector<double> y =
         p == Path::kWarp
             ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, reference::Precision::kFP32, threads_)
             : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_,
-                                           silu_fused_on_h200(p, batch));
+                                           silu_fused_on_h200(p, batch), p == Path::kClassicalW8A16);
     round_output(y, out_);
     return y;
   }
 
  private:
-  // The classical BF16 path fuses SiLU·up into its gate_up GEMM where the
-  // H200 (sm_90a) configuration for this batch does (ClassicalConfig).
+  // The classical BF16 and W8A16 paths fuse SiLU·up into their gate_up GEMM
+  // where the H200 (sm_90a) configuration for this batch does (ClassicalConfig).
   bool silu_fused_on_h200(Path p, int batch) const {
-    return p == Path::kClassicalBf16 && ClassicalConfig::for_batch(shape_, batch, WeightFormat::kBF16, true).fuse_silu;
+    if (p == Path::kClassicalBf16)
+      return ClassicalConfig::for_batch(shape_, batch, WeightFormat::kBF16, true).fuse_silu;
+    return p == Path::kClassicalW8A16 &&
+           ClassicalConfig::for_batch(shape_, batch, WeightFormat::kMXFP8, true, true).fuse_silu;
   }
 
   const MoeWeights& layer(WeightFormat f) const {

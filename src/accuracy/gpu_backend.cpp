@@ -40,8 +40,17 @@ class GpuBackend final : public Backend {
       case Path::kWarp: return "GPU kernels: WarpDecodeMoe (moe_gate_up + moe_down)";
       case Path::kClassicalBf16: return "GPU kernels: ClassicalMoe, BF16 weights and activations";
       case Path::kClassicalFp8: return "GPU kernels: ClassicalMoe, W8A8 (FP8 activations per token and group of 128)";
+      case Path::kClassicalW8A16:
+        return available(p) ? "GPU kernels: ClassicalMoe, W8A16 (MXFP8 weights decoded to BF16, BF16 activations)"
+                            : "not run: W8A16 needs the sm_90a kernels";
     }
     return "";
+  }
+
+  bool available(Path p) const override {
+    return p != Path::kClassicalW8A16 ||
+           ClassicalConfig::for_batch(shape_, 1, WeightFormat::kMXFP8, ClassicalMoe::wgmma_available(), true)
+               .bf16_activations;
   }
 
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) override {
@@ -93,7 +102,8 @@ class GpuBackend final : public Backend {
 
   std::vector<double> experts(Path p, WeightFormat f, const uint16_t* x, const PathRouting& r, int batch) override {
     check_batch(batch);
-    WD_CHECK(path_runs(p, f), "the classical FP8 path needs FP8 weights, not ", to_string(f));
+    WD_CHECK(path_runs(p, f) && available(p), "the ", to_string(p), " path does not run ", to_string(f),
+             " requests on this device");
     const MoeWeightsView w = view(path_weights(p, f));
     const size_t BH = size_t(batch) * shape_.hidden, BK = size_t(batch) * shape_.top_k;
     WD_CHECK(r.ids.size() == BK && r.weights.size() == BK, "accuracy: routing of ", r.ids.size(), " slots for B·K = ", BK);
@@ -105,8 +115,14 @@ class GpuBackend final : public Backend {
     const wd::OutputType type = out_ == OutputFormat::kBF16 ? wd::OutputType::kBF16 : wd::OutputType::kFP32;
     const MoeOutput out{y_.data(), type, nullptr};
     const RoutingView rv{batch, shape_.top_k, ids_.data(), weights_.data()};
-    if (p == Path::kWarp) warp_.experts(w, x_.data(), rv, out, stream_);
-    else classical_.experts(w, x_.data(), rv, out, stream_);
+    if (p == Path::kWarp) {
+      warp_.experts(w, x_.data(), rv, out, stream_);
+    } else {
+      const bool a16 = p == Path::kClassicalW8A16;
+      classical_.experts(w, x_.data(), rv, out,
+                         ClassicalConfig::for_batch(shape_, batch, w.format, ClassicalMoe::wgmma_available(), a16),
+                         stream_);
+    }
     WD_CUDA_CHECK(cudaGetLastError());
     std::vector<double> y(BH);
     if (out_ == OutputFormat::kBF16) {

@@ -64,6 +64,9 @@ std::vector<WeightFormat> formats_needed(const std::vector<WeightFormat>& reques
   return {s.begin(), s.end()};
 }
 
+// Whether path p runs for request f on this backend.
+bool runs(const Backend& b, Path p, WeightFormat f) { return path_runs(p, f) && b.available(p); }
+
 PathRouting fp64_router(const Backend& backend, const MoeShape& shape, const uint16_t* x, int batch) {
   reference::Routing r = reference::router(router_only_view(shape, backend.router().data()), x, batch);
   return PathRouting{std::move(r.ids), std::move(r.weights)};
@@ -120,7 +123,7 @@ std::vector<LayerRecord> measure_layer(Backend& backend, const Common& opt, cons
           const WeightFormat F = opt.formats[fi];
           Samples& smp = all[{fi, bi, ki}];
           for (Path p : kAllPaths) {
-            if (!path_runs(p, F)) continue;
+            if (!runs(backend, p, F)) continue;
             const WeightFormat wf = path_weights(p, F);
             auto it = ran.find({p, wf});
             if (it == ran.end()) it = ran.emplace(std::make_pair(p, wf), backend.experts(p, F, x.data(), routing, B)).first;
@@ -151,7 +154,7 @@ std::vector<LayerRecord> measure_layer(Backend& backend, const Common& opt, cons
         r.output = opt.output;
         for (Path p : kAllPaths) {
           PathStats& ps = r.paths[int(p)];
-          ps.runs = path_runs(p, r.format);
+          ps.runs = runs(backend, p, r.format);
           ps.weights = path_weights(p, r.format);
           ps.rel_l2 = summarize(samples(smp.path[int(p)], &reference::ErrorStats::rel_l2));
           ps.max_rel = summarize(samples(smp.path[int(p)], &reference::ErrorStats::max_rel));
@@ -251,7 +254,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
       for (size_t i = 0; i < x0.size(); ++i) r0d[i] = bf16_to_float(x0[i]);
       w.stack[WeightFormat::kBF16] = r0d;
       for (Path p : kAllPaths) {
-        w.alive[int(p)] = path_runs(p, w.format);
+        w.alive[int(p)] = runs(backend, p, w.format);
         if (w.alive[int(p)]) {
           w.stack[path_weights(p, w.format)] = r0d;
           w.r[int(p)] = r0d;
@@ -285,7 +288,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
       for (size_t c = 0; c < walks.size(); ++c) {
         Walk& w = walks[c];
         for (Path p : kAllPaths) {
-          if (!path_runs(p, w.format)) continue;
+          if (!runs(backend, p, w.format)) continue;
           auto& err = smp[c].err[int(p)][size_t(l)];
           if (!w.alive[int(p)]) {
             err.push_back(NAN);
@@ -331,7 +334,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
     d.output = opt.output;
     d.residual = opt.residual;
     for (Path p : kAllPaths) {
-      d.runs[int(p)] = path_runs(p, d.format);
+      d.runs[int(p)] = runs(backend, p, d.format);
       d.weights[int(p)] = path_weights(p, d.format);
       for (int l = 0; l < L; ++l) {
         d.rel_l2[int(p)].push_back(summarize(smp[c].err[int(p)][size_t(l)]));
@@ -367,7 +370,7 @@ Json num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 
 Json summary_json(const Summary& s) { return {{"median", num(s.median)}, {"worst", num(s.worst)}}; }
 
-const char* const kErrKey[kPaths] = {"err_warp", "err_classical_bf16", "err_classical_fp8"};
+const char* const kErrKey[kPaths] = {"err_warp", "err_classical_bf16", "err_classical_fp8", "err_classical_w8a16"};
 
 }  // namespace
 

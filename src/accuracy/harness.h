@@ -39,8 +39,8 @@
 
 namespace wd::accuracy {
 
-constexpr int kPaths = 3;  // indexed by int(Path)
-constexpr Path kAllPaths[kPaths] = {Path::kWarp, Path::kClassicalBf16, Path::kClassicalFp8};
+constexpr int kPaths = 4;  // indexed by int(Path)
+constexpr Path kAllPaths[kPaths] = {Path::kWarp, Path::kClassicalBf16, Path::kClassicalFp8, Path::kClassicalW8A16};
 
 const char* to_string(InputKind k);  // "gaussian", "outliers"
 InputKind parse_input_kind(const std::string& s);

@@ -75,9 +75,12 @@ std::string sanitize(const std::string& s) {
 
 std::string gnuplot_num(const json& j) { return j.is_number() ? fmt("%.6g", j.get<double>()) : "NaN"; }
 
-const char* const kPathKeys[] = {"err_warp", "err_classical_bf16", "err_classical_fp8"};
-const char* const kPathNames[] = {"warp decode", "classical BF16", "classical FP8"};
-const char* const kPathIds[] = {"warp", "classical_bf16", "classical_fp8"};
+// The paths, in accuracy::Path order (files from before W8A16 lack its key:
+// "-" in the tables, NaN in the plots).
+const char* const kPathKeys[] = {"err_warp", "err_classical_bf16", "err_classical_fp8", "err_classical_w8a16"};
+const char* const kPathNames[] = {"warp decode", "classical BF16", "classical FP8", "classical W8A16"};
+const char* const kPathIds[] = {"warp", "classical_bf16", "classical_fp8", "classical_w8a16"};
+constexpr int kReportPaths = 4;
 
 std::string path_label(const json& rec, int p) {
   std::string l = kPathNames[p];
@@ -135,8 +138,9 @@ std::string moe_table(const json& doc) {
 
 std::string accuracy_table(const json& doc) {
   std::ostringstream o;
-  o << "| preset | format | B | inputs | source | warp decode | classical BF16 | classical FP8 | FP8 / warp | weight quant |\n";
-  o << "|---|---|--:|---|---|--:|--:|--:|--:|--:|\n";
+  o << "| preset | format | B | inputs | source | warp decode | classical BF16 | classical FP8 | classical W8A16 | "
+       "FP8 / warp | weight quant |\n";
+  o << "|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : records(doc, "records")) {
     o << "| " << text(r, "preset") << " | " << text(r, "format") << " | " << text(r, "batch") << " | "
       << text(r, "inputs") << " | " << text(r, "source");
@@ -148,8 +152,9 @@ std::string accuracy_table(const json& doc) {
 
 std::string drift_table(const json& d) {
   std::ostringstream o;
-  o << "| depth | warp decode | classical BF16 | classical FP8 | FP8 / warp | weight quant | reroutes warp / BF16 / FP8 |\n";
-  o << "|--:|--:|--:|--:|--:|--:|--:|\n";
+  o << "| depth | warp decode | classical BF16 | classical FP8 | classical W8A16 | FP8 / warp | weight quant | "
+       "reroutes warp / BF16 / FP8 |\n";
+  o << "|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   const size_t layers = d.contains("depth") && d["depth"].is_array() ? d["depth"].size() : 0;
   for (size_t depth : shown_depths(layers)) {
     const size_t i = depth - 1;
@@ -226,8 +231,8 @@ std::optional<Plot> drift_plot(const json& d, const std::string& stem) {
   p.title = text(d, "preset") + " " + text(d, "format") + ", B = " + text(d, "batch") + ", " + text(d, "inputs") +
             " inputs: error vs depth";
   std::ostringstream data;
-  data << "# depth warp classical_bf16 classical_fp8 weight_quant\n";
-  const char* const cols[] = {"err_warp", "err_classical_bf16", "err_classical_fp8", "err_weight_quant"};
+  data << "# depth warp classical_bf16 classical_fp8 classical_w8a16 weight_quant\n";
+  const char* const cols[kReportPaths + 1] = {kPathKeys[0], kPathKeys[1], kPathKeys[2], kPathKeys[3], "err_weight_quant"};
   for (size_t i = 0; i < d["depth"].size(); ++i) {
     data << d["depth"][i].dump();
     for (const char* c : cols)
@@ -236,11 +241,12 @@ std::optional<Plot> drift_plot(const json& d, const std::string& stem) {
   }
   std::ostringstream plot;
   int n = 0;
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c <= kReportPaths; ++c) {
     if (!d.contains(cols[c]) || !d[cols[c]].is_array()) continue;
-    const std::string title = c < 3 ? path_label(d, c) : "weight quantization alone (FP64, " + text(d, "format") + " vs bf16)";
+    const bool path = c < kReportPaths;
+    const std::string title = path ? path_label(d, c) : "weight quantization alone (FP64, " + text(d, "format") + " vs bf16)";
     plot << (n++ ? ", \\\n     " : "plot ") << "'@DATA@' using 1:" << c + 2
-         << (c < 3 ? " with linespoints linewidth 2 pointtype 7" : " with lines dashtype 2 linewidth 2") << " title " << q(title);
+         << (path ? " with linespoints linewidth 2 pointtype 7" : " with lines dashtype 2 linewidth 2") << " title " << q(title);
   }
   if (!n) return std::nullopt;
   std::ostringstream s;

@@ -114,8 +114,19 @@ TEST(AccuracyHarness, CpuModelsOnTheTinyPreset) {
     const auto& warp = r.paths[int(Path::kWarp)];
     const auto& bf16 = r.paths[int(Path::kClassicalBf16)];
     const auto& fp8 = r.paths[int(Path::kClassicalFp8)];
+    const auto& a16 = r.paths[int(Path::kClassicalW8A16)];
     ASSERT_TRUE(warp.runs && bf16.runs);
     EXPECT_EQ(warp.rel_l2.count, 3u);
+    // W8A16: MXFP8 requests only, on the MXFP8 weights, with the BF16 path's
+    // roundings: errors of BF16's size, far below W8A8's.
+    ASSERT_EQ(a16.runs, r.format == WeightFormat::kMXFP8);
+    if (a16.runs) {
+      EXPECT_EQ(a16.weights, WeightFormat::kMXFP8);
+      EXPECT_EQ(a16.rel_l2.count, 3u);
+      EXPECT_GT(a16.rel_l2.median, warp.rel_l2.median);
+      EXPECT_LT(a16.rel_l2.worst, 1e-2);
+      EXPECT_LT(4.0 * a16.rel_l2.worst, fp8.rel_l2.median);
+    }
     EXPECT_EQ(warp.weights, r.format == WeightFormat::kBF16 ? WeightFormat::kBF16 : WeightFormat::kMXFP8);
     EXPECT_EQ(bf16.weights, WeightFormat::kBF16);
     // The FP32 model with a BF16 output: one BF16 rounding (2^-9 relative at most).

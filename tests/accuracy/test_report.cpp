@@ -40,10 +40,10 @@ const char* const kAccuracyJson = R"({
              "command": "warpdecode accuracy --json a.json", "output": "bf16"},
   "records": [
     {"preset": "qwen3-30b-a3b", "format": "mxfp8", "batch": 8, "inputs": "gaussian",
-     "err_warp": 0.00112, "err_classical_bf16": 0.0039, "err_classical_fp8": 0.0431,
+     "err_warp": 0.00112, "err_classical_bf16": 0.0039, "err_classical_fp8": 0.0431, "err_classical_w8a16": 0.00395,
      "ratio_fp8_over_warp": 38.48, "err_weight_quant": 0.0452, "source": "gpu", "seeds": 8,
      "worst": {"err_warp": 0.00125, "err_classical_bf16": 0.0041, "err_classical_fp8": 0.0452,
-               "ratio_fp8_over_warp": 35.1, "err_weight_quant": 0.0471}},
+               "err_classical_w8a16": 0.00405, "ratio_fp8_over_warp": 35.1, "err_weight_quant": 0.0471}},
     {"preset": "qwen3-30b-a3b", "format": "bf16", "batch": 32, "inputs": "outliers",
      "err_warp": 0.00111, "err_classical_bf16": 0.00385, "err_classical_fp8": null,
      "ratio_fp8_over_warp": null, "err_weight_quant": null, "source": "cpu-model", "seeds": 8,
@@ -75,25 +75,25 @@ TEST(Report, MoeTableKeepsDefaultConfigurations) {
 
 TEST(Report, AccuracyTable) {
   EXPECT_EQ(accuracy_table(json::parse(kAccuracyJson)),
-            "| preset | format | B | inputs | source | warp decode | classical BF16 | classical FP8 | FP8 / warp | "
-            "weight quant |\n"
-            "|---|---|--:|---|---|--:|--:|--:|--:|--:|\n"
+            "| preset | format | B | inputs | source | warp decode | classical BF16 | classical FP8 | classical W8A16 | "
+            "FP8 / warp | weight quant |\n"
+            "|---|---|--:|---|---|--:|--:|--:|--:|--:|--:|\n"
             "| qwen3-30b-a3b | mxfp8 | 8 | gaussian | gpu | 1.12e-03 (1.25e-03) | 3.90e-03 (4.10e-03) | "
-            "4.31e-02 (4.52e-02) | 38.48 (35.10) | 4.52e-02 (4.71e-02) |\n"
-            "| qwen3-30b-a3b | bf16 | 32 | outliers | cpu-model | 1.11e-03 (1.21e-03) | 3.85e-03 (4.20e-03) | - | - | - |\n");
+            "4.31e-02 (4.52e-02) | 3.95e-03 (4.05e-03) | 38.48 (35.10) | 4.52e-02 (4.71e-02) |\n"
+            "| qwen3-30b-a3b | bf16 | 32 | outliers | cpu-model | 1.11e-03 (1.21e-03) | 3.85e-03 (4.20e-03) | - | - | - | - |\n");
 }
 
 TEST(Report, DriftTableAtPowersOfTwoAndTheLastDepth) {
   const json doc = json::parse(kAccuracyJson);
   EXPECT_EQ(drift_table(doc["drift"][0]),
-            "| depth | warp decode | classical BF16 | classical FP8 | FP8 / warp | weight quant | reroutes warp / BF16 / "
-            "FP8 |\n"
-            "|--:|--:|--:|--:|--:|--:|--:|\n"
-            "| 1 | 1.00e-05 (2.00e-05) | 2.00e-05 | 3.00e-04 | 30.00 | 3.00e-04 | 0.0 / 0.0 / 0.0 |\n"
-            "| 2 | 2.00e-05 (3.00e-05) | 4.00e-05 | 6.00e-04 | 30.00 | 6.00e-04 | 0.0 / 0.0 / 1.0 |\n"
-            "| 4 | 4.00e-05 (5.00e-05) | 8.00e-05 | 1.20e-03 | 30.00 | 1.20e-03 | 0.0 / 0.0 / 0.0 |\n"
-            "| 8 | 8.00e-05 (9.00e-05) | 1.60e-04 | 2.40e-03 | 30.00 | 2.40e-03 | 0.5 / 0.0 / 2.0 |\n"
-            "| 10 | 1.00e-04 (1.10e-04) | 2.00e-04 | - | - | 3.00e-03 | 1.0 / 0.0 / 3.0 |\n");
+            "| depth | warp decode | classical BF16 | classical FP8 | classical W8A16 | FP8 / warp | weight quant | "
+            "reroutes warp / BF16 / FP8 |\n"
+            "|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+            "| 1 | 1.00e-05 (2.00e-05) | 2.00e-05 | 3.00e-04 | - | 30.00 | 3.00e-04 | 0.0 / 0.0 / 0.0 |\n"
+            "| 2 | 2.00e-05 (3.00e-05) | 4.00e-05 | 6.00e-04 | - | 30.00 | 6.00e-04 | 0.0 / 0.0 / 1.0 |\n"
+            "| 4 | 4.00e-05 (5.00e-05) | 8.00e-05 | 1.20e-03 | - | 30.00 | 1.20e-03 | 0.0 / 0.0 / 0.0 |\n"
+            "| 8 | 8.00e-05 (9.00e-05) | 1.60e-04 | 2.40e-03 | - | 30.00 | 2.40e-03 | 0.5 / 0.0 / 2.0 |\n"
+            "| 10 | 1.00e-04 (1.10e-04) | 2.00e-04 | - | - | - | 3.00e-03 | 1.0 / 0.0 / 3.0 |\n");
 }
 
 TEST(Report, HeaderLines) {
@@ -116,7 +116,7 @@ TEST(Report, PlotScripts) {
   const auto drift = drift_plots(json::parse(kAccuracyJson), "h200-accuracy");
   ASSERT_EQ(drift.size(), 1u);
   EXPECT_EQ(drift[0].name, "h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-gaussian");
-  EXPECT_NE(drift[0].data.find("\n10 0.0001 0.0002 NaN 0.003\n"), std::string::npos) << drift[0].data;
+  EXPECT_NE(drift[0].data.find("\n10 0.0001 0.0002 NaN NaN 0.003\n"), std::string::npos) << drift[0].data;
   EXPECT_NE(drift[0].script.find("'warp decode (mxfp8)'"), std::string::npos);
 }
 

@@ -50,18 +50,19 @@ std::string cell(double v, const char* f) {
 }
 
 void print_layer(const std::vector<accuracy::LayerRecord>& recs) {
-  std::printf("%-16s %-12s %4s %-8s %-9s | %-19s | %-19s | %-19s | %-13s | %-9s\n", "preset", "format", "B", "inputs",
-              "source", "warp med / worst", "cl.bf16 med / worst", "cl.fp8 med / worst", "fp8/warp med/min",
-              "wquant");
+  std::printf("%-16s %-12s %4s %-8s %-9s | %-19s | %-19s | %-19s | %-19s | %-13s | %-9s\n", "preset", "format", "B",
+              "inputs", "source", "warp med / worst", "cl.bf16 med / worst", "cl.fp8 med / worst", "cl.w8a16 med / worst",
+              "fp8/warp med/min", "wquant");
   for (const auto& r : recs) {
     auto errs = [&](Path p) {
       const auto& ps = r.paths[int(p)];
       return ps.runs ? cell(ps.rel_l2.median, "%.2e") + " " + cell(ps.rel_l2.worst, "%.2e") : std::string("-");
     };
     const bool fp8 = r.paths[int(Path::kClassicalFp8)].runs;
-    std::printf("%-16s %-12s %4d %-8s %-9s | %-19s | %-19s | %-19s | %-13s | %-9s\n", r.preset.c_str(),
+    std::printf("%-16s %-12s %4d %-8s %-9s | %-19s | %-19s | %-19s | %-19s | %-13s | %-9s\n", r.preset.c_str(),
                 to_string(r.format), r.batch, accuracy::to_string(r.inputs), r.source.c_str(), errs(Path::kWarp).c_str(),
                 errs(Path::kClassicalBf16).c_str(), errs(Path::kClassicalFp8).c_str(),
+                errs(Path::kClassicalW8A16).c_str(),
                 fp8 ? (cell(r.ratio_fp8_over_warp.median, "%.2f") + " " + cell(r.ratio_fp8_over_warp.worst, "%.2f")).c_str()
                     : "-",
                 r.weight_quant.count ? cell(r.weight_quant.median, "%.2e").c_str() : "-");
@@ -74,16 +75,18 @@ void print_drift(const accuracy::DriftRecord& d) {
               "stream vs the FP64 stack, median over seeds\n",
               d.preset.c_str(), to_string(d.format), d.batch, accuracy::to_string(d.inputs), d.layers,
               d.source.c_str(), d.seeds, accuracy::to_string(d.residual));
-  std::printf("%6s %10s %10s %10s %9s %10s   %s\n", "depth", "warp", "cl.bf16", "cl.fp8", "fp8/warp", "wquant",
-              "reroutes warp/bf16/fp8");
+  std::printf("%6s %10s %10s %10s %10s %9s %10s   %s\n", "depth", "warp", "cl.bf16", "cl.fp8", "cl.w8a16", "fp8/warp",
+              "wquant", "reroutes warp/bf16/fp8");
   std::vector<int> depths;
   for (int l = 1; l < d.layers; l = d.layers <= 8 ? l + 1 : l * 2) depths.push_back(l);
   depths.push_back(d.layers);
-  const bool fp8 = d.runs[int(Path::kClassicalFp8)], wq = d.format != WeightFormat::kBF16;
+  const bool fp8 = d.runs[int(Path::kClassicalFp8)], a16 = d.runs[int(Path::kClassicalW8A16)],
+             wq = d.format != WeightFormat::kBF16;
   for (int l : depths) {
     const size_t i = size_t(l - 1);
-    std::printf("%6d %10s %10s %10s %9s %10s   %.1f/%.1f/%s\n", l, cell(d.rel_l2[0][i].median, "%.2e").c_str(),
+    std::printf("%6d %10s %10s %10s %10s %9s %10s   %.1f/%.1f/%s\n", l, cell(d.rel_l2[0][i].median, "%.2e").c_str(),
                 cell(d.rel_l2[1][i].median, "%.2e").c_str(), fp8 ? cell(d.rel_l2[2][i].median, "%.2e").c_str() : "-",
+                a16 ? cell(d.rel_l2[3][i].median, "%.2e").c_str() : "-",
                 fp8 ? cell(d.ratio_fp8_over_warp[i].median, "%.2f").c_str() : "-",
                 wq ? cell(d.weight_quant[i].median, "%.2e").c_str() : "-", d.reroutes[0][i], d.reroutes[1][i],
                 fp8 ? cell(d.reroutes[2][i], "%.1f").c_str() : "-");
