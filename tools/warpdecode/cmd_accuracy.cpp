@@ -51,7 +51,7 @@ std::string cell(double v, const char* f) {
 
 void print_layer(const std::vector<accuracy::LayerRecord>& recs) {
   std::printf("%-16s %-12s %4s %-8s %-9s | %-19s | %-19s | %-19s | %-19s | %-13s | %-9s\n", "preset", "format", "B",
-              "inputs", "source", "warp med / worst", "cl.bf16 med / worst", "cl.fp8 med / worst", "cl.w8a16 med / worst",
+              "inputs", "source", "warp med / worst", "cl.bf16 med / worst", "cl.fp8 med / worst", "w8a16 med / worst",
               "fp8/warp med/min", "wquant");
   for (const auto& r : recs) {
     auto errs = [&](Path p) {
