@@ -191,18 +191,25 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         std::fflush(stdout);
         points.push_back(point);
       }
-      auto add = [&](const std::vector<double>& times, bool bf16_act) {
+      auto add = [&](const std::vector<double>& times, bool bf16_act, int w8a16_from) {
         const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp_times, times) : 1;
         std::printf("# crossover %s %s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
                     crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
                                                         : ("B >= " + std::to_string(crossover)).c_str());
         table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover,
-                                 bf16_act});
+                                 bf16_act, w8a16_from});
         return crossover;
       };
-      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"crossover", add(classical_times, false)},
-                            {"points", points}};
-      if (w8a16) lad["w8a16_crossover"] = add(w8a16_times, true);
+      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)},
+                            {"crossover", add(classical_times, false, CrossoverEntry::kNever)}, {"points", points}};
+      if (w8a16) {
+        // Where W8A16 beats the default classical configuration (kFastest's choice on the classical side).
+        const int from = crossover_from_ladder(ladder, classical_times, w8a16_times);
+        std::printf("# W8A16 faster than the default classical configuration %s %s: %s\n", preset.c_str(),
+                    to_string(f), from == CrossoverEntry::kNever ? "never" : ("B >= " + std::to_string(from)).c_str());
+        lad["w8a16_crossover"] = add(w8a16_times, true, from);
+        lad["w8a16_from"] = from;
+      }
       ladders.push_back(lad);
     }
   nlohmann::json doc = nlohmann::json::parse(table.to_json());

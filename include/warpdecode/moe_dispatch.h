@@ -35,7 +35,10 @@ const char* to_string(MoePath p);  // "warp", "classical"
 
 // What the dispatch may trade for speed.
 //   kFastest          the crossover decides for every format (issue 4's
-//                     dispatch; the default).
+//                     dispatch; the default); on the classical side MXFP8
+//                     runs W8A16 from the table's w8a16_from on (measured
+//                     faster than W8A8 there, and BF16 activations), W8A8
+//                     below it.
 //   kBf16Activations  never quantize activations where warp decode can run
 //                     the format: MXFP8 runs warp decode, or the classical
 //                     path in W8A16 from that pairing's crossover where the
@@ -56,6 +59,10 @@ struct CrossoverEntry {
   // "bf16" (absent: the default classical configuration).
   bool bf16_activations = false;
   static constexpr int kNever = -1;
+  // W8A16 entries: the batch from which W8A16 beats the default (W8A8)
+  // classical configuration by the same rule (crossover_from_ladder);
+  // kFastest runs W8A16 there (JSON "w8a16_from", absent: never).
+  int w8a16_from = kNever;
 };
 
 // The crossover a measured ladder gives: the smallest batch from which the
@@ -90,6 +97,9 @@ class CrossoverTable {
   // that decides which path wins.
   // bf16_activations: the W8A16 entries (CrossoverEntry::bf16_activations).
   int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false) const;
+  // The W8A16 entry's w8a16_from for this shape and format, scaled the same
+  // way for unmeasured shapes; kNever without one.
+  int w8a16_from(const MoeShape& s, WeightFormat f) const;
 
   // JSON text of the table (what load() reads; bench-moe --tune adds its
   // measurements beside the entries).
@@ -107,6 +117,14 @@ class CrossoverTable {
 // warp_max_batch under kBf16Activations that W8A16 does not take.
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false);
+
+// The classical configuration of a call the dispatch sends to the classical
+// path (pure host logic; sm90a: the device runs the sm_90a kernels): W8A16
+// for MXFP8 under kBf16Activations, and under kFastest from the table's
+// w8a16_from on (W8A16 faster than W8A8 there); otherwise
+// ClassicalConfig::for_batch's default.
+ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& shape, WeightFormat f,
+                                          int batch, DispatchPolicy policy, bool sm90a);
 
 class MoeDispatch {
  public:

@@ -77,6 +77,10 @@ CrossoverTable CrossoverTable::load(const std::string& path) {
       const std::string act = j.value("activations", std::string("default"));
       if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
       e.bf16_activations = act == "bf16";
+      e.w8a16_from = j.value("w8a16_from", CrossoverEntry::kNever);
+      if (e.w8a16_from != CrossoverEntry::kNever && (e.w8a16_from < 1 || !e.bf16_activations))
+        throw FormatError("w8a16_from " + std::to_string(e.w8a16_from) +
+                          " (allowed on \"activations\": \"bf16\" entries: >= 1, or -1 for never)");
       if (e.crossover != CrossoverEntry::kNever && e.crossover < 1)
         throw FormatError("crossover " + std::to_string(e.crossover) + " (allowed: >= 1, or -1 for never)");
       t.set(e);
@@ -107,21 +111,34 @@ void CrossoverTable::set(const CrossoverEntry& e) {
   entries_.push_back(e);
 }
 
-int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations) const {
-  for (const auto& e : entries_)
-    if (e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.crossover;
-  // Other shapes of this format: the crossover in tokens per expert, median.
+namespace {
+// A batch field of the entries of format f (and activations): the shape's
+// own, or, for other shapes, the field in tokens per expert (median over the
+// format's entries) converted back to a batch.
+int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
+           int CrossoverEntry::*field) {
+  for (const auto& e : entries)
+    if (e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
   std::vector<double> m;
   bool any = false;
-  for (const auto& e : entries_) {
+  for (const auto& e : entries) {
     if (e.format != f || e.bf16_activations != bf16_activations) continue;
     any = true;
-    if (e.crossover != CrossoverEntry::kNever) m.push_back(double(e.crossover) * e.top_k / e.experts);
+    if (e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
   }
   if (!any || m.empty()) return CrossoverEntry::kNever;
   std::sort(m.begin(), m.end());
   const double tpe = m[m.size() / 2];
   return std::max(1, int(std::ceil(tpe * s.experts / s.top_k)));
+}
+}  // namespace
+
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations) const {
+  return lookup(entries_, s, f, bf16_activations, &CrossoverEntry::crossover);
+}
+
+int CrossoverTable::w8a16_from(const MoeShape& s, WeightFormat f) const {
+  return lookup(entries_, s, f, true, &CrossoverEntry::w8a16_from);
 }
 
 std::string CrossoverTable::to_json() const {
@@ -136,6 +153,7 @@ std::string CrossoverTable::to_json() const {
                         {"format", to_string(e.format)},
                         {"crossover", e.crossover}};
     if (e.bf16_activations) j["activations"] = "bf16";
+    if (e.w8a16_from != CrossoverEntry::kNever) j["w8a16_from"] = e.w8a16_from;
     doc["entries"].push_back(j);
   }
   return doc.dump(2);
@@ -174,17 +192,28 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 
 MoeDispatch::~MoeDispatch() = default;
 
+ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& s, WeightFormat f, int batch,
+                                          DispatchPolicy policy, bool sm90a) {
+  batch = std::max(1, batch);
+  bool a16 = policy == DispatchPolicy::kBf16Activations;
+  if (!a16 && f == WeightFormat::kMXFP8) {
+    const int from = table.w8a16_from(s, f);
+    a16 = from != CrossoverEntry::kNever && batch >= from;
+  }
+  return ClassicalConfig::for_batch(s, batch, f, sm90a, a16);
+}
+
 namespace {
-// The classical configuration of a call: W8A16 under kBf16Activations where
-// it runs (MXFP8 on sm_90a), the default otherwise.
-ClassicalConfig classical_config(const MoeShape& s, WeightFormat f, int batch, DispatchPolicy policy) {
-  return ClassicalConfig::for_batch(s, std::max(1, batch), f, ClassicalMoe::wgmma_available(),
-                                    policy == DispatchPolicy::kBf16Activations);
+ClassicalConfig classical_config(const CrossoverTable& t, const MoeShape& s, WeightFormat f, int batch,
+                                 DispatchPolicy policy) {
+  return dispatch_classical_config(t, s, f, batch, policy, ClassicalMoe::wgmma_available());
 }
 }  // namespace
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch) const {
-  const bool w8a16 = batch >= 1 && classical_config(shape_, f, batch, policy_).bf16_activations;
+  // Whether W8A16 runs here at all (kBf16Activations' classical side).
+  const bool w8a16 = batch >= 1 && ClassicalConfig::for_batch(shape_, batch, f, ClassicalMoe::wgmma_available(), true)
+                                       .bf16_activations;
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16);
 }
 
@@ -194,13 +223,13 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
     warp_->forward(w, x, batch, out, stream);
     return;
   }
-  classical_->forward(w, x, batch, out, classical_config(shape_, w.format, batch, policy_), stream);
+  classical_->forward(w, x, batch, out, classical_config(table_, shape_, w.format, batch, policy_), stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
   if (choose(w.format, routing.batch) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
-  else classical_->experts(w, x, routing, out, classical_config(shape_, w.format, routing.batch, policy_), stream);
+  else classical_->experts(w, x, routing, out, classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
 }
 
 }  // namespace wd

@@ -672,11 +672,11 @@ TEST(Classical, ForwardAndDispatch) {
   }
 }
 
-// kBf16Activations with a W8A16 crossover: MXFP8 batches from it run the
-// classical path in W8A16 (sm_90a), which keeps the BF16 path's precision:
-// within 2e-3 of its W8A16 emulation and 1e-2 of the exact layer, where
-// W8A8 lands at 5e-3 or more (check_path's floor).
-TEST(Classical, DispatchKeepsBf16ActivationsOnW8A16) {
+// The dispatch's W8A16 (sm_90a), which keeps the BF16 path's precision:
+// within 2e-3 of its W8A16 emulation and 1e-2 of the exact layer, where W8A8
+// lands at 5e-3 or more (check_path's floor). kBf16Activations runs it from
+// the W8A16 crossover, kFastest on the classical side from w8a16_from.
+TEST(Classical, DispatchRunsW8A16) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("tiny");
   if (!ClassicalConfig::for_batch(s, 40, WeightFormat::kMXFP8, ClassicalMoe::wgmma_available(), true).bf16_activations)
@@ -703,6 +703,27 @@ TEST(Classical, DispatchKeepsBf16ActivationsOnW8A16) {
   EXPECT_LE(rel_l2(emu, y, &nf), 2e-3) << "W8A16 vs its emulation";
   EXPECT_EQ(nf, 0u);
   EXPECT_LE(rel_l2(exact, y), 1e-2) << "W8A16 vs exact FP64";
+
+  // kFastest with the entry's w8a16_from = 32: the classical path runs W8A8
+  // at B = 20 (within 2^-5 of the W8A8 emulation) and W8A16 at B = 40 (within
+  // 2e-3 of the W8A16 one, where W8A8 lands 5e-3 or more from the exact layer).
+  table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 16});
+  table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 16, true, 32});
+  MoeDispatch fastest(s, 64, table, DispatchPolicy::kFastest);
+  for (int b : {20, 40}) {
+    EXPECT_EQ(fastest.choose(WeightFormat::kMXFP8, b), MoePath::kClassical) << b;
+    const auto [xb, rb] = unambiguous_inputs(layer.host.view(), b, fresh_seed);
+    const bool a16 = b >= 32;
+    const auto emu_b = reference::classical_experts(layer.host.view(), xb.data(), rb.ids.data(), rb.weights.data(), b,
+                                                    0, a16, a16);
+    DeviceBuffer<uint16_t> dxb(xb);
+    DeviceBuffer<float> dyb(size_t(b) * s.hidden);
+    dyb.fill_bytes(0xFF);
+    fastest.forward(layer.view(), dxb.data(), b, MoeOutput{dyb.data(), OutputType::kFP32, nullptr}, nullptr);
+    const auto hb = dyb.download();
+    EXPECT_LE(rel_l2(emu_b, std::vector<double>(hb.begin(), hb.end())), a16 ? 2e-3 : kW8A8VsEmulation)
+        << "kFastest B=" << b << (a16 ? " W8A16" : " W8A8");
+  }
 }
 
 // ---- weights, determinism, graphs, errors ------------------------------------------------

@@ -101,6 +101,14 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
       const int x = crossover_from_ladder(b, w, c);
       EXPECT_EQ(l.at(a16 ? "w8a16_crossover" : "crossover").get<int>(), x) << l.at("preset") << " " << l.at("format");
       EXPECT_EQ(measured.crossover(s, f, a16), x) << l.at("preset") << (a16 ? " W8A16" : "");
+      if (a16) {
+        // W8A16 against the default classical configuration, same rule.
+        std::vector<double> d;
+        for (const auto& pt : l.at("points")) d.push_back(pt.at("classical_us").get<double>());
+        const int from = crossover_from_ladder(b, d, c);
+        EXPECT_EQ(l.at("w8a16_from").get<int>(), from) << l.at("preset");
+        EXPECT_EQ(measured.w8a16_from(s, f), from) << l.at("preset");
+      }
       ++entries;
     }
   }
@@ -127,10 +135,48 @@ TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
   std::remove(again.c_str());
   EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8), 24);
   EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8, true), 96);
-  const std::string bad = write_temp(R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
-    "top_k": 8, "format": "mxfp8", "crossover": 3, "activations": "fp8"}]})");
-  EXPECT_THROW(CrossoverTable::load(bad), FormatError);
-  std::remove(bad.c_str());
+  for (const char* text : {R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+    "top_k": 8, "format": "mxfp8", "crossover": 3, "activations": "fp8"}]})",
+                           // w8a16_from: W8A16 entries only, >= 1 or -1.
+                           R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+    "top_k": 8, "format": "mxfp8", "crossover": 3, "w8a16_from": 96}]})",
+                           R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+    "top_k": 8, "format": "mxfp8", "crossover": 3, "activations": "bf16", "w8a16_from": 0}]})"}) {
+    const std::string bad = write_temp(text);
+    EXPECT_THROW(CrossoverTable::load(bad), FormatError) << text;
+    std::remove(bad.c_str());
+  }
+}
+
+// kFastest's classical configuration for MXFP8: W8A8 below the W8A16 entry's
+// w8a16_from, W8A16 from it (where the device runs it); kBf16Activations
+// W8A16 at every batch; other formats and tables without the field: the
+// default. Unmeasured shapes scale it by tokens per expert.
+TEST(CrossoverTable, DispatchClassicalConfigFollowsW8A16From) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  CrossoverTable t;
+  t.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 24});
+  using P = DispatchPolicy;
+  auto cfg = [&](WeightFormat f, int B, P p, bool sm90a = true) { return dispatch_classical_config(t, s, f, B, p, sm90a); };
+  EXPECT_FALSE(cfg(WeightFormat::kMXFP8, 4096, P::kFastest).bf16_activations);  // no w8a16_from: never
+  t.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 48, true,
+                       96});
+  EXPECT_EQ(t.w8a16_from(s, WeightFormat::kMXFP8), 96);
+  EXPECT_FALSE(cfg(WeightFormat::kMXFP8, 95, P::kFastest).bf16_activations);
+  EXPECT_EQ(cfg(WeightFormat::kMXFP8, 95, P::kFastest).label(), ClassicalConfig::for_batch(s, 95, WeightFormat::kMXFP8, true).label());
+  EXPECT_TRUE(cfg(WeightFormat::kMXFP8, 96, P::kFastest).bf16_activations);
+  EXPECT_TRUE(cfg(WeightFormat::kMXFP8, 4096, P::kFastest).bf16_activations);
+  EXPECT_FALSE(cfg(WeightFormat::kMXFP8, 4096, P::kFastest, false).bf16_activations);  // no sm_90a: W8A8
+  EXPECT_TRUE(cfg(WeightFormat::kMXFP8, 1, P::kBf16Activations).bf16_activations);
+  EXPECT_FALSE(cfg(WeightFormat::kBF16, 4096, P::kFastest).bf16_activations);
+  EXPECT_FALSE(cfg(WeightFormat::kFP8Block128, 4096, P::kFastest).bf16_activations);
+  // qwen3-coder-480b-a35b (E = 160): 96 · 8/128 = 6 tokens per expert -> B = 120.
+  EXPECT_EQ(t.w8a16_from(preset_shape("qwen3-coder-480b-a35b"), WeightFormat::kMXFP8), 120);
+  // Round trip keeps the field.
+  const std::string path = write_temp(t.to_json());
+  const CrossoverTable u = CrossoverTable::load(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(u.w8a16_from(s, WeightFormat::kMXFP8), 96);
 }
 
 TEST(CrossoverTable, BuiltInIsMeasured) {
@@ -148,6 +194,7 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     EXPECT_EQ(a.preset, b.preset);
     EXPECT_EQ(a.format, b.format) << a.preset;
     EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
+    EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
     EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
     EXPECT_EQ(a.hidden, b.hidden);
     EXPECT_EQ(a.intermediate, b.intermediate);
