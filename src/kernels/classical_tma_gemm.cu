@@ -1,6 +1,7 @@
 // The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
-// classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16 or W8A8 (FP8
-// block-128 or MXFP8 weights), sm_90a. Built for prefill (T = 128); with T
+// classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16, W8A8 (FP8
+// block-128 or MXFP8 weights) or W8A16 (MXFP8 weights decoded to BF16 by the
+// consumers, BF16 activations; GroupedGemmParams::a_bf16), sm_90a. Built for prefill (T = 128); with T
 // sized to the tokens per expert it is the default at decode batches too
 // (ClassicalConfig::for_batch): there the producer warp keeps 100-200 KB of
 // weights in flight per SM with two TMA instructions a slot, which the
@@ -20,11 +21,12 @@
 // Mapping: persistent blocks (one per SM), tile t = blockIdx.x + j·gridDim.x
 // of the nb·ntn tiles, t = expert block · ntn + weight tile (with clusters of
 // two, gridDim.x is even, so the two blocks of a cluster take tiles t and
-// t + 1 of one expert block at every j). Warpgroup c
-// computes weight rows [n0 + c·kRows/2, n0 + (c+1)·kRows/2) for the block's
-// T token rows with wgmma m64nT (k16 BF16, k32 E4M3), operands from shared
-// memory; BF16 tiles are 256 weight rows, W8A8 128, or 256 at T = 64 (Tile
-// below).
+// t + 1 of one expert block at every j). Consumer warpgroup c computes
+// weight rows [n0 + c·kRows/W, n0 + (c+1)·kRows/W) of W consumer warpgroups
+// (Warps) for the block's T token rows with wgmma m64nT (k16 BF16, k32
+// E4M3), operands from shared memory (W8A16: the weights from registers,
+// decoded from shared memory); BF16 tiles are 256 weight rows, W8A8 128, or
+// 256 at T = 64, W8A16 128 at T = 8 and 256 above (Tile below).
 //
 // Shared memory (1024-byte aligned base), per slot s of kStages:
 //   W tile  kRows weight rows × 128 B (64 BF16 / 128 E4M3 of K)   TMA, 128-byte swizzle
@@ -32,6 +34,8 @@
 //   W8A8:   the T rows' activation scales of this 128-K block (cp.async),
 //           the weight tile's block-128 scale or, MXFP8, each weight row's
 //           four E8M0 codes (cp.async)
+//   W8A16:  the A tile is two halves of T rows × 128 B (64 BF16 each: the
+//           slot's 128 K), and each weight row's four E8M0 codes
 //   a "full" and an "empty" barrier
 // The weights are read as one (E·N, K) matrix: a tile at n0 + kRows > N reads
 // the next expert's first rows, which are computed and not stored; past E·N,
@@ -52,7 +56,9 @@
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
 // k32 wgmma, one scale block) sum into a fresh register set, promoted with
-// sw · sa into the accumulator (as every classical FP8 tile); the K order is
+// sw · sa into the accumulator (as every classical FP8 tile). W8A16: the
+// decoded weights carry their scales (exact BF16), so the register-A BF16
+// wgmmas accumulate straight into the FP32 accumulators. The K order is
 // fixed: deterministic.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
