@@ -53,9 +53,10 @@ struct Layer {
   std::unique_ptr<DeviceMoeWeights> dev;          // BF16, MXFP8
   std::unique_ptr<DeviceFp8BlockWeights> dev8;    // FP8 block-128
   MoeWeightsView view() const { return dev ? dev->view() : dev8->view(); }
-  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed) {
+  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed, float stddev = 0.02f) {
     SyntheticSpec spec;
     spec.seed = seed;
+    spec.stddev = stddev;
     spec.outlier_fraction = 0.001f;
     MoeWeights bf = MoeWeights::synthetic(s, spec);
     Layer l;
@@ -724,6 +725,31 @@ TEST(Classical, DispatchRunsW8A16) {
     EXPECT_LE(rel_l2(emu_b, std::vector<double>(hb.begin(), hb.end())), a16 ? 2e-3 : kW8A8VsEmulation)
         << "kFastest B=" << b << (a16 ? " W8A16" : " W8A8");
   }
+}
+
+// MXFP8 weights with E8M0 codes above 142 (scales above 2^15, which no real
+// checkpoint has): W8A16's decode takes its two-multiply path for every warp
+// whose rows hold such a code (scales_narrow4), and W8A8 promotes with the
+// large scales; both against their emulation and the exact layer, as
+// everywhere. Weights ~ N(0, 0.02 · 2^30): block codes near 146.
+TEST(Classical, LargeMxfp8ScalesTakeTheWideDecode) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed(), 0.02f * 0x1p30f);
+  // The case must reach the wide path, and stay where the decode is exact.
+  const auto& codes = layer.host.gate_up_scales;
+  const uint8_t top = *std::max_element(codes.begin(), codes.end());
+  ASSERT_GT(top, 142) << "no wide scale code: the case tests the narrow path only";
+  ASSERT_LE(top, 246);
+  ClassicalMoe moe(s, 64);
+  bool ran = false;
+  for (const auto& cfg : all_configs(s, WeightFormat::kMXFP8, true)) {
+    if (cfg.gemm != ClassicalGemm::kTma) continue;
+    ran = true;
+    for (int B : {5, 64})
+      check_path(moe, layer, B, fresh_seed(), "mxfp8 wide scales B=" + std::to_string(B) + " " + cfg.label(), &cfg);
+  }
+  if (!ran) GTEST_SKIP() << "no sm_90a device: the TMA tile does not run here";
 }
 
 // ---- weights, determinism, graphs, errors ------------------------------------------------
