@@ -34,9 +34,10 @@ using wd::test::unambiguous_inputs;
 struct Layer {
   MoeWeights host;
   DeviceMoeWeights dev;
-  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed) {
+  static Layer make(const MoeShape& s, WeightFormat f, uint64_t seed, float stddev = 0.02f) {
     SyntheticSpec spec;
     spec.seed = seed;
+    spec.stddev = stddev;
     spec.outlier_fraction = 0.001f;
     MoeWeights bf = MoeWeights::synthetic(s, spec);
     MoeWeights w = f == WeightFormat::kBF16 ? std::move(bf) : bf.to_mxfp8();
@@ -497,6 +498,33 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   // the tiled down weights vary with B.
   check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
                     [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0, B % 3 == 1); });
+}
+
+// MXFP8 weights with E8M0 codes above 142 (scales above 2^15, which no real
+// checkpoint has): the decode's FP32 path (with_scale_path's wide branch in
+// the tensor-core kernels; the scalar codecs) against FP64, both families,
+// the canonical and the tiled copies. Weights ~ N(0, 0.02 · 2^30): codes
+// 143-148 on this shape (checked).
+TEST(WarpDecodeTensorCores, WideScalesTakeTheFp32Decode) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(512, 192, 20, 6);
+  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed(), 0.02f * 0x1p30f);
+  const uint8_t top = *std::max_element(layer.host.gate_up_scales.begin(), layer.host.gate_up_scales.end());
+  ASSERT_GT(top, 142) << "no wide scale code: the case tests the narrow path only";
+  ASSERT_LE(top, 246);
+  for (KernelFamily family : {KernelFamily::kScalar, KernelFamily::kTensorCores}) {
+    WarpDecodeMoe moe(s, 64, family);
+    for (int B : {1, 8, 64}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      const auto ref = reference_y(layer, x, r, B);
+      std::vector<WarpDecodeConfig> cfgs = {moe.default_config(B, layer.dev.view())};
+      if (family == KernelFamily::kTensorCores) cfgs.push_back(tc_config(true, true, B == 8, true, true));
+      for (const auto& cfg : cfgs)
+        expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5,
+                     "wide scales B=" + std::to_string(B) + " " + cfg.label());
+    }
+  }
 }
 
 TEST(WarpDecodeTensorCores, RealShapes) {
