@@ -1,11 +1,12 @@
 // The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
 // classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16, W8A8 (FP8
 // block-128 or MXFP8 weights) or W8A16 (MXFP8 weights decoded to BF16 by the
-// consumers, BF16 activations; GroupedGemmParams::a_bf16), sm_90a. Built for prefill (T = 128); with T
-// sized to the tokens per expert it is the default at decode batches too
-// (ClassicalConfig::for_batch): there the producer warp keeps 100-200 KB of
-// weights in flight per SM with two TMA instructions a slot, which the
-// register-streaming tiles cannot (docs/CLASSICAL.md, session 11).
+// consumers, BF16 activations; GroupedGemmParams::a_bf16), sm_90a. Built
+// for prefill (T = 128); with T sized to the tokens per expert it is the
+// default at decode batches too (ClassicalConfig::for_batch): there the
+// producer warp keeps 100-200 KB of weights in flight per SM with two TMA
+// instructions a slot, which the register-streaming tiles cannot
+// (docs/CLASSICAL.md, session 11).
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per
@@ -122,8 +123,6 @@ struct Tile {
   // ncu, session 12 run 7): each n-tile re-reads its expert block's token
   // tile, and 256 rows halve those re-reads. Run 8: MXFP8 9-12 % faster at
   // 512-1024 tokens, FP8 block-128 level (−1.2 % at 512, +0.6-1.8 % at 1024).
-  // W8A16 keeps BF16's 256 rows (its accumulators, and the fused SiLU·up's
-  // 128 gate + 128 up rows).
   // W8A16: 128 rows at T = 8 (twice the tiles: decode batches' few experts
   // fill more SMs; run 4, qwen3-30b-a3b: B = 1 39.4 -> 28.1 µs, B = 8 105.4
   // -> 99.4), 256 above (128-row tiles lost 0-8 % at T = 16, 32).
@@ -226,8 +225,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
   auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + t / ntn) : 0; };
-  // SiLU·up fused (BF16): a tile is 128 neurons, its gate rows then its up
-  // rows (kRows / 2 each); weight tile nt starts at row nt · kRows / 2 of the
+  // SiLU·up fused (BF16, W8A16): a tile is kRows / 2 neurons, its gate rows
+  // then its up rows; weight tile nt starts at row nt · kRows / 2 of the
   // expert's gate rows, its up rows N / 2 further.
   const bool fused = !kW8A8 && g.fuse_silu != 0;
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
@@ -331,8 +330,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(W::kConsumerRegs));
 
-  // The MMAs: consumer warpgroup c owns weight rows [c·kRows/2,
-  // (c+1)·kRows/2) of the tile, as kMB m64 blocks.
+  // The MMAs: consumer warpgroup c owns kMB m64 blocks of the tile, rows
+  // [c·kRows/W, (c+1)·kRows/W) of W consumer warpgroups (W8A16 fused:
+  // row_of below).
   const int c = (warp >> 2) - 1, w4 = warp & 3, g8 = lane >> 2, t4 = lane & 3;
   float acc[kMB][kT / 2];
   int stage = 0, prev = 0;  // prev: the slot consumed before `stage`
@@ -345,10 +345,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // slot; no thread does) are done, one arrival on the slot's empty barrier
   // of every block of the cluster. FP8 weights: every thread arrives itself
   // after its own reads of the slot (the scales; W8A16: the weights too), so
-  // that each read is ordered before the producer's next copy into the slot by the barrier alone
-  // (compute-sanitizer's racecheck counts a lane's read as ordered only
-  // then: a warp's single arrival after __syncwarp measured no faster and
-  // reported 47 hazards, session 13 run 8).
+  // that each read is ordered before the producer's next copy into the slot
+  // by the barrier alone (compute-sanitizer's racecheck counts a lane's read
+  // as ordered only then: a warp's single arrival after __syncwarp measured
+  // no faster and reported 47 hazards, session 13 run 8).
   auto release = [&](int s) {
     if constexpr (kFp8) {
       tma::arrive(base + L::empty(s));
@@ -446,9 +446,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // The eight steps go as groups of kGroupK: group g + 1 is decoded while
   // group g's wgmmas run (the next slot's first while the last's do). Set
   // g & 1 of the fragments holds group g; wait<1> after a group's commit
-  // retires the group before it, whose set is then rewritten; fence_operand keeps a
-  // set live (its registers unreused) until that wait, across slots too (f
-  // lives outside the slot). One wait a group, not a step: a wait after
+  // retires the group before it, whose set is then rewritten; fence_operand
+  // keeps a set live (its registers unreused) until that wait, across slots
+  // too (f lives outside the slot). One wait a group, not a step: a wait after
   // every step exposed each wgmma's latency (run 3: the slot took as long
   // for 128 rows as for 256). Exact: every E4M3 value times its E8M0 scale
   // is a BF16 normal for codes 10 to 246 (mma.cuh).
