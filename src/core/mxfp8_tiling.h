@@ -42,10 +42,11 @@ WD_HD size_t tiling_pieces(const Tiling& t, size_t E) {
   return E * t.rows() * t.len() / 16;
 }
 
-// Moves code piece i and scale byte i (where they exist) of E experts.
+// Moves code piece i (16 bytes of MXFP8 codes, or of BF16 values) and, for
+// MXFP8, scale byte i (where they exist) of E experts.
 template <typename Tiling>
-WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, const uint8_t* scales,
-                            uint8_t* q_tiled, uint8_t* scales_tiled) {
+WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, const uint8_t* scales,
+                      uint8_t* q_tiled, uint8_t* scales_tiled) {
   const size_t R = t.rows(), L = t.len();
   if (i < E * R * L / 16) {
     const size_t k = (i * 16) % L, row = (i * 16) / L;
@@ -67,7 +68,7 @@ WD_HD void tile_mxfp8_piece(const Tiling& t, size_t E, size_t i, const uint8_t* 
 template <typename Tiling>
 void tile_on_host(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                   uint8_t* scales_tiled) {
-  for (size_t i = 0, n = tiling_pieces(t, E); i < n; ++i) tile_mxfp8_piece(t, E, i, q, scales, q_tiled, scales_tiled);
+  for (size_t i = 0, n = tiling_pieces(t, E); i < n; ++i) tile_piece(t, E, i, q, scales, q_tiled, scales_tiled);
 }
 
 }  // namespace wd

@@ -45,7 +45,7 @@ __global__ void mxfp8_quantize_kernel(const uint16_t* in, size_t blocks, uint8_t
 template <typename Tiling>
 __global__ void tile_mxfp8_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                                   uint8_t* scales_tiled) {
-  tile_mxfp8_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
+  tile_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
 }
 
 template <typename Tiling>
