@@ -210,6 +210,43 @@ TEST(ClassicalReference, FusedSiluSkipsTheRoundingOfGateAndUp) {
   EXPECT_GT(e_fused, 1e-5) << "h and the partials are still rounded to BF16";
 }
 
+// W8A16 (bf16_activations): the BF16 path's roundings on the MXFP8 weights.
+// MXFP8 values (E4M3 × 2^k) are BF16 numbers, so the emulation on MXFP8
+// weights equals, bit for bit, the BF16 path's on a BF16 copy of the
+// dequantized weights, fused or not; and bf16_activations leaves BF16
+// weights' emulation unchanged.
+TEST(ClassicalReference, W8A16IsTheBf16PathOnTheDequantizedWeights) {
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  SyntheticSpec spec;
+  spec.seed = 13;
+  spec.outlier_fraction = 0.001f;
+  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights mx = bf.to_mxfp8();
+  MoeWeights deq = bf;  // BF16, values replaced by the MXFP8 ones
+  for (size_t i = 0; i < deq.gate_up_bf16.size(); ++i) {
+    const float v = mx_dequantize(mx.gate_up_q[i], mx.gate_up_scales[i / kMxBlock]);
+    deq.gate_up_bf16[i] = float_to_bf16(v);
+    ASSERT_EQ(bf16_to_float(deq.gate_up_bf16[i]), v) << i;
+  }
+  for (size_t i = 0; i < deq.down_bf16.size(); ++i) {
+    const float v = mx_dequantize(mx.down_q[i], mx.down_scales[i / kMxBlock]);
+    deq.down_bf16[i] = float_to_bf16(v);
+    ASSERT_EQ(bf16_to_float(deq.down_bf16[i]), v) << i;
+  }
+  const int B = 12;
+  const auto x = synthetic_input(B, s.hidden, 6, InputKind::kOutliers);
+  const Routed r = random_routing(B, s.experts, s.top_k, 2);
+  for (bool fused : {false, true}) {
+    const auto a16 = reference::classical_experts(mx.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fused, true);
+    const auto ref = reference::classical_experts(deq.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fused);
+    EXPECT_EQ(a16, ref) << (fused ? "fused" : "apart");
+    const auto w8a8 = reference::classical_experts(mx.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fused);
+    EXPECT_GT(reference::compare(a16.data(), w8a8.data(), a16.size()).rel_l2, 5e-3) << "W8A8 quantizes, W8A16 not";
+    const auto bf_a16 = reference::classical_experts(bf.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fused, true);
+    EXPECT_EQ(bf_a16, reference::classical_experts(bf.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fused));
+  }
+}
+
 TEST(ClassicalReference, RejectsWhatItCannotTake) {
   const MoeShape s = make_shape(160, 96, 4, 2);  // H, I not multiples of 128
   SyntheticSpec spec;
