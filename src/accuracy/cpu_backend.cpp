@@ -100,19 +100,18 @@ class CpuBackend final : public Backend {
         p == Path::kWarp
             ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, reference::Precision::kFP32, threads_)
             : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_,
-                                           silu_fused_on_h200(p, batch), p == Path::kClassicalW8A16);
+                                           silu_fused_on_h200(p, f, batch), p == Path::kClassicalW8A16);
     round_output(y, out_);
     return y;
   }
 
  private:
-  // The classical BF16 and W8A16 paths fuse SiLU·up into their gate_up GEMM
-  // where the H200 (sm_90a) configuration for this batch does (ClassicalConfig).
-  bool silu_fused_on_h200(Path p, int batch) const {
-    if (p == Path::kClassicalBf16)
-      return ClassicalConfig::for_batch(shape_, batch, WeightFormat::kBF16, true).fuse_silu;
-    return p == Path::kClassicalW8A16 &&
-           ClassicalConfig::for_batch(shape_, batch, WeightFormat::kMXFP8, true, true).fuse_silu;
+  // A classical path fuses SiLU·up into its gate_up GEMM where the H200
+  // (sm_90a) configuration for this batch does: the configuration the GPU
+  // backend runs (ClassicalConfig::for_batch on the path's weights).
+  bool silu_fused_on_h200(Path p, WeightFormat requested, int batch) const {
+    return ClassicalConfig::for_batch(shape_, batch, path_weights(p, requested), true, p == Path::kClassicalW8A16)
+        .fuse_silu;
   }
 
   const MoeWeights& layer(WeightFormat f) const {

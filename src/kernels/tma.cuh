@@ -12,7 +12,7 @@
 // Clusters: a multicast copy lands at the same shared-memory offset in every
 // block of its mask and completes bytes on each one's barrier at that offset;
 // a block may arrive on a barrier of another block of its cluster
-// (arrive_remote). Bytes of a phase may complete before that phase's
+// (arrive_peer). Bytes of a phase may complete before that phase's
 // arrive_expect_tx: the phase cannot end while the producer's arrival is
 // missing.
 #pragma once

@@ -113,7 +113,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
 
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a,
                                            bool bf16_activations) {
-  if (!bf16_activations || format != WeightFormat::kMXFP8 || !sm90a || !w8a8_shape_ok(s) || !tma_fits(s, format))
+  if (!bf16_activations || format != WeightFormat::kMXFP8 || !sm90a || !tma_fits(s, format))
     return for_batch(s, batch, format, sm90a);
   // W8A16 (session 14 run 4, qwen3-30b-a3b and qwen3-235b-a22b MXFP8): the
   // smallest T >= 2m, as BF16 (B = 1-64: T = 8; 128: 16, 212.6 µs vs 285.0

@@ -25,6 +25,14 @@ using wd::test::make_shape;
 // 2^-4 relative in the normal range (|v/s| >= 2^-6), 2^-10·s absolute below.
 double e4m3_bound(double v, double s) { return std::max(std::abs(v) * 0.0625, s * std::ldexp(1.0, -10)); }
 
+// BF16 synthetic weights of a seed; outliers: the fraction of weights scaled up.
+MoeWeights synthetic_bf16(const MoeShape& s, uint64_t seed, float outliers = 0.0f) {
+  SyntheticSpec spec;
+  spec.seed = seed;
+  spec.outlier_fraction = outliers;
+  return MoeWeights::synthetic(s, spec);
+}
+
 TEST(Fp8Block128, FormatNameBytesAndParse) {
   EXPECT_EQ(parse_weight_format("fp8-block128"), WeightFormat::kFP8Block128);
   EXPECT_STREQ(to_string(WeightFormat::kFP8Block128), "fp8-block128");
@@ -65,9 +73,7 @@ TEST(Fp8Block128, GateAndUpAreBlockedSeparately) {
   // I = 96 is not a multiple of 128: with gate and up stacked, one 128-row
   // block would span both; the layout gives each projection its own blocks.
   const MoeShape s = make_shape(160, 96, 3, 2);
-  SyntheticSpec spec;
-  spec.seed = 11;
-  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights bf = synthetic_bf16(s, 11);
   const MoeWeights q = bf.to_fp8_block128();
   EXPECT_EQ(q.format(), WeightFormat::kFP8Block128);
   EXPECT_EQ(q.gate_up_block_scales.size(), size_t(3 * 2 * 1 * 2));
@@ -109,9 +115,7 @@ TEST(Fp8Block128, ReferenceReadsTheDequantizedWeights) {
   // of those values; against the original BF16 weights it differs by the
   // weight quantization, well inside 2^-4.
   const MoeShape s = make_shape(256, 128, 8, 2);
-  SyntheticSpec spec;
-  spec.seed = 3;
-  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights bf = synthetic_bf16(s, 3);
   const MoeWeights q = bf.to_fp8_block128();
   const int B = 5;
   const auto x = synthetic_input(B, s.hidden, 5, InputKind::kGaussian);
@@ -161,10 +165,7 @@ using wd::test::random_routing;
 //          and >= 5e-3, or the activations were not quantized at all.
 TEST(ClassicalReference, ErrorAgainstExactLayerIsWhatTheFormatsAllow) {
   const MoeShape s = make_shape(256, 256, 16, 4);
-  SyntheticSpec spec;
-  spec.seed = 21;
-  spec.outlier_fraction = 0.001f;
-  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights bf = synthetic_bf16(s, 21, 0.001f);
   const MoeWeights fp8 = bf.to_fp8_block128();
   const MoeWeights mx = bf.to_mxfp8();
   const int B = 24;
@@ -193,9 +194,7 @@ TEST(ClassicalReference, ErrorAgainstExactLayerIsWhatTheFormatsAllow) {
 // of the partials left), on BF16 weights.
 TEST(ClassicalReference, FusedSiluSkipsTheRoundingOfGateAndUp) {
   const MoeShape s = make_shape(256, 256, 16, 4);
-  SyntheticSpec spec;
-  spec.seed = 5;
-  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights bf = synthetic_bf16(s, 5);
   const int B = 16;
   const auto x = synthetic_input(B, s.hidden, 3, InputKind::kGaussian);
   const Routed r = random_routing(B, s.experts, s.top_k, 8);
@@ -217,22 +216,20 @@ TEST(ClassicalReference, FusedSiluSkipsTheRoundingOfGateAndUp) {
 // weights' emulation unchanged.
 TEST(ClassicalReference, W8A16IsTheBf16PathOnTheDequantizedWeights) {
   const MoeShape s = make_shape(256, 128, 16, 4);
-  SyntheticSpec spec;
-  spec.seed = 13;
-  spec.outlier_fraction = 0.001f;
-  const MoeWeights bf = MoeWeights::synthetic(s, spec);
+  const MoeWeights bf = synthetic_bf16(s, 13, 0.001f);
   const MoeWeights mx = bf.to_mxfp8();
   MoeWeights deq = bf;  // BF16, values replaced by the MXFP8 ones
-  for (size_t i = 0; i < deq.gate_up_bf16.size(); ++i) {
-    const float v = mx_dequantize(mx.gate_up_q[i], mx.gate_up_scales[i / kMxBlock]);
-    deq.gate_up_bf16[i] = float_to_bf16(v);
-    ASSERT_EQ(bf16_to_float(deq.gate_up_bf16[i]), v) << i;
-  }
-  for (size_t i = 0; i < deq.down_bf16.size(); ++i) {
-    const float v = mx_dequantize(mx.down_q[i], mx.down_scales[i / kMxBlock]);
-    deq.down_bf16[i] = float_to_bf16(v);
-    ASSERT_EQ(bf16_to_float(deq.down_bf16[i]), v) << i;
-  }
+  auto dequantize_into = [](std::vector<uint16_t>& out, const std::vector<uint8_t>& q,
+                            const std::vector<uint8_t>& scales) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      const float v = mx_dequantize(q[i], scales[i / kMxBlock]);
+      out[i] = float_to_bf16(v);
+      ASSERT_EQ(bf16_to_float(out[i]), v) << i;
+    }
+  };
+  dequantize_into(deq.gate_up_bf16, mx.gate_up_q, mx.gate_up_scales);
+  dequantize_into(deq.down_bf16, mx.down_q, mx.down_scales);
+  ASSERT_FALSE(HasFatalFailure());
   const int B = 12;
   const auto x = synthetic_input(B, s.hidden, 6, InputKind::kOutliers);
   const Routed r = random_routing(B, s.experts, s.top_k, 2);
