@@ -20,8 +20,8 @@ int current_device() {
 }
 
 // With g_mutex held. Set even below 48 KB: that default bounds static plus
-// dynamic shared memory, and a kernel with static shared memory (the
-// router's 32 KB) needs the attribute for less dynamic memory than that.
+// dynamic shared memory, and a kernel with static shared memory needs the
+// attribute for less dynamic memory than that.
 void raise_smem_limit(const void* kernel, int dev, size_t bytes) {
   if (bytes == 0) return;
   size_t& limit = g_smem_limit[{kernel, dev}];
@@ -53,9 +53,10 @@ long resident_blocks(const void* kernel, int threads, size_t smem) {
   return n;
 }
 
-long resident_clusters(const void* kernel, int threads, size_t smem, int cluster) {
-  const int dev = current_device();
-  std::lock_guard<std::mutex> lock(g_mutex);
+namespace {
+// With g_mutex held: clusters of `cluster` blocks the device holds at once
+// (0: none fits).
+long active_clusters(const void* kernel, int dev, int threads, size_t smem, int cluster) {
   const auto key = std::make_tuple(kernel, dev, threads, smem, cluster);
   if (const auto it = g_clusters.find(key); it != g_clusters.end()) return it->second;
   raise_smem_limit(kernel, dev, smem);
@@ -68,11 +69,34 @@ long resident_clusters(const void* kernel, int threads, size_t smem, int cluster
   attr.val.clusterDim = {unsigned(cluster), 1, 1};
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  // A size the device or kernel cannot take at all (non-portable sizes
+  // above 8 where unsupported) comes back as an error, not as 0: here it
+  // means "not this size", and the error (not sticky) is cleared.
   int clusters = 0;
-  WD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-  const long n = std::max(1, clusters);
-  g_clusters[key] = n;
-  return n;
+  cudaError_t err = cluster > 8 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)
+                                : cudaSuccess;
+  if (err == cudaSuccess) err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    clusters = 0;
+  }
+  g_clusters[key] = clusters;
+  return clusters;
+}
+}  // namespace
+
+long resident_clusters(const void* kernel, int threads, size_t smem, int cluster) {
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return std::max(1L, active_clusters(kernel, dev, threads, smem, cluster));
+}
+
+int largest_cluster(const void* kernel, int threads, size_t smem, int wanted) {
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (int c = wanted; c > 1; --c)
+    if (active_clusters(kernel, dev, threads, smem, c) > 0) return c;
+  return 1;
 }
 
 }  // namespace wd::kernels

@@ -58,6 +58,16 @@ long resident_clusters(void (*kernel)(KernelArgs...), int threads, size_t smem, 
   return resident_clusters(reinterpret_cast<const void*>(kernel), threads, smem, cluster);
 }
 
+// The largest cluster size c <= wanted (along x) for which the current
+// device holds at least one cluster of c blocks of `threads` threads and
+// `smem` dynamic bytes (1 if none does); sizes above 8, non-portable, are
+// allowed on the kernel first.
+int largest_cluster(const void* kernel, int threads, size_t smem, int wanted);
+template <typename... KernelArgs>
+int largest_cluster(void (*kernel)(KernelArgs...), int threads, size_t smem, int wanted) {
+  return largest_cluster(reinterpret_cast<const void*>(kernel), threads, smem, wanted);
+}
+
 // cluster > 1: thread-block clusters of that many blocks along x (grid.x a
 // multiple of it).
 template <typename... KernelArgs, typename... Args>

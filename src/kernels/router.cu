@@ -6,63 +6,72 @@
 #include "kernels/common.cuh"
 #include "kernels/expert_lists.cuh"
 #include "kernels/launch.cuh"
+#include "kernels/tma.cuh"
 #include "kernels/topk.cuh"
 
 namespace wd::kernels {
 namespace {
 
-constexpr int kWarps = 8;  // experts per block, one per warp
-constexpr int kThreads = kWarps * kWarpSize;
 // The spread kernel stages its group's activations in shared memory (up to
 // 8·H BF16); beyond this H, one block per token. Both sum each logit in the
 // same order: the bits do not depend on which one runs.
 constexpr size_t kMaxStagedBytes = 160 * 1024;
 constexpr int kPerTokenWarps = 16;
+constexpr int kMaxCluster = 16;  // blocks of a group's cluster (non-portable above 8)
 
-// Phase 1: the block stages the group's activations (nb × H BF16) in shared
-// memory with cp.async (every copy in flight at once; the loop of register
-// loads it replaced made one L2 round trip per 256 chunks, yet the change
-// gained only 0.3-8 µs: the staging is not what the router's time is,
-// docs/PERF_LOG.md v10);
-// warp w of block (x, y) computes logits[b][8x + w] for the tokens b of group
-// y. Lane l takes 16-byte chunks l, l+32, ... of the router row, loaded once
-// for all the group's tokens, kRowBatch at a time with the next batch in
-// flight (the first one issued before the staging wait), and accumulates each
-// token's products in chunk order (the same for every group size: a token's
-// logit does not depend on the batch); one butterfly per token. (v8's version
-// read each token's activations from L2 in the inner loop, every warp of
-// every block: slower than one block per token from B = 4.)
-// Phase 2: the group's last block to finish (a counter per group, reset by
-// that block for the next call) reads the group's logits back from L2 and
+// The spread kernel: grid (C, groups), one cluster of C blocks per group of
+// up to kRouterTokens tokens (router_cluster below: C = ceil(E / kWarps), at
+// most 16). Each block stages the group's activations (nb × H BF16) in shared
+// memory with cp.async (every copy in flight at once); warp w of cluster
+// block r computes the logits of experts e = r·kWarps + w, + C·kWarps, ...
+// for the group's tokens. Lane l takes 16-byte chunks l, l+32, ... of the
+// router row, loaded once for all the group's tokens, kRowBatch at a time
+// with the next batch in flight (the first expert's first batch issued
+// before the staging wait), and accumulates each token's products in chunk
+// order (the same for every group size: a token's logit does not depend on
+// the batch); one butterfly per token. Lane 0 stores each logit into block
+// 0's shared memory (st.shared::cluster); after one cluster barrier block 0
 // runs the softmax and top-K, one warp per token.
+// Why a cluster: the E·H router is read by E/8 SMs in parallel, and the
+// logits must meet in one place. Until session 15 they met through global
+// memory: each block stored them, fenced, counted itself on a per-group
+// atomic counter, and the last block read them back from L2 (three L2 round
+// trips in a row, and a counter the next call needed zeroed).
 constexpr int kRowBatch = 8;  // 16-byte row chunks per lane in flight (two batches: 64 registers)
 
-template <int kPerLane>
-__global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant__ RouterParams p) {
-  extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations
-  __shared__ float s_logits[kWarps][kMaxExperts];
-  __shared__ bool s_last;
+// Shared memory of the spread kernel: the group's activations (nbmax × H
+// BF16), then its logits (nbmax × E FP32; block 0's are read), nbmax =
+// min(B, kRouterTokens).
+size_t router_smem(const RouterParams& p) {
+  const size_t nbmax = size_t(std::min(p.batch, kRouterTokens));
+  return nbmax * size_t(p.hidden) * 2 + nbmax * size_t(p.experts) * 4;
+}
+
+template <int kPerLane, int kWarps>
+__global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_constant__ RouterParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations, then the logits
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
-  const int e = blockIdx.x * kWarps + warp;
+  const int nbmax = min(kRouterTokens, p.batch);
+  const uint32_t rank = tma::cluster_rank();
+  const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
 
   for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
     cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
   cp_async_commit();
 
   // Row chunk j of this lane is c = lane + 32·j, j < nj. Loads are
-  // unconditional (clamped to the row's last chunk, and warps past E read
-  // row E-1): their values are used only where c < chunks and e < E.
-  const uint16_t* row = p.router + size_t(min(e, E - 1)) * H;
+  // unconditional (clamped to the row's last chunk): their values are used
+  // only where c < chunks.
   const int nj = (chunks + kWarpSize - 1) / kWarpSize;
+  const uint16_t* row = nullptr;
   auto load = [&](uint4 (&wr)[kRowBatch], int j0) {
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) wr[j] = ld_cached(row + 8 * min(lane + kWarpSize * (j0 + j), chunks - 1));
   };
   float acc[kRouterTokens];
-#pragma unroll
-  for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
   auto compute = [&](const uint4 (&wr)[kRowBatch], int j0) {
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {
@@ -84,46 +93,51 @@ __global__ void __launch_bounds__(kThreads) router_kernel(const __grid_constant_
   // Two buffers used alternately, never copied (a copy of a register whose
   // load is in flight waits for the load).
   uint4 wa[kRowBatch], wb[kRowBatch];
-  load(wa, 0);
+  const int stride = int(gridDim.x) * kWarps;  // warps of the cluster
+  int e = int(rank) * kWarps + warp;
+  if (e < E) {
+    row = p.router + size_t(e) * H;
+    load(wa, 0);
+  }
   cp_async_wait<0>();
   __syncthreads();
-  for (int j0 = 0;; j0 += 2 * kRowBatch) {
-    if (j0 + kRowBatch < nj) load(wb, j0 + kRowBatch);
-    compute(wa, j0);
-    if (j0 + kRowBatch >= nj) break;
-    if (j0 + 2 * kRowBatch < nj) load(wa, j0 + 2 * kRowBatch);
-    compute(wb, j0 + kRowBatch);
-    if (j0 + 2 * kRowBatch >= nj) break;
-  }
-  if (e < E) {
+  for (; e < E; e += stride) {
+    if (row == nullptr) {
+      row = p.router + size_t(e) * H;
+      load(wa, 0);
+    }
+#pragma unroll
+    for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
+    for (int j0 = 0;; j0 += 2 * kRowBatch) {
+      if (j0 + kRowBatch < nj) load(wb, j0 + kRowBatch);
+      compute(wa, j0);
+      if (j0 + kRowBatch >= nj) break;
+      if (j0 + 2 * kRowBatch < nj) load(wa, j0 + 2 * kRowBatch);
+      compute(wb, j0 + kRowBatch);
+      if (j0 + 2 * kRowBatch >= nj) break;
+    }
 #pragma unroll
     for (int t = 0; t < kRouterTokens; ++t) {
       if (t >= nb) break;
       const float v = warp_sum(acc[t]);
-      if (lane == 0) p.logits[size_t(b0 + t) * E + e] = v;
+      if (lane == 0) tma::st_cluster(s_logits + 4u * uint32_t(t * E + e), 0, v);
     }
+    row = nullptr;
   }
 
-  // The last block of the group: every other block's logits are in L2
-  // (written, fenced, then counted).
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned done = atomicAdd(p.counters + blockIdx.y, 1u);
-    s_last = done == gridDim.x - 1;
-    if (s_last) p.counters[blockIdx.y] = 0;  // ready for the next call (kernel boundary orders it)
-  }
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
+  // Every logit of the group is in block 0's shared memory (release by each
+  // writer, acquire by block 0); the other blocks are done.
+  tma::cluster_sync();
+  if (rank != 0) return;
+  const float* logits = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(s_x) + nbmax * H * 2);
   for (int t = warp; t < nb; t += kWarps) {
     const int b = b0 + t;
-    for (int i = lane; i < E; i += kWarpSize) s_logits[warp][i] = __ldcg(p.logits + size_t(b) * E + i);
-    __syncwarp();
-    warp_softmax_topk<kPerLane>(s_logits[warp], E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
-                                   p.weights + size_t(b) * p.top_k);
-    __syncwarp();
+    warp_softmax_topk<kPerLane>(logits + t * E, E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
+                                p.weights + size_t(b) * p.top_k);
   }
+#else
+  __trap();  // built for sm_90a and sm_100a only (clusters)
+#endif
 }
 
 // One block of 16 warps per token: warp w computes the logits of experts w,
@@ -156,6 +170,19 @@ router_per_token_kernel(const __grid_constant__ RouterParams p) {
                               p.weights + size_t(b) * p.top_k);
 }
 
+// The spread kernel's cluster size for E experts: one expert per warp where
+// 16 blocks suffice, fewer blocks if the device cannot hold a cluster that
+// large with this shared memory (the logits' bits do not depend on it).
+template <int kPerLane, int kWarps>
+void launch_spread(const RouterParams& p, cudaStream_t stream) {
+  const auto kernel = &router_kernel<kPerLane, kWarps>;
+  const size_t smem = router_smem(p);
+  const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
+  const int cluster = largest_cluster(kernel, kWarps * kWarpSize, smem, wanted);
+  launch_kernel_ex(kernel, dim3(unsigned(cluster), unsigned(router_groups(p.batch))), dim3(kWarps * kWarpSize),
+                   smem, stream, false, cluster, p);
+}
+
 }  // namespace
 
 void router(const RouterParams& p, cudaStream_t stream) {
@@ -166,18 +193,19 @@ void router(const RouterParams& p, cudaStream_t stream) {
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16 && p.top_k <= p.experts, "router: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
-  WD_CHECK(p.router && p.x && p.ids && p.weights && p.logits && p.counters, "router: a required pointer is null");
-  const dim3 grid((p.experts + kWarps - 1) / kWarps, router_groups(p.batch));
+  WD_CHECK(p.router && p.x && p.ids && p.weights, "router: a required pointer is null");
   const size_t staged = size_t(std::min(p.batch, kRouterTokens)) * p.hidden * 2;
   with_topk_width(p.experts, [&](auto width) {
     constexpr int kPerLane = decltype(width)::value;
     if (staged <= kMaxStagedBytes) {
-      ensure_dynamic_smem(router_kernel<kPerLane>, staged);
-      router_kernel<kPerLane><<<grid, kThreads, staged, stream>>>(p);
+      // 8 warps a block up to 128 experts (16 blocks of 8: the router's
+      // bytes spread over 16 SMs), 16 above.
+      if (p.experts <= 8 * kMaxCluster) launch_spread<kPerLane, 8>(p, stream);
+      else launch_spread<kPerLane, 16>(p, stream);
     } else {
       router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
+      WD_CUDA_CHECK_LAUNCH();
     }
-    WD_CUDA_CHECK_LAUNCH();
   });
 }
 

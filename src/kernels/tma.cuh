@@ -1,5 +1,6 @@
-// Tensor-memory-accelerator loads and shared-memory barriers (sm_90+), for
-// the warp-specialised classical GEMM (classical_tma_gemm.cu).
+// Tensor-memory-accelerator loads, shared-memory barriers and cluster
+// primitives (sm_90+), for the warp-specialised classical GEMM
+// (classical_tma_gemm.cu) and the router's cluster (router.cu).
 //
 // The protocol: a producer thread announces the bytes a stage will receive
 // (arrive_expect_tx) and issues TMA copies that complete against the same
@@ -61,6 +62,17 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 // exits while another may still arrive on its barriers.
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// Stores v at the shared-memory address `addr` (an offset of this block's
+// shared window) of cluster block `rank`; a cluster barrier's release and
+// acquire order it before the owner's reads.
+__device__ __forceinline__ void st_cluster(uint32_t addr, uint32_t rank, float v) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "st.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
+      "r"(rank), "f"(v)
+      : "memory");
 }
 // One arrival when every cp.async this thread issued so far has landed (the
 // barrier's arrival count must include it: .noinc).

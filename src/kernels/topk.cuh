@@ -5,17 +5,36 @@
 // Lane l holds logits l, l+32, ... (kPerLane of them; E <= 32·kPerLane), in a
 // fixed order, so sums are deterministic. K rounds of a warp arg-max pick the
 // experts (ties -> the lower index, like the reference); lane k keeps the
-// k-th pick in registers. Probabilities are softmax over all E in FP32,
-// renormalised over the K picks when norm_topk_prob. All 32 lanes must call.
+// k-th pick in registers. A round is two warp reductions (redux.sync): the
+// largest key (order_key: the float order as unsigned integers), then the
+// lowest expert holding it; it was five dependent pairs of shuffles. Same
+// picks: equal floats have equal keys (-0 is keyed as +0), NaN logits are
+// never picked (key 0, as their failed comparisons did). Probabilities are
+// softmax over all E in FP32, renormalised over the K picks when
+// norm_topk_prob. All 32 lanes must call.
 #pragma once
 
 #include <cfloat>
 #include <climits>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/common.cuh"
 
 namespace wd::kernels {
+
+// A finite float's key: a > b exactly when key(a) > key(b), a == b exactly
+// when the keys are equal (so -0 takes +0's key); NaN keys 0, below every
+// float's (the smallest, -inf's, is 0x007FFFFF).
+__device__ __forceinline__ uint32_t order_key(float f) {
+  if (f != f) return 0u;
+  const uint32_t u = f == 0.0f ? 0u : __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+// The float of a key of order_key (not 0).
+__device__ __forceinline__ float order_key_value(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? k & 0x7FFFFFFFu : ~k);
+}
 
 template <int kPerLane>
 __device__ __forceinline__ void warp_softmax_topk(const float* logits, int experts, int top_k,
@@ -37,35 +56,28 @@ __device__ __forceinline__ void warp_softmax_topk(const float* logits, int exper
     if (j * kWarpSize + lane < experts) sum += expf(v[j] - mx);
   sum = warp_sum(sum);
 
+  // Keys of the lane's logits; 0: past E, NaN or already picked.
+  uint32_t key[kPerLane];
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) key[j] = j * kWarpSize + lane < experts ? order_key(v[j]) : 0u;
   float my_p = 0.0f;
   int my_e = 0;
+#pragma unroll 1  // (unrolled, the rounds spilled registers in the per-token router)
   for (int k = 0; k < top_k; ++k) {
-    // Lane-local best (lowest index on ties), then a warp arg-max.
-    float best = -INFINITY;
-    int best_e = INT_MAX;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int e = j * kWarpSize + lane;
-      if (e < experts && v[j] > best) {
-        best = v[j];
-        best_e = e;
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(kFullMask, best, o);
-      const int oe = __shfl_xor_sync(kFullMask, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
+    // Lane-local best (lowest index on ties: j ascending is e ascending).
+    uint32_t best = 0;
+    int best_j = 0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j)
-      if (j * kWarpSize + lane == best_e) v[j] = -INFINITY;  // taken
+      if (key[j] > best) best = key[j], best_j = j;
+    const uint32_t top = __reduce_max_sync(kFullMask, best);
+    const int e = __reduce_min_sync(kFullMask, best == top ? best_j * kWarpSize + lane : INT_MAX);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (j * kWarpSize + lane == e) key[j] = 0;  // picked
     if (lane == k) {
-      my_e = best_e;
-      my_p = expf(best - mx) / sum;
+      my_e = e;
+      my_p = expf(order_key_value(top) - mx) / sum;
     }
   }
   const float top_sum = warp_sum(lane < top_k ? my_p : 0.0f);

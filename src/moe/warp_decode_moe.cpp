@@ -316,8 +316,6 @@ struct WarpDecodeMoe::Workspace {
   DeviceBuffer<float> h;          // (max_batch, K, I)
   DeviceBuffer<int32_t> ids;      // (max_batch, K)
   DeviceBuffer<float> weights;    // (max_batch, K)
-  DeviceBuffer<float> logits;     // (max_batch, E): the router's scratch
-  DeviceBuffer<uint32_t> counters;  // (router_groups(max_batch)): zero between router calls
 };
 
 WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family)
@@ -332,10 +330,6 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily 
   ws_->h = DeviceBuffer<float>(BK * shape.intermediate);
   ws_->ids = DeviceBuffer<int32_t>(BK);
   ws_->weights = DeviceBuffer<float>(BK);
-  ws_->logits = DeviceBuffer<float>(size_t(max_batch) * shape.experts);
-  ws_->counters = DeviceBuffer<uint32_t>(size_t(kernels::router_groups(max_batch)));
-  ws_->counters.fill_bytes(0);
-  WD_CUDA_CHECK(cudaDeviceSynchronize());  // the counters are zero before any stream uses them
 }
 
 WarpDecodeMoe::~WarpDecodeMoe() = default;
@@ -371,9 +365,9 @@ void check_call(const MoeShape& mine, const MoeWeightsView& w, int batch, int ma
 void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
                           float* weights, cudaStream_t stream) const {
   check_call(shape_, w, batch, max_batch_);
-  kernels::RouterParams p{w.router,         x,       ids,         weights,
-                          ws_->logits.data(), ws_->counters.data(), batch, shape_.hidden,
-                          shape_.experts,   shape_.top_k, shape_.norm_topk_prob ? 1 : 0};
+  const kernels::RouterParams p{w.router,      x,          ids,
+                                weights,       batch,      shape_.hidden,
+                                shape_.experts, shape_.top_k, shape_.norm_topk_prob ? 1 : 0};
   kernels::router(p, stream);
 }
 

@@ -639,6 +639,50 @@ TEST(Classical, RouterMatchesReference) {
   }
 }
 
+// Stage 2 on logits with exact ties (the top-K shared with warp decode's
+// router, topk.cuh): picks by value, the lower expert first among equal
+// values, -0 equal to +0; weights the softmax's. E = 128 and 300: the 4 and
+// 8 logits-per-lane instances. Values from a set of 7, so every pick below
+// the first has ties.
+TEST(Classical, TopKBreaksTiesTowardTheLowerExpert) {
+  WD_REQUIRE_GPU();
+  for (const int E : {128, 300}) {
+    const MoeShape s = make_shape(256, 64, E, 8);
+    const int B = 9, K = s.top_k;
+    const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+    ClassicalMoe moe(s, B);
+    std::mt19937 rng{uint32_t(fresh_seed())};
+    const float values[] = {1.5f, 0.25f, 0.0f, -0.0f, -0.75f, 1.5f, 3.0f};
+    std::vector<float> logits(size_t(B) * E);
+    for (float& v : logits) v = values[rng() % 7];
+    const ClassicalWorkspaceView ws = moe.workspace();
+    ASSERT_EQ(cudaMemcpy(const_cast<float*>(ws.logits), logits.data(), logits.size() * sizeof(float),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    DeviceBuffer<float> y(size_t(B) * s.hidden);
+    const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+    moe.run_stage(ClassicalStage::kTopK, layer.view(), nullptr, RoutingView{B, K, nullptr, nullptr}, out,
+                  ClassicalConfig::for_batch(s, B, WeightFormat::kBF16), nullptr);
+    const auto ids = download(ws.ids, size_t(B) * K);
+    const auto w = download(ws.weights, size_t(B) * K);
+    for (int b = 0; b < B; ++b) {
+      const float* l = logits.data() + size_t(b) * E;
+      std::vector<int> order(E);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return l[i] > l[j]; });
+      const double mx = *std::max_element(l, l + E);
+      double sum = 0, top = 0;
+      for (int e = 0; e < E; ++e) sum += std::exp(double(l[e]) - mx);
+      for (int k = 0; k < K; ++k) top += std::exp(double(l[order[k]]) - mx) / sum;
+      for (int k = 0; k < K; ++k) {
+        EXPECT_EQ(ids[size_t(b) * K + k], order[k]) << "E=" << E << " token " << b << " pick " << k;
+        const double p = std::exp(double(l[order[k]]) - mx) / sum / (s.norm_topk_prob ? top : 1.0);
+        EXPECT_NEAR(w[size_t(b) * K + k], p, 1e-5 * p) << "E=" << E << " token " << b << " pick " << k;
+      }
+    }
+  }
+}
+
 TEST(Classical, ForwardAndDispatch) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("tiny");

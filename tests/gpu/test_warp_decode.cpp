@@ -209,16 +209,19 @@ TEST(WarpDecode, RealShapes) {
 // ---- router ----------------------------------------------------------------------------
 TEST(WarpDecode, RouterMatchesReference) {
   WD_REQUIRE_GPU();
-  // E = 300 and 1000: the top-K instances of 16 and 32 logits per lane (4
-  // for the others). H = 10496: 8 tokens' activations exceed the spread
-  // kernel's shared memory, so the per-token kernel runs.
+  // The spread kernel's clusters: E = 20 (3 blocks of 8 warps), 128 (16
+  // blocks, one expert a warp), 160 and 256 (16 warps a block: 10 and 16
+  // blocks), 300 and 1000 (16 blocks, warps taking 2 and 4 experts; the
+  // top-K instances of 16 and 32 logits per lane, 4 or 8 for the others).
+  // H = 10496: 8 tokens' activations exceed the spread kernel's shared
+  // memory, so the per-token kernel runs.
   for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6),
-                            make_shape(256, 64, 300, 8), make_shape(256, 64, 1000, 8), make_shape(10496, 64, 20, 4)}) {
+                            make_shape(512, 64, 160, 8), make_shape(256, 64, 256, 8), make_shape(256, 64, 300, 8),
+                            make_shape(256, 64, 1000, 8), make_shape(10496, 64, 20, 4)}) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     WarpDecodeMoe moe(s, 64);
-    // One object, calls in turn: each must leave the per-group counters at
-    // zero for the next (else the softmax never runs and ids stay poisoned);
-    // 7, 9 and 64 tokens: partial and several groups.
+    // One object, calls in turn; 7, 9 and 64 tokens: partial and several
+    // groups.
     for (int B : {1, 2, 3, 7, 9, 64, 1, 2}) {
       const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
       DeviceBuffer<uint16_t> dx(x);
