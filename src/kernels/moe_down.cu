@@ -126,6 +126,7 @@ moe_down_kernel(const __grid_constant__ DownParams p) {
   prefetch_ahead(0);
   // Everything above reads only routing and weights; h is moe_gate_up's output.
   if (p.programmatic_launch) wait_for_previous_kernel();
+  allow_next_kernel();  // the next layer's router streams its weights while this layer ends
   // Token b's h (K, I): staged once per block in shared memory, or read from
   // global memory by each warp (every warp of the block reads all of it).
   const float* hb = p.h + size_t(b) * K * I;

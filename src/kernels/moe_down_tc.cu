@@ -314,7 +314,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units) {
     load_a(buf[1]);
     advance();
     // Everything above reads routing and weights only; h is moe_gate_up's output.
-    if (p.programmatic_launch && !waited) wait_for_previous_kernel();
+    if (!waited) {
+      if (p.programmatic_launch) wait_for_previous_kernel();
+      allow_next_kernel();  // the next layer's router streams its weights while this layer ends
+    }
     waited = true;
     load_h(buf[0]);
     load_h(buf[1]);

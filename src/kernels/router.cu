@@ -57,10 +57,9 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
   const int nbmax = min(kRouterTokens, p.batch);
   const uint32_t rank = tma::cluster_rank();
   const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
-
-  for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
-    cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
-  cp_async_commit();
+  // No block stores into block 0's shared memory before every block of the
+  // cluster has started (the wait below, long satisfied by then).
+  tma::cluster_arrive_relaxed();
 
   // Row chunk j of this lane is c = lane + 32·j, j < nj. Loads are
   // unconditional (clamped to the row's last chunk): their values are used
@@ -99,8 +98,16 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
     row = p.router + size_t(e) * H;
     load(wa, 0);
   }
+  // The activations are the previous kernel's output (under PDL the
+  // router's first weights stream while it finishes).
+  wait_for_previous_kernel();
+  allow_next_kernel();
+  for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
+    cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
+  cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+  tma::cluster_wait();
   for (; e < E; e += stride) {
     if (row == nullptr) {
       row = p.router + size_t(e) * H;
@@ -151,6 +158,8 @@ router_per_token_kernel(const __grid_constant__ RouterParams p) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const uint16_t* x = p.x + size_t(b) * H;
+  wait_for_previous_kernel();
+  allow_next_kernel();
   for (int e = warp; e < E; e += kPerTokenWarps) {
     const uint16_t* row = p.router + size_t(e) * H;
     float acc = 0.0f;
@@ -180,7 +189,7 @@ void launch_spread(const RouterParams& p, cudaStream_t stream) {
   const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
   const int cluster = largest_cluster(kernel, kWarps * kWarpSize, smem, wanted);
   launch_kernel_ex(kernel, dim3(unsigned(cluster), unsigned(router_groups(p.batch))), dim3(kWarps * kWarpSize),
-                   smem, stream, false, cluster, p);
+                   smem, stream, p.programmatic_launch != 0, cluster, p);
 }
 
 }  // namespace
@@ -203,8 +212,8 @@ void router(const RouterParams& p, cudaStream_t stream) {
       if (p.experts <= 8 * kMaxCluster) launch_spread<kPerLane, 8>(p, stream);
       else launch_spread<kPerLane, 16>(p, stream);
     } else {
-      router_per_token_kernel<kPerLane><<<p.batch, kPerTokenWarps * kWarpSize, 0, stream>>>(p);
-      WD_CUDA_CHECK_LAUNCH();
+      launch_kernel(router_per_token_kernel<kPerLane>, dim3(unsigned(p.batch)), dim3(kPerTokenWarps * kWarpSize), 0,
+                    stream, p.programmatic_launch != 0, p);
     }
   });
 }

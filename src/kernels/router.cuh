@@ -48,6 +48,9 @@ struct RouterParams {
   int experts;             // E
   int top_k;               // K
   int norm_topk_prob;      // 1: renormalise the K probabilities
+  // 1: launched with PDL (launch.cuh): the first router rows stream before
+  // the wait for the previous kernel, which writes x.
+  int programmatic_launch;
 };
 
 void router(const RouterParams& p, cudaStream_t stream);

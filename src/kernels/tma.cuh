@@ -74,6 +74,12 @@ __device__ __forceinline__ void st_cluster(uint32_t addr, uint32_t rank, float v
       "r"(rank), "f"(v)
       : "memory");
 }
+// cluster_sync in two halves, for work between them: arrive (relaxed:
+// orders nothing; e.g. "this block has started") and wait (acquire).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 // One arrival when every cp.async this thread issued so far has landed (the
 // barrier's arrival count must include it: .noinc).
 __device__ __forceinline__ void arrive_on_cp_async(uint32_t bar) {

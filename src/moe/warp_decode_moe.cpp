@@ -367,7 +367,8 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
   check_call(shape_, w, batch, max_batch_);
   const kernels::RouterParams p{w.router,      x,          ids,
                                 weights,       batch,      shape_.hidden,
-                                shape_.experts, shape_.top_k, shape_.norm_topk_prob ? 1 : 0};
+                                shape_.experts, shape_.top_k, shape_.norm_topk_prob ? 1 : 0,
+                                /*programmatic_launch=*/1};
   kernels::router(p, stream);
 }
 
