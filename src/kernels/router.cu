@@ -12,49 +12,57 @@
 namespace wd::kernels {
 namespace {
 
-// The spread kernel stages its group's activations in shared memory (up to
-// 8·H BF16); beyond this H, one block per token. Both sum each logit in the
-// same order: the bits do not depend on which one runs.
-constexpr size_t kMaxStagedBytes = 160 * 1024;
-constexpr int kPerTokenWarps = 16;
-constexpr int kMaxCluster = 16;  // blocks of a group's cluster (non-portable above 8)
-
-// The spread kernel: grid (C, groups), one cluster of C blocks per group of
-// up to kRouterTokens tokens (router_cluster below: C = ceil(E / kWarps), at
-// most 16). Each block stages the group's activations (nb × H BF16) in shared
-// memory with cp.async (every copy in flight at once); warp w of cluster
-// block r computes the logits of experts e = r·kWarps + w, + C·kWarps, ...
-// for the group's tokens. Lane l takes 16-byte chunks l, l+32, ... of the
-// router row, loaded once for all the group's tokens, kRowBatch at a time
-// with the next batch in flight (the first expert's first batch issued
-// before the staging wait), and accumulates each token's products in chunk
-// order (the same for every group size: a token's logit does not depend on
-// the batch); one butterfly per token. Lane 0 stores each logit into block
-// 0's shared memory (st.shared::cluster); after one cluster barrier block 0
-// runs the softmax and top-K, one warp per token.
-// Why a cluster: the E·H router is read by E/8 SMs in parallel, and the
+// The kernel: grid (C, groups), one thread-block cluster of C blocks per
+// group of up to kTokens tokens (C = ceil(E / kWarps), at most 16). Each block
+// stages the group's activations (nb × H BF16) in shared memory with
+// cp.async (every copy in flight at once); warp w of cluster block r computes
+// the logits of experts e = r·kWarps + w, + C·kWarps, ... for the group's
+// tokens. Lane l takes 16-byte chunks l, l+32, ... of the router row, loaded
+// once for all the group's tokens, kRowBatch at a time with the next batch
+// in flight (the first expert's first batch issued before the wait for the
+// previous kernel), and accumulates each token's products in chunk order;
+// one butterfly per token. A token's sum is the same sequence of FMAs
+// whatever the group size, the cluster size or the other tokens: its logits
+// do not depend on the batch. Lane 0 stores each logit into block 0's shared
+// memory (st.shared::cluster); after one cluster barrier block 0 runs the
+// softmax and top-K, one warp per token.
+// Why a cluster: the E·H router is read by C SMs in parallel, and the
 // logits must meet in one place. Until session 15 they met through global
 // memory: each block stored them, fenced, counted itself on a per-group
 // atomic counter, and the last block read them back from L2 (three L2 round
 // trips in a row, and a counter the next call needed zeroed).
-constexpr int kRowBatch = 8;  // 16-byte row chunks per lane in flight (two batches: 64 registers)
+constexpr int kMaxCluster = 16;      // blocks of a group's cluster (non-portable above 8)
+constexpr int kRowBatch = 8;         // 16-byte row chunks per lane in flight (two batches: 64 registers)
+constexpr size_t kMaxStagedBytes = 160 * 1024;  // a group's activations in shared memory
 
-// Shared memory of the spread kernel: the group's activations (nbmax × H
-// BF16), then its logits (nbmax × E FP32; block 0's are read), nbmax =
-// min(B, kRouterTokens).
-size_t router_smem(const RouterParams& p) {
-  const size_t nbmax = size_t(std::min(p.batch, kRouterTokens));
+// Tokens per group (one cluster each) for a batch of B: small groups spread
+// small batches over more clusters (session 15 run 3, qwen3-30b-a3b, router
+// alone, µs, groups of 8 / 4 / 2: B = 8 9.8 / 6.0 / 4.7, B = 32 9.9 / 7.0 /
+// 8.3, B = 64 11.8 / 11.2 / 12.0; qwen3-235b-a22b alike), larger ones re-read
+// the router fewer times at large batches; B = 1 a group of one (no code
+// for absent tokens). Halved while the group's activations exceed
+// kMaxStagedBytes (a group of one holds H <= 81920).
+int group_tokens(int batch, int hidden) {
+  int t = batch == 1 ? 1 : batch <= 16 ? 2 : batch <= 128 ? 4 : 8;
+  while (t > 1 && size_t(t) * size_t(hidden) * 2 > kMaxStagedBytes) t /= 2;
+  return t;
+}
+
+// Shared memory: the group's activations (nbmax × H BF16), then its logits
+// (nbmax × E FP32; block 0's are read), nbmax = min(B, kTokens).
+size_t router_smem(const RouterParams& p, int tokens) {
+  const size_t nbmax = size_t(std::min(p.batch, tokens));
   return nbmax * size_t(p.hidden) * 2 + nbmax * size_t(p.experts) * 4;
 }
 
-template <int kPerLane, int kWarps>
+template <int kPerLane, int kWarps, int kTokens>
 __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_constant__ RouterParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations, then the logits
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
-  const int b0 = blockIdx.y * kRouterTokens, nb = min(kRouterTokens, p.batch - b0);
-  const int nbmax = min(kRouterTokens, p.batch);
+  const int b0 = blockIdx.y * kTokens, nb = min(kTokens, p.batch - b0);
+  const int nbmax = min(kTokens, p.batch);
   const uint32_t rank = tma::cluster_rank();
   const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
   // No block stores into block 0's shared memory before every block of the
@@ -70,7 +78,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) wr[j] = ld_cached(row + 8 * min(lane + kWarpSize * (j0 + j), chunks - 1));
   };
-  float acc[kRouterTokens];
+  float acc[kTokens];
   auto compute = [&](const uint4 (&wr)[kRowBatch], int j0) {
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {
@@ -79,7 +87,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
       float wv[8];
       Bf16Codec::decode(wr[j], wv);
 #pragma unroll
-      for (int t = 0; t < kRouterTokens; ++t) {
+      for (int t = 0; t < kTokens; ++t) {
         if (t < nb) {
           float a[8];
           Bf16Codec::decode(s_x[t * chunks + c], a);
@@ -114,7 +122,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
       load(wa, 0);
     }
 #pragma unroll
-    for (int t = 0; t < kRouterTokens; ++t) acc[t] = 0.0f;
+    for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
     for (int j0 = 0;; j0 += 2 * kRowBatch) {
       if (j0 + kRowBatch < nj) load(wb, j0 + kRowBatch);
       compute(wa, j0);
@@ -124,7 +132,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
       if (j0 + 2 * kRowBatch >= nj) break;
     }
 #pragma unroll
-    for (int t = 0; t < kRouterTokens; ++t) {
+    for (int t = 0; t < kTokens; ++t) {
       if (t >= nb) break;
       const float v = warp_sum(acc[t]);
       if (lane == 0) tma::st_cluster(s_logits + 4u * uint32_t(t * E + e), 0, v);
@@ -147,73 +155,40 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
 #endif
 }
 
-// One block of 16 warps per token: warp w computes the logits of experts w,
-// w+16, ... (lane l takes chunks l, l+32, ..., the same order as above) into
-// shared memory, then warp 0 runs the softmax and top-K.
-template <int kPerLane>
-__global__ void __launch_bounds__(kPerTokenWarps * kWarpSize)
-router_per_token_kernel(const __grid_constant__ RouterParams p) {
-  __shared__ float s_logits[kPerLane * kWarpSize];
-  const int b = blockIdx.x;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int H = p.hidden, E = p.experts, chunks = H / 8;
-  const uint16_t* x = p.x + size_t(b) * H;
-  wait_for_previous_kernel();
-  allow_next_kernel();
-  for (int e = warp; e < E; e += kPerTokenWarps) {
-    const uint16_t* row = p.router + size_t(e) * H;
-    float acc = 0.0f;
-    for (int c = lane; c < chunks; c += kWarpSize) {
-      float wv[8], a[8];
-      Bf16Codec::decode(ld_cached(row + 8 * c), wv);
-      load_bf16_activations(x, 8 * c, a);
-#pragma unroll
-      for (int q = 0; q < 8; ++q) acc = __fmaf_rn(wv[q], a[q], acc);
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) s_logits[e] = acc;
-  }
-  __syncthreads();
-  if (warp != 0) return;
-  warp_softmax_topk<kPerLane>(s_logits, E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
-                              p.weights + size_t(b) * p.top_k);
-}
-
-// The spread kernel's cluster size for E experts: one expert per warp where
-// 16 blocks suffice, fewer blocks if the device cannot hold a cluster that
-// large with this shared memory (the logits' bits do not depend on it).
-template <int kPerLane, int kWarps>
-void launch_spread(const RouterParams& p, cudaStream_t stream) {
-  const auto kernel = &router_kernel<kPerLane, kWarps>;
-  const size_t smem = router_smem(p);
+// One expert per warp where 16 blocks suffice; fewer blocks if the device
+// cannot hold a cluster that large with this shared memory (the bits do not
+// depend on it). 8 warps a block up to 128 experts (kPerLane 4: 16 blocks of
+// 8, the router's bytes spread over 16 SMs), 16 above.
+template <int kPerLane, int kTokens>
+void launch_group(const RouterParams& p, cudaStream_t stream) {
+  constexpr int kWarps = kPerLane == 4 ? 8 : 16;
+  const auto kernel = &router_kernel<kPerLane, kWarps, kTokens>;
+  const size_t smem = router_smem(p, kTokens);
   const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
   const int cluster = largest_cluster(kernel, kWarps * kWarpSize, smem, wanted);
-  launch_kernel_ex(kernel, dim3(unsigned(cluster), unsigned(router_groups(p.batch))), dim3(kWarps * kWarpSize),
-                   smem, stream, p.programmatic_launch != 0, cluster, p);
+  const unsigned groups = unsigned((p.batch + kTokens - 1) / kTokens);
+  launch_kernel_ex(kernel, dim3(unsigned(cluster), groups), dim3(kWarps * kWarpSize), smem, stream,
+                   p.programmatic_launch != 0, cluster, p);
 }
 
 }  // namespace
 
 void router(const RouterParams& p, cudaStream_t stream) {
-  WD_CHECK(p.batch >= 1, "router: batch = ", p.batch, " must be >= 1");
-  WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0, "router: H = ", p.hidden,
-           " must be a positive multiple of 8");
+  WD_CHECK(p.batch >= 1 && p.batch <= 65535, "router: batch = ", p.batch, " must be in [1, 65535]");
+  WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0 && size_t(p.hidden) * 2 <= kMaxStagedBytes, "router: H = ", p.hidden,
+           " must be a positive multiple of 8, at most ", kMaxStagedBytes / 2);
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxExperts, "router: E = ", p.experts,
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16 && p.top_k <= p.experts, "router: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
   WD_CHECK(p.router && p.x && p.ids && p.weights, "router: a required pointer is null");
-  const size_t staged = size_t(std::min(p.batch, kRouterTokens)) * p.hidden * 2;
   with_topk_width(p.experts, [&](auto width) {
     constexpr int kPerLane = decltype(width)::value;
-    if (staged <= kMaxStagedBytes) {
-      // 8 warps a block up to 128 experts (16 blocks of 8: the router's
-      // bytes spread over 16 SMs), 16 above.
-      if (p.experts <= 8 * kMaxCluster) launch_spread<kPerLane, 8>(p, stream);
-      else launch_spread<kPerLane, 16>(p, stream);
-    } else {
-      launch_kernel(router_per_token_kernel<kPerLane>, dim3(unsigned(p.batch)), dim3(kPerTokenWarps * kWarpSize), 0,
-                    stream, p.programmatic_launch != 0, p);
+    switch (group_tokens(p.batch, p.hidden)) {
+      case 1: return launch_group<kPerLane, 1>(p, stream);
+      case 2: return launch_group<kPerLane, 2>(p, stream);
+      case 4: return launch_group<kPerLane, 4>(p, stream);
+      default: return launch_group<kPerLane, 8>(p, stream);
     }
   });
 }

@@ -5,27 +5,26 @@
 //   probabilities of those experts, renormalised over the K when
 //   norm_topk_prob (Qwen3 sets it).
 //
-// Two kernels that sum every logit in the same order (the bits do not
-// depend on which runs). Spread, wherever a group's activations fit in
-// shared memory (8·H·2 bytes <= 160 KB: every Qwen3-MoE shape): one thread
-// block cluster of C blocks per group of kRouterTokens tokens (C =
-// ceil(E / 8) up to 16, 8 warps a block, at most 128 experts: one expert a
-// warp; 16 warps a block above). The blocks stage the group's activations in
-// shared memory; a warp computes its experts' logits for the group's tokens
-// (lane l takes 16-byte chunks l, l+32, ... of the row, loaded once for the
-// group, 8 per lane in flight; shfl_xor butterfly) and stores them into
-// block 0's shared memory; after one cluster barrier block 0 runs the
-// softmax and K rounds of a warp-wide arg-max, one warp per token. The E·H
-// router is read once per group of 8 tokens by C SMs in parallel. Otherwise
-// one block of 16 warps per token, which reads the whole router per token.
-// Softmax and top-K are instantiated for the smallest of 4 / 8 / 16 / 32
-// logits per lane that holds E (topk.cuh with_topk_width).
+// One kernel: one thread-block cluster of C blocks per group of up to 8
+// tokens (1 at B = 1, 2 up to B = 16, 4 up to 128; C = ceil(E / 8) up to
+// 16, 8 warps a block, at most 128 experts: one expert a warp; 16 warps a
+// block above). The blocks stage the group's activations in shared memory; a
+// warp computes its experts' logits for the group's tokens (lane l takes
+// 16-byte chunks l, l+32, ... of the row, loaded once for the group, 8 per
+// lane in flight; shfl_xor butterfly) and stores them into block 0's shared
+// memory; after one cluster barrier block 0 runs the softmax and K rounds of
+// a warp-wide arg-max, one warp per token. Softmax and top-K are
+// instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
+// holds E (topk.cuh with_topk_width).
 // Layouts: router (E, H) BF16; x (B, H) BF16; ids (B, K) int32; weights
-// (B, K) FP32. Invariants: H % 8 == 0, E <= 1024, K <= 16. A token's logits
-// and picks depend only on its own x. No global scratch: calls need no
-// ordering between them. sm_90+ (clusters).
-// Bytes: ceil(B / kRouterTokens) reads of the E·H·2 router (L2-resident
-// after the first), B·H·2 of x (C times, from L2 after the first).
+// (B, K) FP32. Invariants: H % 8 == 0, H <= 81920, E <= 1024, K <= 16,
+// B <= 65535. A token's logits and picks depend only on its own x (the same
+// FMAs in the same order whatever the group). No global scratch: calls need
+// no ordering between them. sm_90+ (clusters). With programmatic_launch the
+// router's first rows stream while the previous kernel (which writes x)
+// finishes.
+// Bytes: one read of the E·H·2 router per group (from L2 after the first),
+// B·H·2 of x (C times, from L2 after the first).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,10 +32,6 @@
 #include <cstdint>
 
 namespace wd::kernels {
-
-// Tokens per group (per grid row).
-constexpr int kRouterTokens = 8;
-constexpr int router_groups(int batch) { return (batch + kRouterTokens - 1) / kRouterTokens; }
 
 struct RouterParams {
   const uint16_t* router;  // (E, H) BF16

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -209,15 +210,16 @@ TEST(WarpDecode, RealShapes) {
 // ---- router ----------------------------------------------------------------------------
 TEST(WarpDecode, RouterMatchesReference) {
   WD_REQUIRE_GPU();
-  // The spread kernel's clusters: E = 20 (3 blocks of 8 warps), 128 (16
-  // blocks, one expert a warp), 160 and 256 (16 warps a block: 10 and 16
-  // blocks), 300 and 1000 (16 blocks, warps taking 2 and 4 experts; the
-  // top-K instances of 16 and 32 logits per lane, 4 or 8 for the others).
-  // H = 10496: 8 tokens' activations exceed the spread kernel's shared
-  // memory, so the per-token kernel runs.
+  // The router's clusters: E = 20 (3 blocks of 8 warps), 128 (16 blocks, one
+  // expert a warp), 160 and 256 (16 warps a block: 10 and 16 blocks), 300
+  // and 1000 (16 blocks, warps taking 2 and 4 experts), 8 (one block: no
+  // cluster); the top-K instances of 4, 8 (E = 160, 256), 16 (300) and 32
+  // (1000) logits per lane. Groups of 1, 2 and 4 tokens (B = 1, <= 16, 64); H = 24576:
+  // 4 tokens' activations exceed the shared memory, so B = 64 runs groups
+  // of 2.
   for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6),
                             make_shape(512, 64, 160, 8), make_shape(256, 64, 256, 8), make_shape(256, 64, 300, 8),
-                            make_shape(256, 64, 1000, 8), make_shape(10496, 64, 20, 4)}) {
+                            make_shape(256, 64, 1000, 8), make_shape(24576, 64, 8, 4)}) {
     const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
     WarpDecodeMoe moe(s, 64);
     // One object, calls in turn; 7, 9 and 64 tokens: partial and several
@@ -233,6 +235,40 @@ TEST(WarpDecode, RouterMatchesReference) {
       EXPECT_EQ(ids.download(), r.ids) << "B=" << B << " E=" << s.experts;
       const auto wh = w.download();
       for (size_t i = 0; i < wh.size(); ++i) EXPECT_NEAR(wh[i], r.weights[i], 1e-5 * r.weights[i]) << i;
+    }
+  }
+}
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// A token's routing weights are the same bits whatever the batch: groups of
+// 1 (B = 1), 2 (B = 9) and 4 (B = 20, 64) tokens, the token at other
+// positions of its group.
+TEST(WarpDecode, RouterIsBatchInvariantBitwise) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+  WarpDecodeMoe moe(s, 64);
+  const auto [x, r] = unambiguous_inputs(layer.host.view(), 64, fresh_seed);
+  auto route = [&](int first, int B) {
+    DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(x.begin() + size_t(first) * s.hidden,
+                                                    x.begin() + size_t(first + B) * s.hidden));
+    DeviceBuffer<int32_t> ids(size_t(B) * s.top_k);
+    DeviceBuffer<float> w(size_t(B) * s.top_k);
+    moe.route(layer.dev.view(), dx.data(), B, ids.data(), w.data(), nullptr);
+    return std::make_pair(ids.download(), w.download());
+  };
+  const auto [all_ids, all_w] = route(0, 64);
+  const size_t K = size_t(s.top_k);
+  for (const auto& [first, B] : std::vector<std::pair<int, int>>{{0, 1}, {5, 1}, {0, 9}, {3, 9}, {1, 20}, {40, 20}}) {
+    const auto [ids, w] = route(first, B);
+    for (size_t i = 0; i < size_t(B) * K; ++i) {
+      EXPECT_EQ(ids[i], all_ids[size_t(first) * K + i]) << "B=" << B << " first=" << first << " i=" << i;
+      EXPECT_EQ(float_bits(w[i]), float_bits(all_w[size_t(first) * K + i])) << "B=" << B << " first=" << first;
     }
   }
 }
