@@ -164,6 +164,7 @@ void launch_group(const RouterParams& p, cudaStream_t stream) {
   constexpr int kWarps = kPerLane == 4 ? 8 : 16;
   const auto kernel = &router_kernel<kPerLane, kWarps, kTokens>;
   const size_t smem = router_smem(p, kTokens);
+  ensure_dynamic_smem(kernel, smem);  // (largest_cluster raises it only where it tries a cluster)
   const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
   const int cluster = largest_cluster(kernel, kWarps * kWarpSize, smem, wanted);
   const unsigned groups = unsigned((p.batch + kTokens - 1) / kTokens);
