@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "kernels/formats_device.cuh"
 #include "kernels/synthetic.cuh"
@@ -24,6 +25,22 @@ TEST(GpuDevice, Query) {
   EXPECT_GT(prop.multiProcessorCount, 0);
   EXPECT_GT(prop.totalGlobalMem, size_t(1) << 30);
   std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+}
+
+// A CUDA error that WD_CUDA_CHECK threw is not reported again by the next,
+// unrelated launch check (session 15: a failed router launch made the next
+// test fail in formats_device.cu).
+TEST(GpuDevice, AThrownCudaErrorIsNotReportedAgain) {
+  WD_REQUIRE_GPU();
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  EXPECT_THROW(WD_CUDA_CHECK(cudaSetDevice(devices + 7)), CudaError);  // invalid device: not sticky
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  DeviceBuffer<uint16_t> x(4096);
+  SyntheticSpec spec;
+  spec.seed = 1;
+  EXPECT_NO_THROW(kernels::synthetic_bf16(x.data(), x.size(), spec, SyntheticTensor::kInput, nullptr));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 TEST(GpuFormats, E4M3DecodeAllCodes) {
