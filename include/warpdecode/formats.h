@@ -50,6 +50,20 @@ WD_HD float bits_float(uint32_t u) {
 #endif
 }
 
+// ---- Order keys ---------------------------------------------------------------
+// A float's key as an unsigned integer (the router's top-K ranks logits with
+// integer warp reductions): for non-NaN a and b, a > b exactly when
+// order_key(a) > order_key(b), and a == b exactly when the keys are equal
+// (-0 takes +0's key). NaN keys 0, below every float's (the smallest,
+// -inf's, is 0x007FFFFF).
+WD_HD uint32_t order_key(float f) {
+  if (f != f) return 0u;
+  const uint32_t u = f == 0.0f ? 0u : float_bits(f);
+  return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+// The float of a non-zero key (-0 comes back as +0).
+WD_HD float order_key_value(uint32_t k) { return bits_float((k & 0x80000000u) ? k & 0x7FFFFFFFu : ~k); }
+
 // ---- BF16 -------------------------------------------------------------------
 WD_HD float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
 

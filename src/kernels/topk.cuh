@@ -6,12 +6,12 @@
 // fixed order, so sums are deterministic. K rounds of a warp arg-max pick the
 // experts (ties -> the lower index, like the reference); lane k keeps the
 // k-th pick in registers. A round is two warp reductions (redux.sync): the
-// largest key (order_key: the float order as unsigned integers), then the
-// lowest expert holding it; it was five dependent pairs of shuffles. Same
-// picks: equal floats have equal keys (-0 is keyed as +0), NaN logits are
-// never picked (key 0, as their failed comparisons did). Probabilities are
-// softmax over all E in FP32, renormalised over the K picks when
-// norm_topk_prob. All 32 lanes must call.
+// largest key (order_key, formats.h: the float order as unsigned
+// integers), then the lowest expert holding it; it was five dependent pairs
+// of shuffles. Same picks: equal floats have equal keys (-0 is keyed as
+// +0), NaN logits are never picked (key 0, as their failed comparisons
+// did). Probabilities are softmax over all E in FP32, renormalised over the
+// K picks when norm_topk_prob. All 32 lanes must call.
 #pragma once
 
 #include <cfloat>
@@ -20,21 +20,9 @@
 #include <type_traits>
 
 #include "kernels/common.cuh"
+#include "warpdecode/formats.h"  // order_key
 
 namespace wd::kernels {
-
-// A finite float's key: a > b exactly when key(a) > key(b), a == b exactly
-// when the keys are equal (so -0 takes +0's key); NaN keys 0, below every
-// float's (the smallest, -inf's, is 0x007FFFFF).
-__device__ __forceinline__ uint32_t order_key(float f) {
-  if (f != f) return 0u;
-  const uint32_t u = f == 0.0f ? 0u : __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : u | 0x80000000u;
-}
-// The float of a key of order_key (not 0).
-__device__ __forceinline__ float order_key_value(uint32_t k) {
-  return __uint_as_float((k & 0x80000000u) ? k & 0x7FFFFFFFu : ~k);
-}
 
 template <int kPerLane>
 __device__ __forceinline__ void warp_softmax_topk(const float* logits, int experts, int top_k,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "warpdecode/formats.h"
 
@@ -114,6 +116,35 @@ TEST(E8M0, Values) {
   EXPECT_EQ(e8m0_to_float(1), std::ldexp(1.0f, -126));
   EXPECT_EQ(e8m0_to_float(254), std::ldexp(1.0f, 127));
   EXPECT_TRUE(std::isnan(e8m0_to_float(255)));
+}
+
+// The router's top-K ranks logits by order_key: the keys must order as the
+// floats do, tie exactly where the floats compare equal (-0 with +0), keep
+// NaN below everything, and give the float back. Every pair of a set of
+// special and random values (bit patterns over the whole range).
+TEST(OrderKey, OrdersAndTiesAsTheFloatsCompare) {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::lowest(), std::numeric_limits<float>::denorm_min(),
+                          -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), 1.5f, 1.5f};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 600; ++i) {
+    const float f = bits_float(uint32_t(rng()));
+    if (!std::isnan(f)) v.push_back(f);
+  }
+  for (float a : v) {
+    const uint32_t ka = order_key(a);
+    EXPECT_NE(ka, 0u) << a;
+    EXPECT_EQ(float_bits(order_key_value(ka)), float_bits(a == 0.0f ? 0.0f : a)) << a;
+    for (float b : v) {
+      const uint32_t kb = order_key(b);
+      ASSERT_EQ(a > b, ka > kb) << a << " vs " << b;
+      ASSERT_EQ(a == b, ka == kb) << a << " vs " << b;
+    }
+  }
+  EXPECT_EQ(order_key(std::nanf("")), 0u);
+  EXPECT_EQ(order_key(-std::nanf("")), 0u);
+  EXPECT_LT(0u, order_key(-std::numeric_limits<float>::infinity()));
 }
 
 }  // namespace

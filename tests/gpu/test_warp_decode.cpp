@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -18,6 +17,7 @@
 #include "tests/gpu/gpu_test_util.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
+#include "warpdecode/formats.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/warp_decode.h"
 #include "warpdecode/weights.h"
@@ -237,12 +237,6 @@ TEST(WarpDecode, RouterMatchesReference) {
       for (size_t i = 0; i < wh.size(); ++i) EXPECT_NEAR(wh[i], r.weights[i], 1e-5 * r.weights[i]) << i;
     }
   }
-}
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
 }
 
 // A token's routing weights are the same bits whatever the batch: groups of
