@@ -33,6 +33,13 @@ struct Routing {
 // Router on B tokens x (B, H) BF16. Throws on non-finite inputs.
 Routing router(const MoeWeightsView& w, const uint16_t* x, int batch);
 
+// The router's second half for one token: softmax over its E logits, the
+// top-K experts by probability (ties -> the lower index) into ids[0, K), and
+// their probabilities (renormalised over the K when norm_topk_prob) into
+// weights[0, K).
+void softmax_topk(const double* logits, int experts, int top_k, bool norm_topk_prob, int32_t* ids,
+                  double* weights);
+
 // The smallest gap between the K-th and (K+1)-th logit over the batch: inputs
 // for tests are redrawn until this is comfortably above FP32 rounding, so
 // that no near-tie decides the routing.

@@ -141,25 +141,31 @@ Routing router(const MoeWeightsView& w, const uint16_t* x, int batch) {
         acc += double(bf16_to_float(w.router[e * H + h])) * double(bf16_to_float(x[b * H + h]));
       lg[e] = acc;
     }
-    const double mx = *std::max_element(lg, lg + E);
-    std::vector<double> p(E);
-    double sum = 0;
-    for (size_t e = 0; e < E; ++e) sum += (p[e] = std::exp(lg[e] - mx));
-    for (auto& v : p) v /= sum;
-    std::vector<int32_t> order(E);
-    std::iota(order.begin(), order.end(), 0);
-    // Top-K by probability; ties go to the lower expert index.
-    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t c) {
-      return p[a] != p[c] ? p[a] > p[c] : a < c;
-    });
-    double topsum = 0;
-    for (size_t k = 0; k < K; ++k) topsum += p[order[k]];
-    for (size_t k = 0; k < K; ++k) {
-      r.ids[b * K + k] = order[k];
-      r.weights[b * K + k] = s.norm_topk_prob ? p[order[k]] / topsum : p[order[k]];
-    }
+    softmax_topk(lg, int(E), int(K), s.norm_topk_prob, &r.ids[b * K], &r.weights[b * K]);
   });
   return r;
+}
+
+void softmax_topk(const double* logits, int experts, int top_k, bool norm_topk_prob, int32_t* ids,
+                  double* weights) {
+  const size_t E = size_t(experts), K = size_t(top_k);
+  const double mx = *std::max_element(logits, logits + E);
+  std::vector<double> p(E);
+  double sum = 0;
+  for (size_t e = 0; e < E; ++e) sum += (p[e] = std::exp(logits[e] - mx));
+  for (auto& v : p) v /= sum;
+  std::vector<int32_t> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  // Top-K by probability; ties go to the lower expert index.
+  std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t c) {
+    return p[a] != p[c] ? p[a] > p[c] : a < c;
+  });
+  double topsum = 0;
+  for (size_t k = 0; k < K; ++k) topsum += p[order[k]];
+  for (size_t k = 0; k < K; ++k) {
+    ids[k] = order[k];
+    weights[k] = norm_topk_prob ? p[order[k]] / topsum : p[order[k]];
+  }
 }
 
 double min_topk_gap(const Routing& r, int experts) {
