@@ -80,6 +80,33 @@ __global__ void tiled_read(const uint8_t* buf, size_t expert_bytes, int row_byte
   }, sink);
 }
 
+// The tiled walk with each item's E8M0 scales as the kernels read them:
+// kScaleBytes per item (down 32, gate_up 64), kScaleLoads byte loads a lane
+// (down 2, gate_up 4) at lane-dependent offsets. kStride == 0: the scales in
+// a tensor of their own, in item order (today's layout: a second, small
+// stream from other DRAM pages); kStride > 0: item i at i·kStride with its
+// scales right after its codes (one stream).
+template <int kDepth, int kWords, int kScaleBytes, int kScaleLoads, int kStride>
+__global__ void tiled_scaled_read(const uint8_t* buf, const uint8_t* scales, size_t expert_items,
+                                  int items_per_block, int warps_per_item, const int* experts, unsigned* sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
+  constexpr int kItemBytes = kWords * 512;
+  const size_t item0 = size_t(blockIdx.x) * items_per_block + warp / warps_per_item;
+  const uint64_t pol = l2_stream_policy(true);
+  // The walk's XOR takes words; the scale bytes ride in a fake word.
+  walk<kDepth, kWords + 1>(kItems, [&](uint4 (&d)[kWords + 1], int it) {
+    const size_t item = size_t(experts[min(it, kItems - 1)]) * expert_items + item0;
+    const uint8_t* a = buf + item * (kStride ? kStride : kItemBytes) + 16 * lane;
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) d[w] = ld_stream(a + 512 * w, pol);
+    const uint8_t* sc = kStride ? buf + item * kStride + kItemBytes : scales + item * kScaleBytes;
+    uint32_t v = 0;
+#pragma unroll
+    for (int j = 0; j < kScaleLoads; ++j) v = v * 131u + ld_byte(sc + 16 * j + 2 * g + q / 2);
+    d[kWords] = make_uint4(v, 0, 0, 0);
+  }, sink);
+}
+
 // moe_gate_up_tc's walk: block (16-neuron tile x, expert y of kItems); 4
 // warps, warp w a quarter of the row (H bytes); lane (g, q) rows g, g+8,
 // I+g, I+8+g; a round is kChunks 64-byte chunks of each row (16 bytes a
@@ -141,6 +168,18 @@ template <int kDepth>
 float run_tiled(const uint8_t* buf, size_t expert_bytes, int row_bytes, const int* experts, unsigned* sink) {
   return time_ms([&](int rep) {
     tiled_read<kDepth><<<kRows / 16, (row_bytes / 64) * 32>>>(buf, expert_bytes, row_bytes, experts + rep * kItems, sink);
+  });
+}
+
+// Down (1 KB items, 12 warps a block of 16 rows, I = 768) and gate_up (2 KB
+// items, 4 warps of 8 chunks a block of 16 neurons, H = 2048) of qwen3-30b-a3b
+// MXFP8, tiled, with scales: separate (kStride 0) or interleaved.
+template <int kDepth, int kWords, int kScaleBytes, int kScaleLoads, int kStride>
+float run_scaled(const uint8_t* buf, const uint8_t* scales, size_t expert_items, int blocks, int items_per_block,
+                 int warps, const int* experts, unsigned* sink) {
+  return time_ms([&](int rep) {
+    tiled_scaled_read<kDepth, kWords, kScaleBytes, kScaleLoads, kStride>
+        <<<blocks, warps * 32>>>(buf, scales, expert_items, items_per_block, 1, experts + rep * kItems, sink);
   });
 }
 
@@ -207,6 +246,51 @@ int main() {
   report("gate_up bf16 rows, 2 chunks, d2", 3072,
          [&](size_t eb) { return run_gate_up<2, 2, false>(buf, eb, 4096, experts, sink); });
 #undef WD_GU
+  // Scales: down items 1 KB + 32 B (12 items a block of 16 rows, 128 blocks),
+  // gate_up items 2 KB + 64 B (its 1536 items an expert walked as down's
+  // are: 128 blocks of 12 warps, one item each per expert; the question is
+  // only the scales' stream). Counted bytes: codes + scales (also where the
+  // scales are not read: those rows are the same walk without its scale loads).
+  uint8_t* scales = nullptr;
+  WD_CUDA_CHECK(cudaMalloc(&scales, buf_bytes / 32));
+  WD_CUDA_CHECK(cudaMemset(scales, 0x7f, buf_bytes / 32));
+  auto report_scaled = [&](const char* name, size_t code_bytes, size_t scale_bytes, size_t stride, auto fn) {
+    // An expert's codes + scales; its items at `stride` apart when interleaved.
+    const size_t items = code_bytes / (scale_bytes == 32 ? 1024 : 2048);
+    const size_t footprint = stride ? items * stride : code_bytes;
+    const int n_experts = int(buf_bytes / footprint) - 1;
+    std::vector<int> ids(size_t(kItems) * 23);
+    for (int& e : ids) e = int(rng() % unsigned(n_experts));
+    WD_CUDA_CHECK(cudaMemcpy(experts, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+    const float ms = fn(items);
+    const double tbps = double(kItems) * (code_bytes + items * scale_bytes) / (ms * 1e-3) / 1e12;
+    std::printf("%-34s %8.1f %8.2f %7.1f\n", name, ms * 1e3, tbps, 100.0 * tbps / bw.read_tbps);
+  };
+  const size_t down_codes = size_t(2048) * 768, gu_codes = size_t(1536) * 2048;
+#define WD_DS(NAME, DEPTH, STRIDE, LOADS)                                                              \
+  report_scaled(NAME, down_codes, 32, STRIDE, [&](size_t ei) {                                         \
+    return run_scaled<DEPTH, 2, 32, LOADS, STRIDE>(buf, scales, ei, 128, 12, 12, experts, sink);       \
+  })
+  WD_DS("down tiled, scales not read, d2", 2, 0, 0);
+  WD_DS("down tiled + scales apart, d2", 2, 0, 2);
+  WD_DS("down tiled + scales apart, d3", 3, 0, 2);
+  WD_DS("down tiled + scales apart, d4", 4, 0, 2);
+  WD_DS("down interleaved 1056, d2", 2, 1056, 2);
+  WD_DS("down interleaved 1056, d3", 3, 1056, 2);
+  WD_DS("down interleaved 1152, d2", 2, 1152, 2);
+  WD_DS("down interleaved 1152, d3", 3, 1152, 2);
+#undef WD_DS
+#define WD_GS(NAME, DEPTH, STRIDE, LOADS)                                                              \
+  report_scaled(NAME, gu_codes, 64, STRIDE, [&](size_t ei) {                                           \
+    return run_scaled<DEPTH, 4, 64, LOADS, STRIDE>(buf, scales, ei, 48 * 32 / 32, 32, 32, experts, sink);  \
+  })
+  WD_GS("gate_up tiled, scales not read, d2", 2, 0, 0);
+  WD_GS("gate_up tiled + scales apart, d2", 2, 0, 4);
+  WD_GS("gate_up tiled + scales apart, d3", 3, 0, 4);
+  WD_GS("gate_up interleaved 2112, d2", 2, 2112, 4);
+  WD_GS("gate_up interleaved 2176, d2", 2, 2176, 4);
+#undef WD_GS
+  WD_CUDA_CHECK(cudaFree(scales));
   WD_CUDA_CHECK(cudaFree(buf));
   WD_CUDA_CHECK(cudaFree(sink));
   WD_CUDA_CHECK(cudaFree(experts));
