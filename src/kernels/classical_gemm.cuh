@@ -75,8 +75,8 @@ struct GroupedGemmParams {
 enum class GemmKernel { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 
 // tile_tokens T: 8, 16, 32, 64 or 128 (mma.sync); 64 or 128 (wgmma, sm_90a
-// only); 8 or 16 (stream), 8 (stream-wgmma), 8, 16, 32, 64 or 128 (TMA,
-// sm_90a only), where they fit.
+// only); 8 or 16 (stream), 8 (stream-wgmma), 8, 16, 32, 64, 128 or (BF16)
+// 144 (TMA, sm_90a only), where they fit.
 // Throws wd::InvalidArgument for a combination the kernels do not take.
 // pdl: programmatic dependent launch (launch.cuh); the first stages'
 // weights stream before the wait for the previous kernel.

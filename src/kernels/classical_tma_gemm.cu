@@ -91,12 +91,14 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // threads leave 96 registers at entry, 40 + 4 × 104 <= 5 × 96); two at
 // T = 64 (two m64 blocks each: its accumulators and two groups of fragments
 // need the registers) and at T = 8 (128-row tiles, one m64 block each).
+// BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 × 232.
 template <bool kA16, int kT>
 struct Warps {
   static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 ? 4 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;
-  static constexpr int kProducerRegs = kConsumerWGs == 4 ? 40 : 56, kConsumerRegs = kConsumerWGs == 4 ? 104 : 224;
+  static constexpr int kProducerRegs = kConsumerWGs == 4 || kT == 144 ? 40 : 56;
+  static constexpr int kConsumerRegs = kConsumerWGs == 4 ? 104 : kT == 144 ? 232 : 224;
   static_assert(kProducerRegs + kConsumerWGs * kConsumerRegs <= (1 + kConsumerWGs) * (65536 / kThreads / 8 * 8),
                 "the registers of one SM sub-partition");
 };
@@ -112,8 +114,12 @@ struct Warps {
 // T <= 32 slower from one token per expert on (session 11 run 5).
 template <WeightFormat F, int kT, bool kA16 = false>
 struct Tile {
-  static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128, "token tiles: 8 to 128");
+  static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128 || kT == 144, "token tiles: 8 to 144");
   static_assert(!kA16 || F == WeightFormat::kMXFP8, "W8A16: MXFP8 weights");
+  // T = 144, BF16 only (prefill, ClassicalConfig::for_batch): two 144-row
+  // tiles hold an expert's 256 ± 2σ tokens where 128-row ones take three
+  // for half the experts; 144 accumulators a consumer thread.
+  static_assert(kT != 144 || (F == WeightFormat::kBF16 && !kA16), "T = 144: BF16 weights and activations");
   static constexpr bool kFp8 = F != WeightFormat::kBF16;  // 1-byte weights
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
@@ -730,10 +736,13 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
     case 32: return launch_tma<F, kA16, 32>(p, stream, pdl);
     case 64: return launch_tma<F, kA16, 64>(p, stream, pdl);
     case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
+    case 144:
+      if constexpr (F == WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 144>(p, stream, pdl);
+      break;
     default: break;
   }
-  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64 or 128, not ",
-                                       tile_tokens));
+  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 128 or (BF16) "
+                                       "144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
 }
 }  // namespace
 

@@ -481,7 +481,7 @@ TEST(Classical, EveryTileConfiguration) {
 // reach: tiles past an expert's last row (N = 192, 160) and past K (K = 160,
 // 96, zero-filled by TMA), several tiles per persistent block and the slot
 // ring wrapping across them (qwen3-30b-a3b's H and I, 32 experts), the
-// clusters of two that share a BF16 token tile (T = 64 and 128 where an
+// clusters of two that share a BF16 token tile (T = 64, 128, 144 where an
 // expert block has an even number of weight tiles: both GEMMs of H = 512,
 // I = 256 and of the real shape; the awkward shape's odd counts run
 // without), SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0), and
@@ -493,7 +493,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   const MoeShape awkward = make_shape(160, 96, 20, 6);
   if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
     GTEST_SKIP() << "no sm_90a device";
-  for (int t : {8, 16, 32, 64, 128}) {
+  for (int t : {8, 16, 32, 64, 128, 144}) {
     const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
     const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
     ClassicalMoe moe(awkward, 1024);
@@ -504,7 +504,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
-    for (int t : {64, 128})
+    for (int t : {64, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true}) {
           const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
@@ -517,7 +517,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
-    for (int t : {8, 64, 128})
+    for (int t : {8, 64, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true}) {
           const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};

@@ -25,7 +25,8 @@ MoeShape shape_of(int hidden, int intermediate) {
 
 // On an sm_90a device: the TMA tile at every batch, T the smallest power of
 // two >= 2m (>= m from m = 32 for W8A8), except BF16 experts of up to 2^21
-// weights a projection, which keep the stream tile for 1/8 < m <= 2.
+// weights a projection, which keep the stream tile for 1/8 < m <= 2, and
+// BF16 T = 144 where it pads fewer rows than 128 (m = 128 and 256, not 192).
 TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   const MoeShape small = preset_shape("qwen3-30b-a3b"), big = preset_shape("qwen3-235b-a22b");  // m = B / 16
   const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
@@ -37,9 +38,9 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
                             {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/pdl"},
                             {64, "t8/tma/silu/pdl"},   {65, "t16/tma/silu/pdl"},   {128, "t16/tma/silu/pdl"},
                             {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t128/tma/silu/pdl"},
-                            {4096, "t128/tma/silu/pdl"}};
-  const Table big_bf16 = {
-      {1, "t8/tma/silu/pdl"}, {8, "t8/tma/silu/pdl"}, {32, "t8/tma/silu/pdl"}, {64, "t8/tma/silu/pdl"}};
+                            {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
+  const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
+                          {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
   const Table w8a8 = {{1, "t8/tma/pdl"},    {2, "t8/tma/pdl"},     {64, "t8/tma/pdl"},    {128, "t16/tma/pdl"},
                       {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t64/tma/pdl"},
                       {4096, "t64/tma/pdl"},  {65536, "t64/tma/pdl"}};
@@ -196,25 +197,47 @@ TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kTma, true, true, false}).supports(s, WeightFormat::kMXFP8));
 }
 
+// T = 144 is the BF16 TMA tile's alone (BF16 activations and weights): for
+// 2048 and 4096 tokens on E = 128, K = 8 (the table above), where two
+// 144-row tiles hold an expert's tokens and 128-row ones take three for half
+// the experts.
+TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const WeightFormat bf16 = WeightFormat::kBF16;
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kMmaSync}).supports(s, bf16));
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kWgmma}).supports(s, bf16));
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kStream}).supports(s, bf16));
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true}).supports(s, WeightFormat::kFP8Block128));
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true}).supports(s, WeightFormat::kMXFP8));
+  EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, true, true}).supports(s, WeightFormat::kMXFP8));
+  // W8A8 and W8A16 keep their tiles at prefill.
+  for (int B : {2048, 4096}) {
+    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, 64) << B;
+    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true, true).tile_tokens, 128) << B;
+  }
+  // Without the sm_90a kernels, no T = 144.
+  for (int B : {2048, 4096}) EXPECT_NE(ClassicalConfig::for_batch(s, B, bf16, false).tile_tokens, 144) << B;
+}
+
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   std::vector<std::string> labels;
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
-      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t8/tma/silu", "t16/tma/silu", "t32/tma/silu",
-      "t64/tma/silu", "t128/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
+      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
+      "t32/tma/silu", "t64/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
       "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t128/tma/a16/silu",
       "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
-      "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl", "t32/tma/silu/pdl",
-      "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
+      "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
+      "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
       "t64/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
       "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8})
-    for (int B : {1, 64, 128, 1024, 4096})
+    for (int B : {1, 64, 128, 1024, 2048, 4096})
       for (bool sm90a : {false, true})
         EXPECT_NE(std::find(want.begin(), want.end(), ClassicalConfig::for_batch(s, B, f, sm90a).label()), want.end())
             << B;
