@@ -89,11 +89,6 @@ struct ClassicalConfig {
   // quantization, so the path keeps warp decode's precision. Off: FP8
   // weights run W8A8, as the engines do. MXFP8 weights only (supports()).
   bool bf16_activations = false;
-  // Stage 4 (permute) in the gate_up GEMM: the TMA GEMM's producer copies
-  // each token row from x itself (one TMA row copy per sorted row), so the
-  // permuted activations are never written. BF16 weights and activations,
-  // the TMA GEMM; kPermute is then a stage with nothing to do.
-  bool gather = false;
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
   // The same choice for a device with (sm90a) or without the sm_90a kernels
   // (wgmma, TMA), whatever this machine has.
@@ -104,7 +99,7 @@ struct ClassicalConfig {
   // above (the result's bf16_activations then says false).
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format, bool sm90a,
                                    bool bf16_activations);
-  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/gather/pdl", "t8/tma/a16/silu"
+  std::string label() const;  // e.g. "t16", "t128/wgmma/pdl", "t8/stream/pdl", "t128/tma/silu/pdl", "t8/tma/a16/silu"
   // Whether the kStream GEMM takes both GEMMs of this shape and format.
   static bool stream_fits(const MoeShape& shape, WeightFormat format);
   // Whether the kTma GEMM takes both GEMMs of this shape and format (the

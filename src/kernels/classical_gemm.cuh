@@ -63,14 +63,6 @@ struct GroupedGemmParams {
   // decoded to BF16 (exactly, scale included) on their way into the MMAs:
   // no activation quantization, a_scales unused.
   int a_bf16;
-  // TMA kernel, BF16 weights and activations: A row r (sorted, padded) is
-  // row gather_entries[r] / gather_k of a = the (gather_rows, K) layer input
-  // x, or zeros where the entry is -1 (padding): the token tile is gathered
-  // from x by one TMA row copy per row, and the permute stage is not run.
-  // nullptr: A as is.
-  const int32_t* gather_entries;
-  int gather_k;
-  int gather_rows;
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode

@@ -252,42 +252,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
     };
     // Lane 0: the token tile of slot s (with a cluster, this block's half,
-    // into both blocks). Gathered (BF16, g.gather_entries): every lane copies
-    // its rows of the tile one TMA row each, from the x row of the row's
-    // entry; a padding row asks for row gather_rows, past x, which TMA fills
-    // with zeros (and counts, so the slot's expected bytes are unchanged).
-    // The 128-byte swizzle follows the shared-memory address, so one-row
-    // copies land where a T-row box would put them.
+    // into both blocks).
     const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
-    constexpr int kGatherRows = kT / kCluster;                  // rows this block copies
-    constexpr int kGatherPerLane = (kGatherRows + 31) / 32;
-    const bool gather = !kFp8 && g.gather_entries != nullptr;
-    int g_src[kGatherPerLane];  // x row of each of the lane's rows in the current tile
-    auto gather_rows_of = [&](int row0) {
-#pragma unroll
-      for (int j = 0; j < kGatherPerLane; ++j) {
-        const int r = int(rank) * kGatherRows + lane + 32 * j;
-        const int e = lane + 32 * j < kGatherRows && row0 + r < g.rows ? __ldcg(g.gather_entries + row0 + r) : -1;
-        g_src[j] = e >= 0 ? e / g.gather_k : g.gather_rows;
-      }
-    };
     auto load_a = [&](int s, int kt, int row0) {
       const uint32_t full = base + L::full(s);
-      if constexpr (!kFp8) {
-        if (gather) {
-#pragma unroll
-          for (int j = 0; j < kGatherPerLane; ++j) {
-            const int r = int(rank) * kGatherRows + lane + 32 * j;
-            if (lane + 32 * j >= kGatherRows) break;
-            if constexpr (kCluster == 1)
-              tma::load_2d(base + L::a(s) + r * kRowBytes, &p.a_map, kt * kStageK, g_src[j], full);
-            else
-              tma::load_2d_multicast(base + L::a(s) + r * kRowBytes, &p.a_map, kt * kStageK, g_src[j], full, 0x3);
-          }
-          return;
-        }
-      }
-      if (lane != 0) return;
       if constexpr (kCluster == 1) {
 #pragma unroll
         for (int h = 0; h < L::kAHalves; ++h)
@@ -321,7 +289,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = (t / ntn) * kT, n0 = (t % ntn) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
-      if (gather) gather_rows_of(row0);
       for (int kt = 0; kt < k_tiles; ++kt) {
         const uint32_t full = base + L::full(stage);
         if (early > 0) {
@@ -330,8 +297,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           tma::wait(base + L::empty(stage), phase ^ 1);
           if (lane == 0) load_w(stage, kt, wrow);
         }
-        __syncwarp();  // the slot's expected bytes (lane 0) before the lanes' gathered rows
-        load_a(stage, kt, row0);
+        if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
           // activation scales, landing on the same barrier.
@@ -735,9 +701,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   tp.g = p;
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       p.fuse_silu ? L::kRows / 2 : L::kRows);
-  const bool gather = p.gather_entries != nullptr;
-  tp.a_map = tile_map(p.a, uint64_t(gather ? p.gather_rows : p.rows), uint64_t(p.k), L::kW8A8,
-                      gather ? 1 : kT / kCluster);
+  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
@@ -791,10 +755,6 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "a multiple of 256, not ", to_string(format), p.a_bf16 ? " W8A16" : "", " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));
-  WD_CHECK(p.gather_entries == nullptr || (format == WeightFormat::kBF16 && p.gather_k >= 1 && p.gather_rows >= 1),
-           "classical GEMM: rows gathered from x take BF16 weights and activations, gather_k >= 1 and gather_rows >= "
-           "1, not ", to_string(format), p.a_bf16 ? " W8A16" : "", ", gather_k = ", p.gather_k, ", gather_rows = ",
-           p.gather_rows);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

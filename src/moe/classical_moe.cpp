@@ -101,11 +101,6 @@ bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations) {
 bool w8a16_ok(const ClassicalConfig& c, WeightFormat format) {
   return !c.bf16_activations || (format == WeightFormat::kMXFP8 && c.gemm == ClassicalGemm::kTma);
 }
-// Rows gathered from x by the gate_up GEMM (ClassicalConfig::gather): the
-// TMA tile, BF16 weights and activations.
-bool gather_ok(const ClassicalConfig& c, WeightFormat format) {
-  return !c.gather || (format == WeightFormat::kBF16 && c.gemm == ClassicalGemm::kTma && !c.bf16_activations);
-}
 // The smallest token tile (8 to 128) of at least `want` rows.
 int tile_at_least(double want) {
   int t = 8;
@@ -188,8 +183,6 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
       if (expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128)) c.tile_tokens = 144;
     }
     c.gemm = ClassicalGemm::kTma;
-    // BF16: the gate_up GEMM gathers its token rows from x (no permute stage).
-    c.gather = bf16;
     // BF16: SiLU·up in the gate_up GEMM's epilogue where I % 128 == 0
     // (session 13 run 4, against the separate stage in the same binary:
     // qwen3-30b-a3b 879.6 -> 833.9 µs at 4096 tokens, 597.4 -> 564.0 at
@@ -241,7 +234,7 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
-  if (!w8a16_ok(*this, format) || !gather_ok(*this, format)) return false;
+  if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations))) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
@@ -268,8 +261,6 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : {8, 16, 32, 64, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
     for (int t : {8, 16, 32, 64, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
-      for (int t : {8, 16, 32, 64, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, false, true});
-    for (bool fuse : {false, true})
       for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
   }
   return v;
@@ -277,7 +268,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
 
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
-         (bf16_activations ? "/a16" : "") + (fuse_silu ? "/silu" : "") + (gather ? "/gather" : "") + (pdl ? "/pdl" : "");
+         (bf16_activations ? "/a16" : "") + (fuse_silu ? "/silu" : "") + (pdl ? "/pdl" : "");
 }
 
 const char* to_string(ClassicalGemm g) {
@@ -421,7 +412,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
   WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T,
-           " (allowed: 8, 16, 32, 64, 128, 144)");
+           " (allowed: 8, 16, 32, 64, 128)");
   WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
            "(W8A8); H = ", H, ", I = ", I);
@@ -430,8 +421,6 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            to_string(w.format), ") and an sm_90a device");
   WD_CHECK(w8a16_ok(config, w.format), "classical MoE: W8A16 (", config.label(),
            ") takes the TMA GEMM and MXFP8 weights, not ", to_string(w.format));
-  WD_CHECK(gather_ok(config, w.format), "classical MoE: rows gathered by the gate_up GEMM (", config.label(),
-           ") take the TMA GEMM and BF16 weights and activations, not ", to_string(w.format));
   WD_CHECK(!config.fuse_silu ||
                (config.gemm == ClassicalGemm::kTma && silu_fuses(shape_, w.format, config.bf16_activations)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
@@ -476,7 +465,6 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       return;
     }
     case ClassicalStage::kPermute: {
-      if (config.gather) return;  // the gate_up GEMM copies the rows from x
       WD_CHECK(x, "classical MoE: x is null");
       kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
       kernels::permute_rows(p, stream, config.pdl);
@@ -502,13 +490,6 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.k = up ? H : I;
       p.max_blocks = max_blocks;
       p.experts = E;
-      if (up && config.gather) {
-        WD_CHECK(x, "classical MoE: x is null");
-        p.a = x;
-        p.gather_entries = ws.sorted_entries.data();
-        p.gather_k = K;
-        p.gather_rows = B;
-      }
       kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream, config.pdl);
       return;
     }

@@ -268,19 +268,12 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   EXPECT_EQ(download(ws.block_expert, ex.rows / T), ex.block_expert) << what;
   EXPECT_EQ(download(ws.entry_row, size_t(B) * K), ex.entry_row) << what;
 
-  // 4: permute (+ quantize): bit-exact against the CPU. Rows gathered by
-  // the gate_up GEMM (cfg.gather): the stage writes nothing.
+  // 4: permute (+ quantize): bit-exact against the CPU.
+  stage(ClassicalStage::kPermute);
   std::vector<int> valid_rows;
   for (int row = 0; row < ex.rows; ++row)
     if (ex.sorted[row] >= 0) valid_rows.push_back(row);
-  if (cfg.gather) {
-    const size_t a_bytes = size_t(ex.rows) * H * 2;
-    WD_CUDA_CHECK(cudaMemset(const_cast<void*>(ws.a), 0x5A, a_bytes));
-    stage(ClassicalStage::kPermute);
-    const auto a = download(static_cast<const uint8_t*>(ws.a), a_bytes);
-    EXPECT_EQ(size_t(std::count(a.begin(), a.end(), uint8_t(0x5A))), a_bytes) << what << ": permute wrote with gather on";
-  } else {
-    stage(ClassicalStage::kPermute);
+  {
     size_t bad = 0;
     if (!w8a8) {
       const auto a = download(static_cast<const uint16_t*>(ws.a), size_t(ex.rows) * H);
@@ -320,18 +313,9 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     EXPECT_EQ(nf, 0u) << what << label;
   };
   // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
-  // The gate_up GEMM's A: the GPU's permuted rows, or, gathered, x's rows
-  // (padding rows zero).
-  auto gate_up_a = [&]() {
-    if (!cfg.gather) return dequant_rows(ws.a, ws.a_scales, ex.rows, H, w8a8);
-    std::vector<double> a(size_t(ex.rows) * H, 0.0);
-    for (int row : valid_rows)
-      for (int h = 0; h < H; ++h) a[size_t(row) * H + h] = bf16_to_float(x[size_t(ex.sorted[row] / K) * H + h]);
-    return a;
-  };
   auto check_gemm = [&](bool gate_up) {
     const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
-    const auto a = gate_up ? gate_up_a() : dequant_rows(ws.h, ws.h_scales, ex.rows, k, w8a8);
+    const auto a = dequant_rows(gate_up ? ws.a : ws.h, gate_up ? ws.a_scales : ws.h_scales, ex.rows, k, w8a8);
     const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
     check_rows(
         gate_up, n,
@@ -349,7 +333,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   } else {
     // 5 + 6 fused: h = silu(gate)·up from the GEMM's FP32 accumulators,
     // against FP64 on the GPU's own A.
-    const auto a = gate_up_a();
+    const auto a = dequant_rows(ws.a, ws.a_scales, ex.rows, H, false);
     const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, false);
     check_rows(
         true, I,
@@ -501,8 +485,7 @@ TEST(Classical, EveryTileConfiguration) {
 // expert block has an even number of weight tiles: both GEMMs of H = 512,
 // I = 256 and of the real shape; the awkward shape's odd counts run
 // without), SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0), and
-// W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not, and
-// BF16 token rows gathered from x by the producer (one TMA row copy each).
+// W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not.
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -510,28 +493,26 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   const MoeShape awkward = make_shape(160, 96, 20, 6);
   if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
     GTEST_SKIP() << "no sm_90a device";
-  for (int t : {8, 16, 32, 64, 128, 144})
-    for (bool gather : {false, true}) {
-      const ClassicalConfig tma{t, ClassicalGemm::kTma, true, false, false, gather};
-      const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
-      ClassicalMoe moe(awkward, 1024);
-      for (int B : {5, 300, 1024})
-        check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
-    }
+  for (int t : {8, 16, 32, 64, 128, 144}) {
+    const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
+    const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
+    ClassicalMoe moe(awkward, 1024);
+    for (int B : {5, 300, 1024})
+      check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
+  }
   const MoeShape paired = make_shape(512, 256, 20, 6);
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
     for (int t : {64, 128, 144})
       for (bool silu : {false, true})
-        for (bool a16 : {false, true})
-          for (bool gather : {false, true}) {
-            const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, gather};
-            if (!tma.supports(paired, f)) continue;
-            for (int B : {5, 1024})
-              check_path(moe, layer, B, fresh_seed(),
-                         std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-          }
+        for (bool a16 : {false, true}) {
+          const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
+          if (!tma.supports(paired, f)) continue;
+          for (int B : {5, 1024})
+            check_path(moe, layer, B, fresh_seed(),
+                       std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+        }
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());

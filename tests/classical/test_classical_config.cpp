@@ -34,13 +34,13 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   // (batch, expected label) per shape and format family.
   using Table = std::vector<std::pair<int, const char*>>;
   // BF16 TMA tiles fuse SiLU·up into the gate_up GEMM (I % 128 == 0 here).
-  const Table small_bf16 = {{1, "t8/tma/silu/gather/pdl"},    {2, "t8/tma/silu/gather/pdl"},     {3, "t8/stream/pdl"},
-                            {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/gather/pdl"},
-                            {64, "t8/tma/silu/gather/pdl"},   {65, "t16/tma/silu/gather/pdl"},   {128, "t16/tma/silu/gather/pdl"},
-                            {256, "t32/tma/silu/gather/pdl"}, {512, "t64/tma/silu/gather/pdl"},  {1024, "t128/tma/silu/gather/pdl"},
-                            {2048, "t144/tma/silu/gather/pdl"}, {3072, "t128/tma/silu/gather/pdl"}, {4096, "t144/tma/silu/gather/pdl"}};
-  const Table big_bf16 = {{1, "t8/tma/silu/gather/pdl"},  {8, "t8/tma/silu/gather/pdl"},       {32, "t8/tma/silu/gather/pdl"},
-                          {64, "t8/tma/silu/gather/pdl"}, {1024, "t128/tma/silu/gather/pdl"}, {4096, "t144/tma/silu/gather/pdl"}};
+  const Table small_bf16 = {{1, "t8/tma/silu/pdl"},    {2, "t8/tma/silu/pdl"},     {3, "t8/stream/pdl"},
+                            {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/pdl"},
+                            {64, "t8/tma/silu/pdl"},   {65, "t16/tma/silu/pdl"},   {128, "t16/tma/silu/pdl"},
+                            {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t128/tma/silu/pdl"},
+                            {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
+  const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
+                          {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
   const Table w8a8 = {{1, "t8/tma/pdl"},    {2, "t8/tma/pdl"},     {64, "t8/tma/pdl"},    {128, "t16/tma/pdl"},
                       {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t64/tma/pdl"},
                       {4096, "t64/tma/pdl"},  {65536, "t64/tma/pdl"}};
@@ -52,7 +52,7 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   for (WeightFormat f : {fp8, mx})
     for (const MoeShape& s : {small, big}) expect(s, f, w8a8);
   // I % 128 != 0: the TMA tile without SiLU·up fused.
-  EXPECT_EQ(ClassicalConfig::for_batch(shape_of(2048, 704), 1, bf16, true).label(), "t8/tma/gather/pdl");
+  EXPECT_EQ(ClassicalConfig::for_batch(shape_of(2048, 704), 1, bf16, true).label(), "t8/tma/pdl");
   // A shape the TMA tile does not take (N = H = 132, not a multiple of 8)
   // keeps the choice of a device without it, except that wgmma is there.
   const MoeShape odd = shape_of(132, 96);
@@ -215,14 +215,6 @@ TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
     EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, 64) << B;
     EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true, true).tile_tokens, 128) << B;
   }
-  // Rows gathered by the gate_up GEMM: BF16 on the TMA tile only.
-  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStream, true, false, false, true}).supports(s, bf16));
-  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, bf16));
-  for (WeightFormat f : {WeightFormat::kFP8Block128, WeightFormat::kMXFP8})
-    EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, false, false, true}).supports(s, f)) << to_string(f);
-  EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma, true, true, true, true}).supports(s, WeightFormat::kMXFP8));
-  for (int B : {1, 64, 4096}) EXPECT_TRUE(ClassicalConfig::for_batch(s, B, bf16, true).gather) << B;
-  EXPECT_FALSE(ClassicalConfig::for_batch(s, 8, bf16, true).gather);  // the stream tile there
   // Without the sm_90a kernels, no T = 144.
   for (int B : {2048, 4096}) EXPECT_NE(ClassicalConfig::for_batch(s, B, bf16, false).tile_tokens, 144) << B;
 }
@@ -233,18 +225,12 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
       "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
-      "t32/tma/silu", "t64/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/gather", "t16/tma/gather",
-      "t32/tma/gather", "t64/tma/gather", "t128/tma/gather", "t144/tma/gather", "t8/tma/silu/gather",
-      "t16/tma/silu/gather", "t32/tma/silu/gather", "t64/tma/silu/gather", "t128/tma/silu/gather",
-      "t144/tma/silu/gather", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
+      "t32/tma/silu", "t64/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
       "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t128/tma/a16/silu",
       "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
       "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
-      "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/gather/pdl",
-      "t16/tma/gather/pdl", "t32/tma/gather/pdl", "t64/tma/gather/pdl", "t128/tma/gather/pdl", "t144/tma/gather/pdl",
-      "t8/tma/silu/gather/pdl", "t16/tma/silu/gather/pdl", "t32/tma/silu/gather/pdl", "t64/tma/silu/gather/pdl",
-      "t128/tma/silu/gather/pdl", "t144/tma/silu/gather/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
+      "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
       "t64/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
       "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl"};
   EXPECT_EQ(labels, want);
