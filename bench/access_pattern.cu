@@ -4,7 +4,10 @@
 // BF16 piece (128 bytes: two), at several depths of items in flight per warp.
 // If the 64-byte pieces alone fall short of the 128-byte ones, the MXFP8
 // kernels are bound by their access pattern, not by their instructions
-// (docs/PERF_LOG.md v12).
+// (docs/PERF_LOG.md v12). Also the tiled walks with their E8M0 scales, from a
+// tensor of their own (as the kernels read them) or interleaved after each
+// item's codes (PERF_LOG session 16: apart costs nothing at the kernels'
+// depth; interleaved is slower).
 //
 //   build/bench/access_pattern
 #include <cuda_runtime.h>
