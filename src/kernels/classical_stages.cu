@@ -410,8 +410,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
 // ---- stage 8: un-permute + combine --------------------------------------------------------
 // One block per token, one thread per 16-byte chunk: y[b] = Σ_k w[b][k] ·
 // P[row(b, k)], FP32, in slot order. A chunk's K loads are all issued before
-// the first is used (a loop of load-then-FMA under `k < K` was compiled into
-// K round trips in a row: 2.6-3.0 TB/s at 4096 tokens, session 16).
+// the first is used: the loop of load-then-FMA it replaces read 2.6-3.0 TB/s
+// at 4096 tokens, this 3.97 (session 16; consistent with round trips in a
+// row, not checked in the old SASS).
 constexpr int kCombineLoads = 8;  // a chunk's slots loaded together (K = 8: all of them)
 __global__ void __launch_bounds__(1024) combine_kernel(const __grid_constant__ CombineParams p) {
   const int b = blockIdx.x;
