@@ -249,10 +249,11 @@ int main() {
   report("gate_up bf16 rows, 2 chunks, d2", 3072,
          [&](size_t eb) { return run_gate_up<2, 2, false>(buf, eb, 4096, experts, sink); });
 #undef WD_GU
-  // Scales: down items 1 KB + 32 B (12 items a block of 16 rows, 128 blocks),
-  // gate_up items 2 KB + 64 B (its 1536 items an expert walked as down's
-  // are: 128 blocks of 12 warps, one item each per expert; the question is
-  // only the scales' stream). Counted bytes: codes + scales (also where the
+  // Scales: down items 1 KB + 32 B (12 items a block of 16 rows, 128 blocks
+  // of 12 warps), gate_up items 2 KB + 64 B (an expert's 1536 items walked by
+  // 48 blocks of 32 warps, one item a warp per expert: not gate_up's own
+  // walk; the question is only the scales' stream, every gate_up row below
+  // walks the same way). Counted bytes: codes + scales (also where the
   // scales are not read: those rows are the same walk without its scale loads).
   uint8_t* scales = nullptr;
   WD_CUDA_CHECK(cudaMalloc(&scales, buf_bytes / 32));
@@ -285,7 +286,7 @@ int main() {
 #undef WD_DS
 #define WD_GS(NAME, DEPTH, STRIDE, LOADS)                                                              \
   report_scaled(NAME, gu_codes, 64, STRIDE, [&](size_t ei) {                                           \
-    return run_scaled<DEPTH, 4, 64, LOADS, STRIDE>(buf, scales, ei, 48 * 32 / 32, 32, 32, experts, sink);  \
+    return run_scaled<DEPTH, 4, 64, LOADS, STRIDE>(buf, scales, ei, 48, 32, 32, experts, sink);          \
   })
   WD_GS("gate_up tiled, scales not read, d2", 2, 0, 0);
   WD_GS("gate_up tiled + scales apart, d2", 2, 0, 4);
