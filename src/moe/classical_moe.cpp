@@ -111,9 +111,12 @@ int tile_at_least(double want) {
 // ~ Binomial(batch, K/E) taken as a normal (mean m, deviation sd): Σ_j j·T·
 // P((j−1)T < c <= jT).
 double expected_padded_rows(double m, double sd, int T) {
-  auto cdf = [&](double x) { return sd > 0 ? 0.5 * std::erfc(-(x + 0.5 - m) / (sd * std::sqrt(2.0))) : (x >= m ? 1.0 : 0.0); };
+  auto cdf = [&](double x) {  // P(c <= x), with a continuity correction
+    return sd > 0 ? 0.5 * std::erfc(-(x + 0.5 - m) / (sd * std::sqrt(2.0))) : (x >= m ? 1.0 : 0.0);
+  };
   double rows = 0;
-  for (int j = 1; (j - 1) * T <= m + 8 * sd + T; ++j) rows += double(j) * T * (cdf(double(j) * T) - cdf(double(j - 1) * T));
+  for (int j = 1; (j - 1) * T <= m + 8 * sd + T; ++j)
+    rows += double(j) * T * (cdf(double(j) * T) - cdf(double(j - 1) * T));
   return rows;
 }
 }  // namespace
@@ -258,8 +261,8 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : {64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kWgmma, pdl});
     for (int t : {8, 16}) v.push_back(ClassicalConfig{t, ClassicalGemm::kStream, pdl});
     v.push_back(ClassicalConfig{8, ClassicalGemm::kStreamWgmma, pdl});
-    for (int t : {8, 16, 32, 64, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
-    for (int t : {8, 16, 32, 64, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
+    for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
+    for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
       for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
   }
@@ -411,8 +414,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
-  WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T,
-           " (allowed: 8, 16, 32, 64, 128)");
+  WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T, " (allowed: 8, 16, 32, 64, 128, 144)");
   WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
            "(W8A8); H = ", H, ", I = ", I);
