@@ -66,6 +66,7 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
              "classical GEMM: the ", to_string(format), " weight scales are missing");
   }
   WD_CHECK(!p.fuse_silu || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel fuses SiLU·up");
+  WD_CHECK(!p.a_rows || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel gathers token rows");
   WD_CHECK(!p.a_bf16 || (kernel == GemmKernel::kTma && format == WeightFormat::kMXFP8),
            "classical GEMM: W8A16 (BF16 activations with FP8 weights) takes the TMA kernel and MXFP8 weights, not ",
            to_string(format));

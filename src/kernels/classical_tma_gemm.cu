@@ -55,6 +55,29 @@
 // 1.5-5 % faster layers (launch_tma); ncu still shows the gate_up GEMM at
 // 91 % of L2 throughput, so the token tile was not the whole L2 load.
 //
+// Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights, T
+// <= 128): the token
+// tile comes straight from the tokens' matrix x, not from the permute
+// stage's sorted copy. The whole producer warpgroup copies it: thread i
+// copies 16-byte chunk i % 8 of every 16th row, by cp.async (zero-filled for
+// padding rows), into the
+// 128-byte-swizzled place a TMA box would put it (chunk c of row r at
+// (c ^ (r % 8))·16 in the row: every slot is 1024-byte aligned), and
+// arrives on the slot's full barrier when its copies land
+// (cp.async.mbarrier.arrive); lane 0 of warp 0 still loads the weight tile
+// by TMA. The consumers fence the generic-proxy writes before their wgmmas
+// (async proxy) read them. No clusters then (a gathered tile cannot be
+// multicast). Why: the permute stage wrote and the GEMM re-read K copies of
+// every token row, padding rows included, where x itself stays in L2
+// (session 17 run 1: qwen3-30b-a3b BF16 at 1024 tokens 438.8 -> 423.3 µs,
+// B = 1 31.0 -> 30.3). Where it loses (ClassicalConfig::gathers_rows): T =
+// 144 (4096 tokens: gate_up 400 -> 497 µs; its clusters halved the token
+// tile's L2 reads, and L2 bounds the GEMM there) and W8A16. A template
+// parameter, not a runtime flag: with the gathering code compiled in and
+// unused, ptxas scheduled other kernels differently (W8A16 T = 8 5-7 %
+// slower, run 2), so every other kernel compiles from exactly the code it
+// had before.
+//
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
 // k32 wgmma, one scale block) sum into a fresh register set, promoted with
 // sw · sa into the accumulator (as every classical FP8 tile). W8A16: the
@@ -81,17 +104,18 @@ namespace tma_tile {
 
 constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 
-// Warpgroup 0 loads (one warp of it works), warpgroups 1.. multiply.
-// BF16 and W8A8: two consumer warpgroups; 384 threads leave 168 registers a
-// thread at entry, and setmaxnreg moves them from the producer warpgroup to
-// the consumers (56 + 2 × 224 = 3 × 168 per SM sub-partition), which hold
-// up to 128 accumulators. W8A16 (session 14 runs 2-4, Tile::kRows): four
-// at T = 16, 32 and 128, one m64 block each, so that more warps hide the
-// decode's chains of dependent instructions (−2 to −7 % against two; 640
-// threads leave 96 registers at entry, 40 + 4 × 104 <= 5 × 96); two at
-// T = 64 (two m64 blocks each: its accumulators and two groups of fragments
-// need the registers) and at T = 8 (128-row tiles, one m64 block each).
-// BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 × 232.
+// Warpgroup 0 loads (one warp of it works; gathering, all four),
+// warpgroups 1.. multiply. BF16 and W8A8: two consumer warpgroups; 384
+// threads leave 168 registers a thread at entry, and setmaxnreg moves them
+// from the producer warpgroup to the consumers (56 + 2 × 224 = 3 × 168 per
+// SM sub-partition), which hold up to 128 accumulators. W8A16 (session 14
+// runs 2-4, Tile::kRows): four at T = 16, 32 and 128, one m64 block each, so
+// that more warps hide the decode's chains of dependent instructions (−2 to
+// −7 % against two; 640 threads leave 96 registers at entry, 40 + 4 × 104
+// <= 5 × 96); two at T = 64 (two m64 blocks each: its accumulators and two
+// groups of fragments need the registers) and at T = 8 (128-row tiles, one
+// m64 block each). BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 ×
+// 232.
 template <bool kA16, int kT>
 struct Warps {
   static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 ? 4 : 2;
@@ -155,14 +179,16 @@ struct Tile {
   __host__ __device__ static constexpr int w_scale(int s) { return a_scales(kStages) + s * kWScaleBytes; }
   __host__ __device__ static constexpr int full(int s) { return w_scale(kStages) + s * 8; }
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
-  __host__ __device__ static constexpr int bytes() { return empty(kStages) + 1024; }  // + alignment slack
+  // Gathering: the current tile's T rows' tokens (-1: padding).
+  __host__ __device__ static constexpr int tokens() { return empty(kStages); }
+  __host__ __device__ static constexpr int bytes() { return tokens() + kT * 4 + 1024; }  // + alignment slack
   static_assert(bytes() <= 227 * 1024, "one block per SM must fit");
 };
 
 struct Params {
   // (E·N rows, K) weights, box kRows rows (fused SiLU·up: kRows / 2) × 128
   // bytes, 128-byte swizzle; (rows, K) activations, box T rows (clusters:
-  // T / 2) × 128 bytes.
+  // T / 2) × 128 bytes (unused when gathering).
   CUtensorMap w_map;
   CUtensorMap a_map;
   GroupedGemmParams g;
@@ -181,7 +207,7 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, bool kA16, int kT, int kCluster>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -190,6 +216,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
+  static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
@@ -204,7 +231,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // The block table comes from the align stage, complete before this kernel
   // starts even under PDL (our predecessor waited for it before letting us
   // start); L2-coherent loads, as an L1 line from an earlier call could be
-  // stale.
+  // stale. Gathering, the align stage is the previous kernel, and it lets
+  // its successor start at once: wait for it first.
+  if constexpr (kGather) wait_for_previous_kernel();
   const int nb = g.num_blocks != nullptr ? __ldcg(g.num_blocks) : g.max_blocks;
   const int tiles = nb * ntn;
 
@@ -216,11 +245,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       // full: lane 0's expect_tx arrival (+ one cp.async arrival per lane of
-      // warp 0 for the FP8 weights' scales, and W8A8's activation scales);
+      // warp 0 for the FP8 weights' scales, and W8A8's activation scales;
+      // gathering, one per producer thread, its token chunks and scales);
       // empty: BF16, every consumer warp of the cluster (one lane each, once
       // the warp is done with the slot); FP8 weights, every consumer thread
       // (release below).
-      tma::mbar_init(base + L::full(s), kFp8 ? 1 + 32 : 1);
+      tma::mbar_init(base + L::full(s), kGather ? 1 + 128 : kFp8 ? 1 + 32 : 1);
       tma::mbar_init(base + L::empty(s), kFp8 ? W::kConsumerThreads : kCluster * W::kConsumerThreads / 32);
     }
     tma::fence_barrier_init();
@@ -242,12 +272,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     allow_next_kernel();
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(W::kProducerRegs));
-    if (warp != 0) return;  // warp 0's wait below keeps the block from completing first
-    // Lane 0: slot s expects the weight tile and the whole token tile, and
-    // the weight tile (rows wrow.., K block kt) is issued.
+    // Warp 0 loads (gathering, the whole warpgroup); its wait below keeps
+    // the block from completing first.
+    if constexpr (!kGather) {
+      if (warp != 0) return;
+    }
+    // Lane 0: slot s expects the weight tile and the whole token tile (or,
+    // gathering, the weight tile alone), and the weight tile (rows wrow.., K
+    // block kt) is issued.
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
-      tma::arrive_expect_tx(full, L::kWTileBytes + L::kATileBytes);
+      tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
       tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
       if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
     };
@@ -273,6 +308,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // bytes too, loaded after the wait.
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
+      if constexpr (kGather) break;  // the wait is behind us
       if (lane == 0) load_w(early, kt, tile_expert(t) * N + (t % ntn) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
@@ -284,20 +320,44 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // loads run kStages slots ahead across tile boundaries. The tile's
     // expert is read once per tile: one L2 round trip per slot made the
     // producer, not the MMAs, set the pace of the W8A8 tile (run 4).
+    // Gathering: the tile's rows' tokens (L::tokens()); thread tid copies
+    // 16-byte chunk tid % 8 of rows tid / 8, tid / 8 + 16, ...
+    int* s_tok = reinterpret_cast<int*>(const_cast<uint8_t*>(base_ptr) + L::tokens());
+    auto gather_a = [&](int s, int kt) {
+      const int chunk = tid % 8, col = kt * kStageK + 8 * chunk;  // the chunk's first K element
+      const uint16_t* x = static_cast<const uint16_t*>(g.a);
+#pragma unroll
+      for (int r = tid / 8; r < kT; r += 16) {
+        const int tok = s_tok[r];
+        const bool ok = tok >= 0 && col < K;  // padding rows and K past its end: zeros
+        cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
+      }
+    };
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = (t / ntn) * kT, n0 = (t % ntn) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
+      if constexpr (kGather) {
+        // The tile's tokens into the table, between two barriers of the
+        // producer warpgroup (the previous tile's copies were issued).
+        named_barrier_sync(1, 128);
+        for (int r = tid; r < kT; r += 128) {
+          const int e = __ldcg(g.a_rows + row0 + r);
+          s_tok[r] = e < 0 ? -1 : e / g.a_rows_div;
+        }
+        named_barrier_sync(1, 128);
+      }
       for (int kt = 0; kt < k_tiles; ++kt) {
         const uint32_t full = base + L::full(stage);
         if (early > 0) {
           --early;  // the first slots: weight tile in flight since before the wait
         } else {
           tma::wait(base + L::empty(stage), phase ^ 1);
-          if (lane == 0) load_w(stage, kt, wrow);
+          if (lane == 0 && (!kGather || warp == 0)) load_w(stage, kt, wrow);
         }
-        if (lane == 0) load_a(stage, kt, row0);
+        if constexpr (kGather) gather_a(stage, kt);
+        else if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
           // activation scales, landing on the same barrier.
@@ -329,9 +389,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           }
           tma::arrive_on_cp_async(full);
         }
+        if constexpr (kGather) tma::arrive_on_cp_async(full);
         if (++stage == kStages) stage = 0, phase ^= 1;
       }
     }
+    if constexpr (kGather) cp_async_wait<0>();  // no thread exits with its copies in flight
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(W::kConsumerRegs));
@@ -483,6 +545,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   auto slot_a16 = [&](int kt) {
     if constexpr (kA16) {
       tma::wait(base + L::full(stage), phase);
+      if constexpr (kGather) tma::fence_proxy_async();
       const uint8_t* wt = base_ptr + L::w(stage);
       const uint8_t* wsc = base_ptr + L::w_scale(stage);
       const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
@@ -565,6 +628,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
         // before is released once its MMAs are done (wait_group 1).
         tma::wait(base + L::full(stage), phase);
+        if constexpr (kGather) tma::fence_proxy_async();
         uint64_t da, db;
         descs(stage, da, db);
         wgmma::fence();
@@ -693,15 +757,15 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 namespace {
-template <WeightFormat F, bool kA16, int kT, int kCluster>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather>;
   Params tp{};
   tp.g = p;
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       p.fuse_silu ? L::kRows / 2 : L::kRows);
-  tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
+  if constexpr (!kGather) tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
@@ -722,6 +786,9 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   // Fused SiLU·up: a tile advances kRows / 2 neurons of the N / 2 gate rows.
   const int ntn = (p.n + L::kRows - 1) / L::kRows;
   const long tiles = long(p.max_blocks) * ntn;
+  if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
+    if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
+  }
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
     if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
   }
@@ -755,6 +822,9 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "a multiple of 256, not ", to_string(format), p.a_bf16 ? " W8A16" : "", " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));
+  WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
+           "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
+           to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

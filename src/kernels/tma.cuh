@@ -85,6 +85,10 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 __device__ __forceinline__ void arrive_on_cp_async(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Orders the shared-memory writes this thread has observed through the
+// generic proxy (cp.async copies, acquired by a barrier wait) before its
+// async-proxy reads (wgmma operands) that follow.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {

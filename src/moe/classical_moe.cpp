@@ -254,6 +254,17 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   return false;
 }
 
+// The BF16 TMA tile gathers its token rows from x up to T = 128 (session 17
+// run 1, against the permute stage in the same call, µs: qwen3-30b-a3b B = 1
+// 31.0 -> 30.3, 1024 tokens 438.8 -> 423.3; qwen3-235b-a22b B = 1 85.2 ->
+// 84.2, 1024 tokens 1425.5 -> 1377.3; level at B = 8-64). Not at T = 144
+// (4096 tokens 737 -> 779 and 2486 -> 2702: the gathered tile loses the
+// clusters' shared token tile, and L2 bounds those GEMMs) nor W8A16 (5-13 %
+// slower).
+bool ClassicalConfig::gathers_rows(WeightFormat format) const {
+  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && tile_tokens <= 128;
+}
+
 std::vector<ClassicalConfig> ClassicalConfig::candidates() {
   std::vector<ClassicalConfig> v;
   for (bool pdl : {false, true}) {
@@ -468,6 +479,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     }
     case ClassicalStage::kPermute: {
       WD_CHECK(x, "classical MoE: x is null");
+      if (config.gathers_rows(w.format)) return;  // the gate_up GEMM reads x itself
       kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
       kernels::permute_rows(p, stream, config.pdl);
       return;
@@ -479,7 +491,13 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.w = up ? w.gate_up : w.down;
       p.w_block_scales = up ? w.gate_up_block_scales : w.down_block_scales;
       p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
-      p.a = up ? static_cast<const void*>(ws.a.data()) : static_cast<const void*>(ws.h.data());
+      const bool gather = up && config.gathers_rows(w.format);
+      WD_CHECK(!gather || x, "classical MoE: x is null");
+      p.a = gather ? static_cast<const void*>(x)
+            : up   ? static_cast<const void*>(ws.a.data())
+                   : static_cast<const void*>(ws.h.data());
+      p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
+      p.a_rows_div = K;
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
       p.block_expert = ws.block_expert.data();
       p.num_blocks = ws.meta.data();

@@ -268,12 +268,18 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   EXPECT_EQ(download(ws.block_expert, ex.rows / T), ex.block_expert) << what;
   EXPECT_EQ(download(ws.entry_row, size_t(B) * K), ex.entry_row) << what;
 
-  // 4: permute (+ quantize): bit-exact against the CPU.
+  // 4: permute (+ quantize): bit-exact against the CPU. Gathering, the
+  // gate_up GEMM reads x itself: the stage must launch nothing.
+  const bool gathers = cfg.gathers_rows(f);
+  if (gathers) WD_CUDA_CHECK(cudaMemset(const_cast<void*>(ws.a), 0x7F, size_t(ex.rows) * H * 2));
   stage(ClassicalStage::kPermute);
   std::vector<int> valid_rows;
   for (int row = 0; row < ex.rows; ++row)
     if (ex.sorted[row] >= 0) valid_rows.push_back(row);
-  {
+  if (gathers) {
+    const auto a = download(static_cast<const uint16_t*>(ws.a), size_t(ex.rows) * H);
+    EXPECT_EQ(size_t(std::count(a.begin(), a.end(), uint16_t(0x7F7F))), a.size()) << what << ": permute wrote rows";
+  } else {
     size_t bad = 0;
     if (!w8a8) {
       const auto a = download(static_cast<const uint16_t*>(ws.a), size_t(ex.rows) * H);
@@ -312,10 +318,19 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << label;
     EXPECT_EQ(nf, 0u) << what << label;
   };
+  // gate_up's A: the permuted rows, or, gathering, x's rows in sorted order
+  // (zeros for padding).
+  auto gate_up_input = [&] {
+    if (!gathers) return dequant_rows(ws.a, ws.a_scales, ex.rows, H, w8a8);
+    std::vector<double> a(size_t(ex.rows) * H, 0.0);
+    for (int row : valid_rows)
+      for (int h = 0; h < H; ++h) a[size_t(row) * H + h] = bf16_to_float(x[size_t(ex.sorted[row] / K) * H + h]);
+    return a;
+  };
   // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
   auto check_gemm = [&](bool gate_up) {
     const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
-    const auto a = dequant_rows(gate_up ? ws.a : ws.h, gate_up ? ws.a_scales : ws.h_scales, ex.rows, k, w8a8);
+    const auto a = gate_up ? gate_up_input() : dequant_rows(ws.h, ws.h_scales, ex.rows, k, w8a8);
     const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
     check_rows(
         gate_up, n,
@@ -333,7 +348,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   } else {
     // 5 + 6 fused: h = silu(gate)·up from the GEMM's FP32 accumulators,
     // against FP64 on the GPU's own A.
-    const auto a = dequant_rows(ws.a, ws.a_scales, ex.rows, H, false);
+    const auto a = gate_up_input();
     const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, false);
     check_rows(
         true, I,
