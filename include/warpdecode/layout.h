@@ -88,6 +88,12 @@ struct MoeWeightsView {
   // (tc_tiled_gate_up) or when gate_up is absent (tiled-only weights).
   const uint8_t* gate_up_tiled = nullptr;
   const uint8_t* gate_up_tiled_scales = nullptr;
+  // MXFP8 on the device: every E8M0 code of gate_up and down is at most
+  // kMxNarrowMaxCode (scales up to 2^15), so the tensor-core kernels skip
+  // their per-item scale check. Set by DeviceMoeWeights, which measures it;
+  // a view assembled by hand leaves it false (always safe). Setting it for
+  // weights with a wider code gives wrong outputs.
+  bool mx_scales_narrow = false;
 
   // Throws unless every pointer the format needs is set and the shape is valid.
   // BF16 and MXFP8 weights on the device may lack a canonical tensor (MXFP8:

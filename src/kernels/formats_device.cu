@@ -1,6 +1,9 @@
 #include "kernels/formats_device.cuh"
 
+#include <algorithm>
+
 #include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "core/mxfp8_tiling.h"
 
 namespace wd::kernels {
@@ -9,6 +12,16 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned blocks_for(size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+// *out = max(*out, the largest of n bytes): a grid-stride walk, a warp
+// maximum, one atomicMax a warp (a maximum does not depend on the order).
+__global__ void max_byte_kernel(const uint8_t* in, size_t n, uint32_t* out) {
+  uint32_t m = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    m = max(m, uint32_t(in[i]));
+  m = __reduce_max_sync(0xFFFFFFFFu, m);
+  if (threadIdx.x % 32 == 0) atomicMax(out, m);
+}
 
 __global__ void e4m3_decode_kernel(const uint8_t* in, float* out, size_t n) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -105,6 +118,18 @@ void bf16_encode(const float* in, uint16_t* out, size_t n, cudaStream_t stream) 
   if (n == 0) return;
   bf16_encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
   WD_CUDA_CHECK_LAUNCH();
+}
+
+uint8_t max_byte(const uint8_t* in, size_t n, cudaStream_t stream) {
+  if (n == 0) return 0;
+  DeviceBuffer<uint32_t> out(1);
+  WD_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, sizeof(uint32_t), stream));
+  max_byte_kernel<<<std::min(blocks_for(n), 4096u), kThreads, 0, stream>>>(in, n, out.data());
+  WD_CUDA_CHECK_LAUNCH();
+  uint32_t v = 0;
+  WD_CUDA_CHECK(cudaMemcpyAsync(&v, out.data(), sizeof v, cudaMemcpyDeviceToHost, stream));
+  WD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return uint8_t(v);
 }
 
 void mxfp8_quantize(const uint16_t* in, size_t rows, size_t cols, uint8_t* q, uint8_t* scales,

@@ -31,6 +31,8 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
 // tiled copies of warpdecode/gate_up_tiling.h. Throws unless the shape fits.
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled, cudaStream_t stream);
+// The largest of n bytes on the device (0 for n = 0); synchronises `stream`.
+uint8_t max_byte(const uint8_t* in, size_t n, cudaStream_t stream);
 // BF16 down (E, H, I) / gate_up (E, 2I, H) weights, device -> their tiled
 // copies (the device twins of wd::tile_bf16_down and wd::tile_bf16_gate_up).
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream);

@@ -58,7 +58,7 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 //   F16 normal, and lands on a BF16 normal); × 2^(c-15) in one BF16x2
 //   multiply (2^(c-15) must be a BF16: c <= 142).
 // - otherwise: through FP32, exact over the same range.
-constexpr uint32_t kNarrowMaxCode = 142;
+constexpr uint32_t kNarrowMaxCode = kMxNarrowMaxCode;
 
 __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
   return __all_sync(kFullMask, max_code <= kNarrowMaxCode);

@@ -52,8 +52,13 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // with one unit a warp, qwen3-30b-a3b), so that the fold's test and the
 // walk's index arithmetic fold away: BF16 down −4 to −7 % (PERF_LOG session
 // 16). The same specialisation of the MXFP8 kernel measured 4-12 % slower
-// (another ptxas schedule of the decode), so MXFP8 keeps the runtime count.
-template <bool kMx8, bool kTiled, int kUnits>
+// (another ptxas schedule of the decode), so MXFP8 keeps the runtime count,
+// except with kNarrowOnly (DownParams::scales_narrow: every code of the
+// weights narrow), where every item takes the narrow decode without the
+// warp's vote on its codes (the same decode: the same bits): one unit a
+// warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
+// (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it.
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int units = kUnits > 0 ? kUnits : units_arg;
@@ -310,8 +315,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       load_a(ahead);
       load_h(ahead);
       advance();
-      with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
-                            [&](auto narrow) { compute(cur, narrow, dup_walk); });
+      if constexpr (kNarrowOnly)
+        compute(cur, std::true_type{}, dup_walk);
+      else
+        with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
+                              [&](auto narrow) { compute(cur, narrow, dup_walk); });
     };
 
     Item<kMx8> buf[3];
@@ -368,8 +376,10 @@ void launch(const DownParams& p, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
-  if constexpr (!kMx8)
-    if (units == 1) k = &moe_down_tc_kernel<kMx8, kTiled, 1>;
+  if (units == 1) {
+    if constexpr (!kMx8) k = &moe_down_tc_kernel<kMx8, kTiled, 1>;
+    else if (p.scales_narrow) k = &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
+  }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
                 units);

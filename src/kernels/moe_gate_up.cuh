@@ -64,6 +64,8 @@ struct GateUpParams {
                            // (80 registers, 24 warps per SM) instead of 2 (16 warps)
   int tiled;               // tensor-core kernel, MXFP8: weights and scales in the tiled layout
                            // (warpdecode/gate_up_tiling.h)
+  int scales_narrow;       // tensor-core kernel, MXFP8: every scale code <= kMxNarrowMaxCode
+                           // (MoeWeightsView::mx_scales_narrow): no per-round scale check
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

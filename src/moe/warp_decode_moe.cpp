@@ -23,6 +23,7 @@ struct DeviceMoeWeights::Impl {
   DeviceBuffer<uint8_t> gate_up_scales, down_scales;
   DeviceBuffer<uint8_t> down_tiled, down_tiled_scales;  // MXFP8: warpdecode/down_tiling.h
   DeviceBuffer<uint8_t> gate_up_tiled, gate_up_tiled_scales;  // MXFP8: warpdecode/gate_up_tiling.h
+  bool scales_narrow = false;  // MXFP8: every scale code <= kMxNarrowMaxCode (MoeWeightsView::mx_scales_narrow)
 
   // MXFP8: the tiled copy of the down weights that moe_down_tc streams
   // (where the shape takes it).
@@ -50,10 +51,14 @@ struct DeviceMoeWeights::Impl {
     kernels::tile_bf16_gate_up(shape, reinterpret_cast<const uint16_t*>(gate_up.data()),
                                reinterpret_cast<uint16_t*>(gate_up_tiled.data()), stream);
   }
-  // The tiled copies the options ask for; tiled-only (canonical_mxfp8 off,
-  // tiled_only_bf16 on) then frees the canonical tensors. Synchronises `stream`.
+  // Whether the scales are narrow, then the tiled copies the options ask
+  // for; tiled-only (canonical_mxfp8 off, tiled_only_bf16 on) then frees the
+  // canonical tensors. Synchronises `stream`.
   void tile(const DeviceWeightsOptions& options, cudaStream_t stream) {
     const bool bf16 = format == WeightFormat::kBF16;
+    if (!bf16)  // measured on the canonical scales, before they may go
+      scales_narrow = kernels::max_byte(gate_up_scales.data(), gate_up_scales.bytes(), stream) <= kMxNarrowMaxCode &&
+                      kernels::max_byte(down_scales.data(), down_scales.bytes(), stream) <= kMxNarrowMaxCode;
     if (bf16 && options.tiled_only_bf16) tile_bf16(stream);
     if (!bf16 && options.tiled_mxfp8_down) tile_down(stream);
     if (!bf16 && options.tiled_mxfp8_gate_up) tile_gate_up(stream);
@@ -194,6 +199,7 @@ MoeWeightsView DeviceMoeWeights::view() const {
   v.gate_up = m.gate_up.bytes() != 0 ? m.gate_up.data() : nullptr;
   v.down = m.down.bytes() != 0 ? m.down.data() : nullptr;
   const bool mx = m.format == WeightFormat::kMXFP8;
+  v.mx_scales_narrow = mx && m.scales_narrow;
   if (mx) {
     v.gate_up_scales = m.gate_up_scales.bytes() != 0 ? m.gate_up_scales.data() : nullptr;
     v.down_scales = m.down_scales.bytes() != 0 ? m.down_scales.data() : nullptr;
@@ -402,6 +408,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.evict_first = config.evict_first ? 1 : 0;
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   g.deep_loads = config.tc_deep_loads ? 1 : 0;
+  g.scales_narrow = w.mx_scales_narrow ? 1 : 0;
   // Tensor cores read a tiled copy where the config asks and the weights
   // have it, and always where the weights have nothing else (tiled-only):
   // the same values, so the same bits.
@@ -436,6 +443,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.prefetch_experts = config.down_prefetch;
   d.evict_first = config.evict_first ? 1 : 0;
   d.stage_h = config.down_stage_h ? 1 : 0;
+  d.scales_narrow = w.mx_scales_narrow ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   if (config.tensor_cores) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -545,6 +546,7 @@ TEST(WarpDecodeTensorCores, WideScalesTakeTheFp32Decode) {
   const uint8_t top = *std::max_element(layer.host.gate_up_scales.begin(), layer.host.gate_up_scales.end());
   ASSERT_GT(top, 142) << "no wide scale code: the case tests the narrow path only";
   ASSERT_LE(top, 246);
+  EXPECT_FALSE(layer.dev.view().mx_scales_narrow) << "codes above 142 measured as narrow";
   for (KernelFamily family : {KernelFamily::kScalar, KernelFamily::kTensorCores}) {
     WarpDecodeMoe moe(s, 64, family);
     for (int B : {1, 8, 64}) {
@@ -556,6 +558,48 @@ TEST(WarpDecodeTensorCores, WideScalesTakeTheFp32Decode) {
       for (const auto& cfg : cfgs)
         expect_close(ref, run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg), 2e-5,
                      "wide scales B=" + std::to_string(B) + " " + cfg.label());
+    }
+  }
+}
+
+// Weights whose scale codes are all narrow (every real checkpoint) are
+// marked so at upload (MoeWeightsView::mx_scales_narrow), and the
+// tensor-core kernels then skip their per-item scale vote (kNarrowOnly):
+// the same decode, so the same bits as with the flag cleared, and FP32
+// accurate. One unit a warp (I = 192: the narrow-only down kernel) and two
+// (I = 1536, as qwen3-235b-a22b: down keeps its vote there), canonical and
+// tiled weights.
+TEST(WarpDecodeTensorCores, NarrowScalesSkipTheVoteWithTheSameBits) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(256, 1536, 16, 4)}) {
+    const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+    const MoeWeightsView narrow = layer.dev.view();
+    ASSERT_TRUE(narrow.mx_scales_narrow) << "N(0, 0.02) weights: every code should be narrow";
+    MoeWeightsView voting = narrow;
+    voting.mx_scales_narrow = false;
+    WarpDecodeMoe moe(s, 64, KernelFamily::kTensorCores);
+    for (int B : {1, 9, 64}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      const auto ref = reference_y(layer, x, r, B);
+      DeviceBuffer<uint16_t> dx(x);
+      DeviceBuffer<int32_t> ids(r.ids);
+      DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
+      const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
+      for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true, true)}) {
+        std::vector<float> got[2];
+        for (int v = 0; v < 2; ++v) {
+          DeviceBuffer<float> dy(size_t(B) * s.hidden);
+          dy.fill_bytes(0xFF);  // NaN poison
+          moe.experts(v == 0 ? narrow : voting, dx.data(), rv, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, cfg,
+                      nullptr);
+          WD_CUDA_CHECK(cudaDeviceSynchronize());
+          got[v] = dy.download();
+        }
+        const std::string what = "I=" + std::to_string(s.intermediate) + " B=" + std::to_string(B) + " " + cfg.label();
+        EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << what;
+        expect_close(ref, std::vector<double>(got[0].begin(), got[0].end()), 2e-5, "narrow-only " + what);
+      }
     }
   }
 }
