@@ -50,7 +50,9 @@ __device__ __forceinline__ void warp_softmax_topk(const float* logits, int exper
   for (int j = 0; j < kPerLane; ++j) key[j] = j * kWarpSize + lane < experts ? order_key(v[j]) : 0u;
   float my_p = 0.0f;
   int my_e = 0;
-#pragma unroll 1  // (unrolled, the rounds spilled registers in the per-token router)
+  // Rolled since the per-token router, whose unrolled rounds spilled
+  // registers (not re-measured in the kernels that use it now).
+#pragma unroll 1
   for (int k = 0; k < top_k; ++k) {
     // Lane-local best (lowest index on ties: j ascending is e ascending).
     uint32_t best = 0;
