@@ -55,14 +55,13 @@
 // 1.5-5 % faster layers (launch_tma); ncu still shows the gate_up GEMM at
 // 91 % of L2 throughput, so the token tile was not the whole L2 load.
 //
-// Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights, T
-// <= 128): the token
-// tile comes straight from the tokens' matrix x, not from the permute
-// stage's sorted copy. The whole producer warpgroup copies it: thread i
-// copies 16-byte chunk i % 8 of every 16th row, by cp.async (zero-filled for
-// padding rows), into the
-// 128-byte-swizzled place a TMA box would put it (chunk c of row r at
-// (c ^ (r % 8))·16 in the row: every slot is 1024-byte aligned), and
+// Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights,
+// T <= 128): the token tile comes straight from the tokens' matrix x, not
+// from the permute stage's sorted copy. The whole producer warpgroup copies
+// it: thread i copies 16-byte chunk i % 8 of every 16th row, by cp.async
+// (zero-filled for padding rows), into the 128-byte-swizzled place a TMA
+// box would put it (chunk c of row r at (c ^ (r % 8))·16 in the row: every
+// slot is 1024-byte aligned), and
 // arrives on the slot's full barrier when its copies land
 // (cp.async.mbarrier.arrive); lane 0 of warp 0 still loads the weight tile
 // by TMA. The consumers fence the generic-proxy writes before their wgmmas

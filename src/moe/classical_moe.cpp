@@ -259,8 +259,8 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
 // 31.0 -> 30.3, 1024 tokens 438.8 -> 423.3; qwen3-235b-a22b B = 1 85.2 ->
 // 84.2, 1024 tokens 1425.5 -> 1377.3; level at B = 8-64). Not at T = 144
 // (4096 tokens 737 -> 779 and 2486 -> 2702: the gathered tile loses the
-// clusters' shared token tile, and L2 bounds those GEMMs) nor W8A16 (5-13 %
-// slower).
+// clusters' shared token tile, and L2 bounds those GEMMs) nor W8A16 (12-14 %
+// slower at T = 128, run 1).
 bool ClassicalConfig::gathers_rows(WeightFormat format) const {
   return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && tile_tokens <= 128;
 }
