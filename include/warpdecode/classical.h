@@ -81,8 +81,10 @@ struct ClassicalConfig {
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   // Stage 6 (SiLU·up) in the epilogue of the gate_up GEMM, from its FP32
-  // accumulators: the TMA GEMM, BF16 activations (BF16 weights or W8A16),
-  // I % 128 == 0. kSiluMul is then a stage with nothing to do.
+  // accumulators: the TMA GEMM, I % 128 == 0, with BF16 activations (BF16
+  // weights or W8A16) at every T, or W8A8 at T = 64, whose epilogue also
+  // quantizes h per token and group of 128 (a tile's 128 neurons). kSiluMul
+  // is then a stage with nothing to do.
   bool fuse_silu = false;
   // W8A16: MXFP8 weights with BF16 activations (the TMA GEMM decodes the
   // weights to BF16, exactly, on their way into the MMAs): no activation

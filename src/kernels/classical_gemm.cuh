@@ -57,7 +57,8 @@ struct GroupedGemmParams {
   int experts;                  // E: the weights' extent (the TMA kernel's tensor map); 0 = not given
   // TMA kernel, BF16 or W8A16: W is gate_up (E, 2I, K), gate rows [0, I),
   // up rows [I, 2I); out = (rows, I) BF16 silu(gate)·up (stage 6 in the
-  // epilogue).
+  // epilogue). W8A8 (T = 64): out = (rows, I) E4M3 h quantized per token and
+  // group of 128 (stage 6's quantization too), its scales in out_scales.
   int fuse_silu;
   // W8A16 (TMA kernel, MXFP8 weights): A stays BF16 and the weights are
   // decoded to BF16 (exactly, scale included) on their way into the MMAs:
@@ -71,6 +72,8 @@ struct GroupedGemmParams {
   // sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
+  // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
+  float* out_scales;
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode
@@ -103,7 +106,7 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
 // Whether the TMA kernel takes it: BF16 with N % 8 == 0 and K % 8 == 0, or
 // W8A8 (FP8 block-128, MXFP8) or W8A16 (MXFP8) with N, K multiples of 128
 // (and, at launch, an sm_90a device and p.experts set; fuse_silu: BF16 or
-// W8A16, and N % 256 == 0).
+// W8A16, or W8A8 at tile_tokens 64 with out_scales, and N % 256 == 0).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 

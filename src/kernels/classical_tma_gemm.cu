@@ -180,7 +180,11 @@ struct Tile {
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
   // Gathering: the current tile's T rows' tokens (-1: padding).
   __host__ __device__ static constexpr int tokens() { return empty(kStages); }
-  __host__ __device__ static constexpr int bytes() { return tokens() + kT * 4 + 1024; }  // + alignment slack
+  // W8A8 T = 64 with SiLU·up fused (kSiluQuant): per consumer warp each
+  // token's largest |h|, then each token's scale (8 + 1 rows of T floats).
+  static constexpr int kQuantBytes = kW8A8 && kT == 64 ? 9 * kT * 4 : 0;
+  __host__ __device__ static constexpr int quant() { return tokens() + kT * 4; }
+  __host__ __device__ static constexpr int bytes() { return quant() + kQuantBytes + 1024; }  // + alignment slack
   static_assert(bytes() <= 227 * 1024, "one block per SM must fit");
 };
 
@@ -206,7 +210,7 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -216,6 +220,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
+  static_assert(!kSiluQuant || (L::kW8A8 && kT == 64 && kCluster == 1 && !kGather),
+                "SiLU·up and its quantization fused: W8A8 at T = 64 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
@@ -260,10 +266,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
   auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + t / ntn) : 0; };
-  // SiLU·up fused (BF16, W8A16): a tile is kRows / 2 neurons, its gate rows
-  // then its up rows; weight tile nt starts at row nt · kRows / 2 of the
-  // expert's gate rows, its up rows N / 2 further.
-  const bool fused = !kW8A8 && g.fuse_silu != 0;
+  // SiLU·up fused (BF16, W8A16; W8A8 with kSiluQuant): a tile is kRows / 2
+  // neurons, its gate rows then its up rows; weight tile nt starts at row
+  // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
+  const bool fused = kSiluQuant || (!kW8A8 && g.fuse_silu != 0);
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
@@ -378,11 +384,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                         ok);
             }
           } else if (lane < kRows / 128) {
-            // Block row n0/128 + lane of the expert; past its N (a tile
-            // reading the next expert's rows, not stored) zeros.
-            const bool ok = n0 / 128 + lane < N / 128;
+            // Block row n0/128 + lane of the expert (fused: the gate rows'
+            // block, then the up rows', I/128 blocks further); past its N (a
+            // tile reading the next expert's rows, not stored) zeros.
+            const int boff = fused ? lane * (N / 256) : lane;
+            const bool ok = n0 / 128 + boff < N / 128;
             cp_async4(base + L::w_scale(stage) + 4 * lane,
-                      ok ? g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128 + lane) * kblocks + kt
+                      ok ? g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128 + boff) * kblocks + kt
                          : g.w_block_scales,
                       ok);
           }
@@ -471,12 +479,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_e4m3<kT>(part[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, ks != 0);
+            wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
-        const float sw = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage))[kRows == 256 ? c : 0];
+        // (Fused: m64 block 0 is gate rows, 1 up rows, each its own block.)
+        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const float sw = wsc[kRows == 256 ? c : 0];
 #pragma unroll
-        for (int mb = 0; mb < kMB; ++mb) promote(mb, sw, sw, kt == 0);
+        for (int mb = 0; mb < kMB; ++mb) {
+          const float s = fused ? wsc[mb] : sw;
+          promote(mb, s, s, kt == 0);
+        }
       } else {
         // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
         // promoted on its own with the rows' E8M0 scales.
@@ -485,12 +498,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         for (int ks = 0; ks < 4; ++ks) {
           wgmma::fence();
 #pragma unroll
-          for (int mb = 0; mb < kMB; ++mb) wgmma::mma_e4m3<kT>(part[mb], da + mb * kMStep + 2 * ks, db + 2 * ks, 0);
+          for (int mb = 0; mb < kMB; ++mb) wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, 0);
           wgmma::commit();
           wgmma::wait<0>();
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb) {
-            const int r = (kRows / 2) * c + 64 * mb + 16 * w4 + g8;
+            const int r = (fused ? 64 * c + (kRows / 2) * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8;
             promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
           }
         }
@@ -676,7 +689,60 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           }
         }
     };
-    if (fused && kA16) {
+    if constexpr (kSiluQuant) {
+      // W8A8: h = silu(gate)·up of neurons n0 + 64c.. (m64 block 0 gate, 1
+      // up) from the FP32 accumulators, quantized per token over the tile's
+      // 128 neurons, one activation group held by both consumer warpgroups,
+      // as quantize_activation_group does: s = max(amax, 1e-10) / 448, codes
+      // e4m3(h / s) (round to nearest even, saturated). Element 4i + j:
+      // neuron 16w4 + g8 + 8(j >> 1) of the consumer's 64, token 8i + 2t4 +
+      // (j & 1). A token's amax: over j and the warp's g8 (shuffles), then
+      // over the eight consumer warps (shared memory, two barriers of the
+      // consumers: the second also keeps the next tile's amax writes behind
+      // every read of this one's scales).
+      float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [8 warps][kT]
+      float* s_scale = s_amax + 8 * kT;                                                       // [kT]
+      const int n0 = (t % ntn) * tile_rows;
+#pragma unroll
+      for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu(acc[0][i]) * acc[1][i];
+#pragma unroll
+      for (int i = 0; i < kN8; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          float m = fmaxf(fabsf(acc[0][4 * i + jj]), fabsf(acc[0][4 * i + 2 + jj]));
+#pragma unroll
+          for (int o = 4; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, o));
+          if (g8 == 0) s_amax[(warp - 4) * kT + 8 * i + 2 * t4 + jj] = m;
+        }
+      named_barrier_sync(2, W::kConsumerThreads);
+      if (const int tok = tid - 128; tok < kT) {
+        float m = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 8; ++w) m = fmaxf(m, s_amax[w * kT + tok]);
+        const float s = fmaxf(m, 1e-10f) / kE4M3Max;
+        s_scale[tok] = s;
+        if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = s;
+      }
+      named_barrier_sync(2, W::kConsumerThreads);
+      // Codes of two tokens of one neuron per cvt; lanes g8 and g8 ^ 1 swap
+      // one code so that each stores two adjacent neurons of one token (the
+      // even lane token 8i + 2t4, the odd one the next).
+#pragma unroll
+      for (int i = 0; i < kN8; ++i) {
+        const float2 s2 = *reinterpret_cast<const float2*>(s_scale + 8 * i + 2 * t4);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t q = __nv_cvt_float2_to_fp8x2(
+              make_float2(acc[0][4 * i + 2 * h] / s2.x, acc[0][4 * i + 2 * h + 1] / s2.y), __NV_SATFINITE, __NV_E4M3);
+          const uint32_t got = __shfl_xor_sync(kFullMask, odd ? (q & 0xFFu) : (q >> 8), 4);
+          const uint32_t pair = odd ? (got | (q & 0xFF00u)) : ((q & 0xFFu) | (got << 8));
+          const int row = row0 + 8 * i + 2 * t4 + odd;
+          const int col = n0 + 64 * c + 16 * w4 + g8 + 8 * h - odd;
+          if (row < g.rows)
+            *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + col) = uint16_t(pair);
+        }
+      }
+    } else if (fused && kA16) {
       // W8A16: fragment rows g8 and g8 + 8 are one neuron's gate and up
       // (row_of): elements 4i + j and 4i + 2 + j, token 8i + 2t4 + j. One
       // BF16 a store: the neuron's h of two tokens are two rows apart.
@@ -756,10 +822,10 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 namespace {
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant>;
   Params tp{};
   tp.g = p;
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
@@ -787,6 +853,9 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   const long tiles = long(p.max_blocks) * ntn;
   if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
     if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
+  }
+  if constexpr (L::kW8A8 && kT == 64) {
+    if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
   }
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
     if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
@@ -816,9 +885,11 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(tma_gemm_fits(format, p.n, p.k), "classical GEMM: the TMA kernel takes BF16 (N % 8 == 0, K % 8 == 0) or "
            "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
-  WD_CHECK(!p.fuse_silu || ((format == WeightFormat::kBF16 || p.a_bf16) && p.n % 256 == 0 && !p.out_fp32),
-           "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16), BF16 output and N = 2I "
-           "a multiple of 256, not ", to_string(format), p.a_bf16 ? " W8A16" : "", " with N = ", p.n);
+  const bool w8a8 = format != WeightFormat::kBF16 && !p.a_bf16;
+  WD_CHECK(!p.fuse_silu || ((!w8a8 || (tile_tokens == 64 && p.out_scales)) && p.n % 256 == 0 && !p.out_fp32),
+           "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16) or W8A8 at tile_tokens "
+           "64 with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = 2I a multiple of 256, not ",
+           to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens, " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));
   WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),

@@ -92,10 +92,13 @@ bool tile_allowed(int t) { return std::find(std::begin(kTiles), std::end(kTiles)
 // in 128 × 128 blocks): H and I must be multiples of 128.
 bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
 // SiLU·up fused into the gate_up GEMM (ClassicalConfig::fuse_silu): the TMA
-// tile's BF16-activation epilogue (BF16 weights or W8A16), whose tiles are
-// 128 gate + 128 up rows of the same neurons.
-bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations) {
-  return (format == WeightFormat::kBF16 || bf16_activations) && s.intermediate % 128 == 0;
+// tile's epilogue, where a tile is gate and up rows of the same neurons.
+// BF16 activations (BF16 weights or W8A16) at every T; W8A8 at T = 64, whose
+// 256-row tiles hold 128 neurons: one activation group, which the epilogue
+// quantizes too.
+bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations, int tile_tokens) {
+  const bool w8a8 = format != WeightFormat::kBF16 && !bf16_activations;
+  return s.intermediate % 128 == 0 && (!w8a8 || tile_tokens == 64);
 }
 // W8A16 (ClassicalConfig::bf16_activations): the TMA tile, MXFP8 weights.
 bool w8a16_ok(const ClassicalConfig& c, WeightFormat format) {
@@ -139,7 +142,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   c.gemm = ClassicalGemm::kTma;
   c.tile_tokens = tile_at_least(2.0 * m);
   c.bf16_activations = true;
-  c.fuse_silu = silu_fuses(s, format, true);
+  c.fuse_silu = silu_fuses(s, format, true, c.tile_tokens);
   return c;
 }
 
@@ -191,7 +194,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // qwen3-30b-a3b 879.6 -> 833.9 µs at 4096 tokens, 597.4 -> 564.0 at
     // 2048, 445.4 -> 441.9 at 1024, 32.2 -> 31.9 at B = 1, 50.8 -> 48.9 at
     // B = 2; qwen3-235b-a22b 3007.7 -> 2865.8 at 4096, 88.4 -> 86.6 at B = 1).
-    c.fuse_silu = silu_fuses(s, format, false);
+    c.fuse_silu = silu_fuses(s, format, false, c.tile_tokens);
     return c;
   }
   // Without the TMA tile (H200 measurements before it, docs/CLASSICAL.md):
@@ -238,7 +241,7 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
   if (!w8a16_ok(*this, format)) return false;
-  if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations))) return false;
+  if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -434,10 +437,10 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            to_string(w.format), ") and an sm_90a device");
   WD_CHECK(w8a16_ok(config, w.format), "classical MoE: W8A16 (", config.label(),
            ") takes the TMA GEMM and MXFP8 weights, not ", to_string(w.format));
-  WD_CHECK(!config.fuse_silu ||
-               (config.gemm == ClassicalGemm::kTma && silu_fuses(shape_, w.format, config.bf16_activations)),
+  WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma &&
+                                  silu_fuses(shape_, w.format, config.bf16_activations, config.tile_tokens)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
-           "W8A16) and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
+           "W8A16) or W8A8 at T = 64, and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(w.format), ", H = ", H, ", I = ", I);
@@ -503,6 +506,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.num_blocks = ws.meta.data();
       p.out = up ? (config.fuse_silu ? static_cast<void*>(ws.h.data()) : ws.gate_up.data()) : ws.partials.data();
       p.fuse_silu = up && config.fuse_silu ? 1 : 0;
+      p.out_scales = p.fuse_silu && w8a8 ? ws.h_scales.data() : nullptr;  // W8A8: h quantized in the epilogue
       p.a_bf16 = config.bf16_activations ? 1 : 0;
       p.out_fp32 = 0;
       p.rows = ws.max_rows;

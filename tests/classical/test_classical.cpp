@@ -303,7 +303,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
 
   // Every routed row's n outputs against FP64: ref(W, row, j) from the
   // expert's dequantized gate_up (gate_up) or down matrix W, got(row, j).
-  auto check_rows = [&](bool gate_up, int n, auto ref_of, auto got_of, const char* label) {
+  auto check_rows = [&](bool gate_up, int n, auto ref_of, auto got_of, const char* label, double tol = 4e-3) {
     std::vector<double> ref, got;
     for (int e = 0; e < E; ++e) {
       if (ex.counts[e] == 0) continue;
@@ -315,7 +315,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
         }
     }
     size_t nf = 0;
-    EXPECT_LE(rel_l2(ref, got, &nf), 4e-3) << what << label;
+    EXPECT_LE(rel_l2(ref, got, &nf), tol) << what << label;
     EXPECT_EQ(nf, 0u) << what << label;
   };
   // gate_up's A: the permuted rows, or, gathering, x's rows in sorted order
@@ -347,9 +347,14 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     check_gemm(true);
   } else {
     // 5 + 6 fused: h = silu(gate)·up from the GEMM's FP32 accumulators,
-    // against FP64 on the GPU's own A.
+    // against FP64 on the GPU's own A. W8A8: h quantized per token and
+    // group of 128 (one E4M3 step: a relative L2 of at most 2^-4), and the
+    // codes and scales against quantize_activation_group of the FP64 h
+    // rounded to FP32: equal but where the GPU's FP32 h and the FP64 one
+    // fall on two sides of a rounding midpoint (a few in a thousand).
     const auto a = gate_up_input();
-    const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, false);
+    const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
+    std::vector<double> href(size_t(ex.rows) * I, 0.0);
     check_rows(
         true, I,
         [&](const std::vector<double>& W, int row, int j) {
@@ -358,18 +363,35 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
             gate += W[size_t(j) * H + q] * a[size_t(row) * H + q];
             up += W[size_t(I + j) * H + q] * a[size_t(row) * H + q];
           }
-          return gate / (1.0 + std::exp(-gate)) * up;
+          return href[size_t(row) * I + j] = gate / (1.0 + std::exp(-gate)) * up;
         },
-        [&](int row, int j) { return h[size_t(row) * I + j]; }, ": gate_up GEMM with SiLU·up");
+        [&](int row, int j) { return h[size_t(row) * I + j]; }, ": gate_up GEMM with SiLU·up", w8a8 ? 0.0625 : 4e-3);
+    if (w8a8) {
+      const auto codes = download(static_cast<const uint8_t*>(ws.h), size_t(ex.rows) * I);
+      const auto scales = download(ws.h_scales, size_t(ex.rows) * (I / 128));
+      std::vector<float> v(128);
+      uint8_t q[128];
+      size_t code_mismatch = 0, scale_off = 0, n = 0;
+      for (int row : valid_rows)
+        for (int g0 = 0; g0 < I; g0 += 128) {
+          for (int i = 0; i < 128; ++i) v[i] = float(href[size_t(row) * I + g0 + i]);
+          const float sc = reference::quantize_activation_group(v.data(), 128, q);
+          scale_off += std::fabs(scales[size_t(row) * (I / 128) + g0 / 128] / sc - 1.0f) > 1e-4f;
+          for (int i = 0; i < 128; ++i) code_mismatch += q[i] != codes[size_t(row) * I + g0 + i];
+          n += 128;
+        }
+      EXPECT_EQ(scale_off, 0u) << what << ": fused h scales";
+      EXPECT_LE(double(code_mismatch), 0.01 * double(n)) << what << ": fused h codes";
+    }
   }
 
   // 6: SiLU·up (+ quantize) from the GPU's gate_up output (fused: nothing
   // left to do, and h must stay as the GEMM wrote it).
-  const auto h_before = cfg.fuse_silu ? download(static_cast<const uint16_t*>(ws.h), size_t(ex.rows) * I)
-                                      : std::vector<uint16_t>();
+  const size_t h_bytes = size_t(ex.rows) * I * (w8a8 ? 1 : 2);
+  const auto h_before = cfg.fuse_silu ? download(static_cast<const uint8_t*>(ws.h), h_bytes) : std::vector<uint8_t>();
   stage(ClassicalStage::kSiluMul);
   if (cfg.fuse_silu) {
-    EXPECT_EQ(download(static_cast<const uint16_t*>(ws.h), size_t(ex.rows) * I), h_before) << what;
+    EXPECT_EQ(download(static_cast<const uint8_t*>(ws.h), h_bytes), h_before) << what;
   } else {
     const auto gu = download(ws.gate_up, size_t(ex.rows) * 2 * I);
     const auto hq = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);

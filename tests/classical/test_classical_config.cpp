@@ -41,9 +41,11 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
                             {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
   const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
                           {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
-  const Table w8a8 = {{1, "t8/tma/pdl"},    {2, "t8/tma/pdl"},     {64, "t8/tma/pdl"},    {128, "t16/tma/pdl"},
-                      {256, "t32/tma/pdl"}, {512, "t64/tma/pdl"},  {1024, "t64/tma/pdl"}, {1025, "t64/tma/pdl"},
-                      {4096, "t64/tma/pdl"},  {65536, "t64/tma/pdl"}};
+  // W8A8 fuses SiLU·up and its quantization at T = 64 (256-row tiles).
+  const Table w8a8 = {{1, "t8/tma/pdl"},         {2, "t8/tma/pdl"},         {64, "t8/tma/pdl"},
+                      {128, "t16/tma/pdl"},      {256, "t32/tma/pdl"},      {512, "t64/tma/silu/pdl"},
+                      {1024, "t64/tma/silu/pdl"}, {1025, "t64/tma/silu/pdl"}, {4096, "t64/tma/silu/pdl"},
+                      {65536, "t64/tma/silu/pdl"}};
   auto expect = [&](const MoeShape& s, WeightFormat f, const Table& t) {
     for (const auto& [B, want] : t) EXPECT_EQ(label(s, B, f), want) << to_string(f) << " H=" << s.hidden << " B=" << B;
   };
@@ -110,12 +112,19 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kWgmma}).supports(q, WeightFormat::kBF16));
   // The TMA tile: T = 8 to 128 (and nowhere without an sm_90a device).
   EXPECT_FALSE((ClassicalConfig{256, ClassicalGemm::kTma}).supports(q, WeightFormat::kBF16));
-  // SiLU·up fused: the TMA GEMM, BF16, I % 128 == 0 only.
+  // SiLU·up fused: the TMA GEMM, I % 128 == 0; BF16 activations at every
+  // T, W8A8 at T = 64 only (its 256-row tiles: 128 neurons, one group).
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStream, true, true}).supports(q, WeightFormat::kBF16));
-  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(shape_of(2048, 704), WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(shape_of(2048, 704), WeightFormat::kFP8Block128));
   EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, WeightFormat::kBF16),
             ClassicalMoe::wgmma_available());
+  for (WeightFormat f : {WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
+    EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, f), ClassicalMoe::wgmma_available());
+    for (int t : {8, 16, 32, 128})
+      EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, true}).supports(q, f)) << to_string(f) << " T=" << t;
+    EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, true}).supports(q, f)) << to_string(f);
+  }
   if (!ClassicalMoe::wgmma_available()) {
     EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma}).supports(q, WeightFormat::kMXFP8));
   }
@@ -193,8 +202,11 @@ TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
   // The defaults stay W8A8: the engines' path, which `accuracy` measures.
   for (int B : {1, 64, 4096})
     EXPECT_FALSE(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true).bf16_activations) << B;
-  // SiLU·up fuses with W8A16 where it fuses for BF16 (I % 128 == 0), not with W8A8.
+  // SiLU·up fuses with W8A16 where it fuses for BF16 (I % 128 == 0); with
+  // W8A8 at T = 64 only.
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kTma, true, true, false}).supports(s, WeightFormat::kMXFP8));
+  EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kTma, true, true, true}).supports(s, WeightFormat::kMXFP8),
+            ClassicalMoe::wgmma_available());
 }
 
 // T = 144 is the BF16 TMA tile's alone (BF16 activations and weights): for
