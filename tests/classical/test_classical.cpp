@@ -350,8 +350,13 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     // against FP64 on the GPU's own A. W8A8: h quantized per token and
     // group of 128 (one E4M3 step: a relative L2 of at most 2^-4), and the
     // codes and scales against quantize_activation_group of the FP64 h
-    // rounded to FP32: equal but where the GPU's FP32 h and the FP64 one
-    // fall on two sides of a rounding midpoint (a few in a thousand).
+    // rounded to FP32. The FP8 GEMM's own error (its tensor cores sum a
+    // k32 MMA to about 2^-13, up to ~1e-3 on an element: run 1 saw scales
+    // 1e-4 apart) moves a group's scale slightly and a code one step where
+    // h lies that close to a rounding midpoint (~1 % of the codes). So:
+    // every scale within 4e-3 (the GEMM check's bound), every code within
+    // one E4M3 step of the reference's, at most 5 % of them not equal. A
+    // wrong group, token or neuron would fail each by far.
     const auto a = gate_up_input();
     const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
     std::vector<double> href(size_t(ex.rows) * I, 0.0);
@@ -371,17 +376,27 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
       const auto scales = download(ws.h_scales, size_t(ex.rows) * (I / 128));
       std::vector<float> v(128);
       uint8_t q[128];
-      size_t code_mismatch = 0, scale_off = 0, n = 0;
+      size_t code_mismatch = 0, code_far = 0, scale_off = 0, n = 0;
+      // One step apart: the same sign and adjacent magnitudes (E4M3 codes
+      // order magnitudes), or both within one step of zero.
+      auto one_step = [](int c0, int c1) {
+        return ((c0 ^ c1) & 0x80) == 0 ? std::abs((c0 & 0x7F) - (c1 & 0x7F)) <= 1 : (c0 & 0x7F) <= 1 && (c1 & 0x7F) <= 1;
+      };
       for (int row : valid_rows)
         for (int g0 = 0; g0 < I; g0 += 128) {
           for (int i = 0; i < 128; ++i) v[i] = float(href[size_t(row) * I + g0 + i]);
           const float sc = reference::quantize_activation_group(v.data(), 128, q);
-          scale_off += std::fabs(scales[size_t(row) * (I / 128) + g0 / 128] / sc - 1.0f) > 1e-4f;
-          for (int i = 0; i < 128; ++i) code_mismatch += q[i] != codes[size_t(row) * I + g0 + i];
+          scale_off += std::fabs(scales[size_t(row) * (I / 128) + g0 / 128] / sc - 1.0f) > 4e-3f;
+          for (int i = 0; i < 128; ++i) {
+            const uint8_t c = codes[size_t(row) * I + g0 + i];
+            code_mismatch += q[i] != c;
+            code_far += !one_step(q[i], c);
+          }
           n += 128;
         }
       EXPECT_EQ(scale_off, 0u) << what << ": fused h scales";
-      EXPECT_LE(double(code_mismatch), 0.01 * double(n)) << what << ": fused h codes";
+      EXPECT_EQ(code_far, 0u) << what << ": fused h codes more than one step from the reference's";
+      EXPECT_LE(double(code_mismatch), 0.05 * double(n)) << what << ": fused h codes";
     }
   }
 
