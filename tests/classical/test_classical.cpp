@@ -351,12 +351,14 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     // group of 128 (one E4M3 step: a relative L2 of at most 2^-4), and the
     // codes and scales against quantize_activation_group of the FP64 h
     // rounded to FP32. The FP8 GEMM's own error (its tensor cores sum a
-    // k32 MMA to about 2^-13, up to ~1e-3 on an element: run 1 saw scales
-    // 1e-4 apart) moves a group's scale slightly and a code one step where
-    // h lies that close to a rounding midpoint (~1 % of the codes). So:
-    // every scale within 4e-3 (the GEMM check's bound), every code within
-    // one E4M3 step of the reference's, at most 5 % of them not equal. A
-    // wrong group, token or neuron would fail each by far.
+    // k32 MMA to about 2^-13; session 18 saw scales 1e-4 apart) moves a
+    // group's scale slightly, and a code where h lies that close to a
+    // rounding midpoint (~1 % of the codes) or, near zero, where the
+    // GEMM's error, absolute and set by the group's large terms, spans
+    // several of E4M3's fine steps. So: every scale within 4e-3 (the GEMM
+    // check's bound); every code's value (h / s, |h / s| <= 448) within one
+    // E4M3 step plus 4e-3 · 448 of the reference's; at most 5 % of the codes
+    // not equal. A wrong group, token or neuron fails them by far.
     const auto a = gate_up_input();
     const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
     std::vector<double> href(size_t(ex.rows) * I, 0.0);
@@ -377,10 +379,12 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
       std::vector<float> v(128);
       uint8_t q[128];
       size_t code_mismatch = 0, code_far = 0, scale_off = 0, n = 0;
-      // One step apart: the same sign and adjacent magnitudes (E4M3 codes
-      // order magnitudes), or both within one step of zero.
-      auto one_step = [](int c0, int c1) {
-        return ((c0 ^ c1) & 0x80) == 0 ? std::abs((c0 & 0x7F) - (c1 & 0x7F)) <= 1 : (c0 & 0x7F) <= 1 && (c1 & 0x7F) <= 1;
+      // One E4M3 step at the larger magnitude is at most 2^-3 of it (2^-9
+      // among the subnormals).
+      auto close = [](uint8_t c0, uint8_t c1) {
+        const float v0 = e4m3_to_float(c0), v1 = e4m3_to_float(c1);
+        const float m = std::max(std::fabs(v0), std::fabs(v1));
+        return std::fabs(v0 - v1) <= std::max(m * 0x1p-3f, 0x1p-9f) + 4e-3f * kE4M3Max;
       };
       for (int row : valid_rows)
         for (int g0 = 0; g0 < I; g0 += 128) {
@@ -390,12 +394,12 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
           for (int i = 0; i < 128; ++i) {
             const uint8_t c = codes[size_t(row) * I + g0 + i];
             code_mismatch += q[i] != c;
-            code_far += !one_step(q[i], c);
+            code_far += !close(q[i], c);
           }
           n += 128;
         }
       EXPECT_EQ(scale_off, 0u) << what << ": fused h scales";
-      EXPECT_EQ(code_far, 0u) << what << ": fused h codes more than one step from the reference's";
+      EXPECT_EQ(code_far, 0u) << what << ": fused h codes farther from the reference's than the GEMM's error";
       EXPECT_LE(double(code_mismatch), 0.05 * double(n)) << what << ": fused h codes";
     }
   }
