@@ -110,11 +110,9 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
-  // Whether its gate_up GEMM gathers the token rows itself (the TMA GEMM,
-  // BF16 weights at T <= 128, W8A8 at T <= 64): stage 4 (kPermute) then has
-  // nothing to do and the workspace's `a` is not written (BF16), or it
-  // quantizes x once per token into rows 0..B-1 of `a` (W8A8) instead of
-  // writing K sorted copies.
+  // Whether its gate_up GEMM gathers the token rows from x itself (the TMA
+  // GEMM, BF16 weights, T <= 128): stage 4 (kPermute) then has nothing to do
+  // and the workspace's `a` is not written.
   bool gathers_rows(WeightFormat format) const;
   // Every tile height of every GEMM kernel (the TMA one also with SiLU·up
   // fused, and W8A16 with and without it), PDL off then on (not filtered:
@@ -139,7 +137,7 @@ struct ClassicalWorkspaceView {
   const int32_t* block_expert;   // (max_rows / 8)
   const int32_t* entry_row;      // (max_batch·K)
   const int32_t* meta;           // [0] blocks in use, [1] rows in use
-  const void* a;                 // (max_rows, H) stage 4: E4M3 in W8A8, else BF16 (gathers_rows: unwritten, W8A8 rows 0..B-1 by token)
+  const void* a;                 // (max_rows, H) stage 4: E4M3 in W8A8, else BF16 (unwritten when gathers_rows)
   const float* a_scales;         // (max_rows, H/128)
   const uint16_t* gate_up;       // (max_rows, 2I) stage 5, BF16
   const void* h;                 // (max_rows, I) stage 6: BF16 (BF16, W8A16), or E4M3 in W8A8

@@ -64,13 +64,12 @@ struct GroupedGemmParams {
   // decoded to BF16 (exactly, scale included) on their way into the MMAs:
   // no activation quantization, a_scales unused.
   int a_bf16;
-  // TMA kernel, BF16 weights at T <= 128 or W8A8 at T <= 64: when set, A
-  // is the tokens' own (tokens, K) matrix (BF16 x, or W8A8 x quantized once
-  // per token, its scales a_scales (tokens, K/128)) and the kernel gathers
-  // the sorted rows itself (stage 4's copies folded into the GEMM's loads):
-  // sorted row r is token row a_rows[r] / a_rows_div, or zeros where
-  // a_rows[r] < 0 (padding). a_rows holds every row of the blocks in use
-  // (the align stage's sorted_entries, a_rows_div = K).
+  // TMA kernel, BF16 weights: when set, A is the
+  // tokens' own (tokens, K) matrix x and the kernel gathers the sorted rows
+  // itself (stage 4 folded into the GEMM's loads): sorted row r is x row
+  // a_rows[r] / a_rows_div, or zeros where a_rows[r] < 0 (padding).
+  // a_rows holds every row of the blocks in use (the align stage's
+  // sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.

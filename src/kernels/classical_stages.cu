@@ -308,8 +308,7 @@ __global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
   allow_next_kernel();
   int rows[kMaxK];
 #pragma unroll
-  for (int k = 0; k < kMaxK; ++k)
-    rows[k] = p.entry_row == nullptr ? (k == 0 ? b : -1) : k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
+  for (int k = 0; k < kMaxK; ++k) rows[k] = k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
   for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {  // warp-uniform bounds
     const int c = c0 + lane;
     const bool ok = c < chunks;
@@ -538,8 +537,7 @@ void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl) {
            p.top_k, " out of range");
   WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
-  WD_CHECK(p.x && (p.entry_row || p.quantize) && p.a && (!p.quantize || p.a_scales),
-           "permute_rows: a required pointer is null (entry_row may be only when quantizing)");
+  WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
   launch_kernel(permute_rows_kernel, dim3(unsigned(p.batch)), dim3(row_threads(p.hidden)), 0, stream, pdl, p);
 }
 

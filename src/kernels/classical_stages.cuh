@@ -67,9 +67,7 @@ void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl = false);
 
 struct PermuteParams {
   const uint16_t* x;         // (B, H) BF16
-  // (B·K) sorted row of each entry; nullptr: row b is token b, once (W8A8
-  // for a GEMM that gathers its token rows: x quantized once per token)
-  const int32_t* entry_row;
+  const int32_t* entry_row;  // (B·K)
   void* a;                   // (rows, H) BF16, or E4M3 when quantize
   float* a_scales;           // (rows, H/128) when quantize
   int batch;                 // B

@@ -219,9 +219,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
-  static_assert(!kGather || (kCluster == 1 && (F == WeightFormat::kBF16 ? kT <= 128 : L::kW8A8 && kT <= 64)),
-                "gathering: BF16 at T <= 128, W8A8 at T <= 64");
-  static_assert(!kSiluQuant || (L::kW8A8 && kT == 64 && kCluster == 1),
+  static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
+  static_assert(!kSiluQuant || (L::kW8A8 && kT == 64 && kCluster == 1 && !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
@@ -329,27 +328,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // Gathering: the tile's rows' tokens (L::tokens()); thread tid copies
     // 16-byte chunk tid % 8 of rows tid / 8, tid / 8 + 16, ...
     int* s_tok = reinterpret_cast<int*>(const_cast<uint8_t*>(base_ptr) + L::tokens());
-    // W8A8: the rows of x quantized once per token (E4M3, the permute
-    // stage's rows 0..B-1), 16 elements a chunk.
     auto gather_a = [&](int s, int kt) {
-      if constexpr (kW8A8) {
-        const int chunk = tid % 8, col = kt * kStageK + 16 * chunk;
-        const uint8_t* x = static_cast<const uint8_t*>(g.a);
+      const int chunk = tid % 8, col = kt * kStageK + 8 * chunk;  // the chunk's first K element
+      const uint16_t* x = static_cast<const uint16_t*>(g.a);
 #pragma unroll
-        for (int r = tid / 8; r < kT; r += 16) {
-          const int tok = s_tok[r];
-          const bool ok = tok >= 0 && col < K;
-          cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
-        }
-      } else {
-        const int chunk = tid % 8, col = kt * kStageK + 8 * chunk;  // the chunk's first K element
-        const uint16_t* x = static_cast<const uint16_t*>(g.a);
-#pragma unroll
-        for (int r = tid / 8; r < kT; r += 16) {
-          const int tok = s_tok[r];
-          const bool ok = tok >= 0 && col < K;  // padding rows and K past its end: zeros
-          cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
-        }
+      for (int r = tid / 8; r < kT; r += 16) {
+        const int tok = s_tok[r];
+        const bool ok = tok >= 0 && col < K;  // padding rows and K past its end: zeros
+        cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
       }
     };
     int stage = 0;
@@ -379,29 +365,16 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         else if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
-          // activation scales, landing on the same barrier. Gathering, warp 0
-          // copies them (the whole warpgroup runs this loop), each row's
-          // from its token's row (padding rows: zeros), and its one arrival
-          // below counts them with its token chunks.
+          // activation scales, landing on the same barrier.
           const int kblocks = K / 128;
           if constexpr (kW8A8) {
-            if (!kGather || warp == 0) {
-              for (int i = lane; i < kT; i += 32) {
-                if constexpr (kGather) {
-                  const int tok = s_tok[i];
-                  cp_async4(base + L::a_scales(stage) + 4 * i,
-                            tok >= 0 ? g.a_scales + size_t(tok) * kblocks + kt : g.a_scales, tok >= 0);
-                } else {
-                  const bool ok = row0 + i < g.rows;
-                  cp_async4(base + L::a_scales(stage) + 4 * i,
-                            ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales, ok);
-                }
-              }
+            for (int i = lane; i < kT; i += 32) {
+              const bool ok = row0 + i < g.rows;
+              cp_async4(base + L::a_scales(stage) + 4 * i,
+                        ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales, ok);
             }
           }
-          if (kGather && warp != 0) {
-            // (the weight scales: warp 0's)
-          } else if constexpr (kMx) {
+          if constexpr (kMx) {
             const size_t rows_all = size_t(g.experts) * N;
             for (int i = lane; i < kRows; i += 32) {
               // Fused SiLU·up: tile rows [kRows/2, kRows) are the up rows.
@@ -421,7 +394,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                          : g.w_block_scales,
                       ok);
           }
-          if constexpr (!kGather) tma::arrive_on_cp_async(full);
+          tma::arrive_on_cp_async(full);
         }
         if constexpr (kGather) tma::arrive_on_cp_async(full);
         if (++stage == kStages) stage = 0, phase ^= 1;
@@ -479,7 +452,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   auto slot_fp8 = [&](int kt) {
     if constexpr (kW8A8) {
       tma::wait(base + L::full(stage), phase);
-      if constexpr (kGather) tma::fence_proxy_async();
       uint64_t da, db;
       descs(stage, da, db);
       const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
@@ -889,11 +861,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
   }
   if constexpr (L::kW8A8 && kT == 64) {
-    if (p.fuse_silu && p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true, true>(p, tiles, stream, pdl);
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
-  }
-  if constexpr (L::kW8A8 && kT <= 64) {
-    if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
   }
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
     if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
@@ -930,10 +898,9 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens, " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));
-  WD_CHECK(!p.a_rows || (!p.a_bf16 && tile_tokens <= (w8a8 ? 64 : 128) && p.a_rows_div >= 1),
-           "classical GEMM: the TMA kernel gathers token rows for BF16 weights at T <= 128 and W8A8 at T <= 64, with "
-           "a_rows_div >= 1, not ", to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens,
-           ", a_rows_div = ", p.a_rows_div);
+  WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
+           "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
+           to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

@@ -263,11 +263,9 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
 // 84.2, 1024 tokens 1425.5 -> 1377.3; level at B = 8-64). Not at T = 144
 // (4096 tokens 737 -> 779 and 2486 -> 2702: the gathered tile loses the
 // clusters' shared token tile, and L2 bounds those GEMMs) nor W8A16 (12-14 %
-// slower at T = 128, run 1). W8A8 up to T = 64 (its T = 128 tile is at
-// its register limit): the permute stage quantizes x once per token and
-// the GEMM gathers those rows (session 18).
+// slower at T = 128, run 1).
 bool ClassicalConfig::gathers_rows(WeightFormat format) const {
-  return gemm == ClassicalGemm::kTma && !bf16_activations && tile_tokens <= (format == WeightFormat::kBF16 ? 128 : 64);
+  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && tile_tokens <= 128;
 }
 
 std::vector<ClassicalConfig> ClassicalConfig::candidates() {
@@ -484,12 +482,8 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     }
     case ClassicalStage::kPermute: {
       WD_CHECK(x, "classical MoE: x is null");
-      // Gathering, the gate_up GEMM reads x itself (BF16) or, W8A8, its rows
-      // quantized once per token here (rows 0..B-1 of a).
-      const bool gather = config.gathers_rows(w.format);
-      if (gather && !w8a8) return;
-      kernels::PermuteParams p{x, gather ? nullptr : ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K,
-                               w8a8 ? 1 : 0};
+      if (config.gathers_rows(w.format)) return;  // the gate_up GEMM reads x itself
+      kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
       kernels::permute_rows(p, stream, config.pdl);
       return;
     }
@@ -502,9 +496,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
       const bool gather = up && config.gathers_rows(w.format);
       WD_CHECK(!gather || x, "classical MoE: x is null");
-      p.a = gather && !w8a8 ? static_cast<const void*>(x)
-            : up            ? static_cast<const void*>(ws.a.data())
-                            : static_cast<const void*>(ws.h.data());
+      p.a = gather ? static_cast<const void*>(x)
+            : up   ? static_cast<const void*>(ws.a.data())
+                   : static_cast<const void*>(ws.h.data());
       p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
       p.a_rows_div = K;
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
