@@ -263,7 +263,10 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
 // 84.2, 1024 tokens 1425.5 -> 1377.3; level at B = 8-64). Not at T = 144
 // (4096 tokens 737 -> 779 and 2486 -> 2702: the gathered tile loses the
 // clusters' shared token tile, and L2 bounds those GEMMs) nor W8A16 (12-14 %
-// slower at T = 128, run 1).
+// slower at T = 128, run 1), nor W8A8 (session 18 run 4: x quantized once
+// per token and gathered at T <= 64, 2-9 % slower at decode batches, 16-20 %
+// at 4096 tokens, where the gate_up GEMM lost more than the permute stage
+// saved).
 bool ClassicalConfig::gathers_rows(WeightFormat format) const {
   return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && tile_tokens <= 128;
 }
