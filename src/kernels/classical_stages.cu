@@ -292,46 +292,74 @@ __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
 }
 
 // ---- stage 4: permute (+ quantize) ------------------------------------------------------
-// One block per token, one thread per 16-byte chunk (8 values): the row is
-// read once and written to its K sorted rows; all of a row's loads are in
-// flight together (a warp per row was latency-bound: 12 µs at B = 1, run 1).
-__global__ void permute_rows_kernel(const __grid_constant__ PermuteParams p) {
-  const int b = blockIdx.x, lane = threadIdx.x % kWarpSize;
+// One thread per 16-byte chunk (8 values) of a token's row: the row is read
+// once and written to its K sorted rows; all of a row's loads are in flight
+// together (a warp per row was latency-bound: 12 µs at B = 1, run 1). A grid
+// of at most one wave of blocks walks the tokens b = blockIdx.x +
+// j·gridDim.x, the next token's first chunk and rows loaded while this one
+// is written. (A block per token ran 16-31 waves of short blocks at 4096
+// tokens: 1.6-2.1 TB/s, and 0.8-1.0 with one copy a token instead of K:
+// the blocks' starts and first loads, not the bytes, set its pace; session
+// 18 run 4.)
+__global__ void __launch_bounds__(1024) permute_rows_kernel(const __grid_constant__ PermuteParams p) {
+  const int lane = threadIdx.x % kWarpSize;
   const int H = p.hidden, K = p.top_k, chunks = H / 8;
-  const uint16_t* xr = p.x + size_t(b) * H;
+  const int c_first = threadIdx.x;
+  auto first_chunk = [&](int b) {
+    return b < p.batch && c_first < chunks ? ld_cached(p.x + size_t(b) * H + size_t(c_first) * 8)
+                                           : make_uint4(0, 0, 0, 0);
+  };
+  // Thread k < kMaxK loads row k of token b (-1: none); the block shares
+  // them through s_rows, two tokens' worth (this one's and the next one's,
+  // whose loads are in flight while this one is written).
+  auto row_of = [&](int b) {
+    const int k = threadIdx.x;
+    return b < p.batch && k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
+  };
+  __shared__ int s_rows[2][kMaxK];
   // x is the layer's input, complete before align (our predecessor) let us
   // start: the first chunk's load goes out before the wait, the rows (align's
   // output) after it.
-  const int c_first = threadIdx.x;
-  const uint4 v_first = c_first < chunks ? ld_cached(xr + size_t(c_first) * 8) : make_uint4(0, 0, 0, 0);
+  int b = blockIdx.x;
+  uint4 v_first = first_chunk(b);
   wait_for_previous_kernel();
   allow_next_kernel();
-  int rows[kMaxK];
+  if (threadIdx.x < kMaxK) s_rows[0][threadIdx.x] = row_of(b);
+  __syncthreads();
+  for (int buf = 0; b < p.batch; b += gridDim.x, buf ^= 1) {
+    const uint16_t* xr = p.x + size_t(b) * H;
+    const uint4 v_next = first_chunk(b + gridDim.x);
+    const int row_next = threadIdx.x < kMaxK ? row_of(b + gridDim.x) : -1;
+    int rows[kMaxK];
 #pragma unroll
-  for (int k = 0; k < kMaxK; ++k) rows[k] = k < K ? __ldcg(p.entry_row + size_t(b) * K + k) : -1;
-  for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {  // warp-uniform bounds
-    const int c = c0 + lane;
-    const bool ok = c < chunks;
-    const uint4 v = c == c_first ? v_first : ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
-    if (!p.quantize) {
-      if (!ok) continue;
+    for (int k = 0; k < kMaxK; ++k) rows[k] = s_rows[buf][k];
+    for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {  // warp-uniform bounds
+      const int c = c0 + lane;
+      const bool ok = c < chunks;
+      const uint4 v = c == c_first ? v_first : ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+      if (!p.quantize) {
+        if (!ok) continue;
 #pragma unroll
-      for (int k = 0; k < kMaxK; ++k)
-        if (rows[k] >= 0)
-          *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = v;
-    } else {
-      float f[8];
-      unpack_bf16x8(v, f);
-      float s;
-      const uint2 q = quantize_group_x8(f, &s);
-      if (!ok) continue;
+        for (int k = 0; k < kMaxK; ++k)
+          if (rows[k] >= 0)
+            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = v;
+      } else {
+        float f[8];
+        unpack_bf16x8(v, f);
+        float s;
+        const uint2 q = quantize_group_x8(f, &s);
+        if (!ok) continue;
 #pragma unroll
-      for (int k = 0; k < kMaxK; ++k)
-        if (rows[k] >= 0) {
-          *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = q;
-          if ((lane & 15) == 0) p.a_scales[size_t(rows[k]) * (H / kActGroup) + c / 16] = s;
-        }
+        for (int k = 0; k < kMaxK; ++k)
+          if (rows[k] >= 0) {
+            *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.a) + size_t(rows[k]) * H + size_t(c) * 8) = q;
+            if ((lane & 15) == 0) p.a_scales[size_t(rows[k]) * (H / kActGroup) + c / 16] = s;
+          }
+      }
     }
+    if (threadIdx.x < kMaxK) s_rows[buf ^ 1][threadIdx.x] = row_next;
+    v_first = v_next;
+    __syncthreads();  // s_rows[buf] read by every thread, s_rows[buf ^ 1] written
   }
 }
 
@@ -538,7 +566,9 @@ void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
-  launch_kernel(permute_rows_kernel, dim3(unsigned(p.batch)), dim3(row_threads(p.hidden)), 0, stream, pdl, p);
+  const unsigned threads = row_threads(p.hidden);
+  const long wave = resident_blocks(permute_rows_kernel, int(threads), 0);
+  launch_kernel(permute_rows_kernel, dim3(unsigned(std::min<long>(p.batch, wave))), dim3(threads), 0, stream, pdl, p);
 }
 
 void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
