@@ -46,7 +46,10 @@ struct Rounds {
 // kNarrowOnly (MXFP8, GateUpParams::scales_narrow: every code of the
 // weights is narrow): every round takes the narrow decode, without the
 // warp's vote on its codes; the same decode, so the same bits. Measured
-// (PERF_LOG session 17): −1 to −3 % on gate_up.
+// (PERF_LOG session 17): −1 to −3 % on gate_up with tiled weights. Not with
+// deep loads from the canonical layout (session 18 run 8: gate_up +1 to +5
+// %, qwen3-235b-a22b 419.8 -> 442.8 µs at B = 32, where the canonical
+// non-deep kernel gains 3-6 %): launch() keeps the vote there.
 template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false>
 __global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
@@ -244,7 +247,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
-  if constexpr (kMx8)
+  if constexpr (kMx8 && (kTiled || !kDeep))
     if (p.scales_narrow) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
   ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
