@@ -15,6 +15,7 @@
 // the device kernels and the CPU reference must agree bit for bit.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -126,6 +127,13 @@ WD_HD uint8_t float_to_e4m3(float f) {
   if (em > 0x7E) return uint8_t(sign | 0x7E);  // rounded past 448
   return uint8_t(sign | em);
 }
+
+// The FP32 scale of an E4M3 block or activation group whose largest
+// magnitude is amax (finite): amax maps to 448, and an all-zero group keeps a
+// positive scale. Every FP8 quantizer of the project (host weights, the
+// activation groups on the device and in the CPU reference) takes it from
+// here, so that the GPU and CPU codes agree bit for bit.
+WD_HD float e4m3_scale(float amax) { return fmaxf(amax, 1e-10f) / kE4M3Max; }
 
 // ---- MXFP8 scale rules ----------------------------------------------------------
 // floor(log2(|x|)) of a finite, non-zero float, from its bits (subnormals too).

@@ -100,7 +100,7 @@ void quantize_fp8_block128(const uint16_t* bf16, size_t rows, size_t cols, uint8
                                                ", column ", c));
         amax = std::max(amax, std::fabs(v));
       }
-    const float scale = std::max(amax, 1e-10f) / kE4M3Max;
+    const float scale = e4m3_scale(amax);
     scales[blk] = scale;
     for (size_t r = r0; r < r1; ++r)
       for (size_t c = c0; c < c1; ++c) q[r * cols + c] = float_to_e4m3(bf16_to_float(bf16[r * cols + c]) / scale);

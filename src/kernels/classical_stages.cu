@@ -57,7 +57,7 @@ __device__ __forceinline__ uint2 quantize_group_x8(const float (&f)[8], float* s
   for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
 #pragma unroll
   for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, o));
-  const float s = fmaxf(amax, 1e-10f) / kE4M3Max;
+  const float s = e4m3_scale(amax);
   // cvt.rn.satfinite.e4m3x2.f32: round to nearest even, saturate to ±448,
   // NaN -> 0x7F: the rounding of wd::float_to_e4m3, in one instruction a pair.
   uint32_t w[4];
@@ -520,7 +520,7 @@ __global__ void quantize_fp8_block128_kernel(const uint16_t* in, size_t rows, si
   __syncthreads();
   amax = 0.0f;
   for (int w = 0; w < int(blockDim.x / kWarpSize); ++w) amax = fmaxf(amax, s_amax[w]);
-  const float scale = fmaxf(amax, 1e-10f) / kE4M3Max;
+  const float scale = e4m3_scale(amax);
   if (threadIdx.x == 0) scales[(m * gridDim.y + br) * gridDim.x + bc] = scale;
   for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) {
     const size_t r = r0 + i / 128, c = c0 + i % 128;

@@ -725,7 +725,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         float m = 0.0f;
 #pragma unroll
         for (int w = 0; w < 8; ++w) m = fmaxf(m, s_amax[w * kT + tok]);
-        const float s = fmaxf(m, 1e-10f) / kE4M3Max;
+        const float s = e4m3_scale(m);
         s_rcp[tok] = 1.0f / s;
         if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = s;
       }

@@ -69,7 +69,7 @@ void quantize_dequantize(const float* v, size_t n, double* out) {
 float quantize_activation_group(const float* v, int n, uint8_t* q) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
-  const float s = std::max(amax, 1e-10f) / kE4M3Max;
+  const float s = e4m3_scale(amax);
   for (int i = 0; i < n; ++i) q[i] = float_to_e4m3(v[i] / s);
   return s;
 }
