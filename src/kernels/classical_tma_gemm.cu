@@ -449,16 +449,18 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
   float part[kMB][kW8A8 ? kT / 2 : 1];
-  auto slot_fp8 = [&](int kt) {
+  auto slot_fp8 = [&]() {
     if constexpr (kW8A8) {
       tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
       descs(stage, da, db);
       const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
-      // acc[mb] (first: =) part[mb] · sw · sa(token). Element 4i + j of
-      // m64 block mb: weight row 64mb + 16w4 + g8 (+8 for j >= 2) of the
+      // acc[mb] += part[mb] · sw · sa(token) (acc starts at zero: one FFMA
+      // an element; "first slot: =" made it a predicated FMUL and FFMA pair,
+      // two issue slots each, session 19 run 5). Element 4i + j of m64
+      // block mb: weight row 64mb + 16w4 + g8 (+8 for j >= 2) of the
       // consumer's rows, token 8i + 2t4 + (j & 1).
-      auto promote = [&](int mb, float s_lo, float s_hi, bool first) {
+      auto promote = [&](int mb, float s_lo, float s_hi) {
 #pragma unroll
         for (int i = 0; i < kN8; ++i) {
           const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
@@ -467,7 +469,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
             wgmma::fence_operand(part[mb][4 * i + j]);
             const float sc = (j < 2 ? s_lo : s_hi) * ((j & 1) ? s2.y : s2.x);
             float& a = acc[mb][4 * i + j];
-            a = first ? part[mb][4 * i + j] * sc : __fmaf_rn(part[mb][4 * i + j], sc, a);
+            a = __fmaf_rn(part[mb][4 * i + j], sc, a);
           }
         }
       };
@@ -488,7 +490,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb) {
           const float s = fused ? wsc[mb] : sw;
-          promote(mb, s, s, kt == 0);
+          promote(mb, s, s);
         }
       } else {
         // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
@@ -504,7 +506,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb) {
             const int r = (fused ? 64 * c + (kRows / 2) * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8;
-            promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]), kt == 0 && ks == 0);
+            promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]));
           }
         }
       }
@@ -661,7 +663,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
     } else {
-      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8(kt);
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
+      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
     }
 
     // Epilogue: straight from the registers, an m64 block v of output
