@@ -444,8 +444,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   };
 
   // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
-  // they are done. (A second set, promoted while the next slot's MMAs run,
-  // measured 3-13 % slower: session 10 run 3, docs/CLASSICAL.md.)
+  // they are done. Promotions overlapped with MMAs lost three times: a
+  // second set promoted while the next slot's MMAs run (3-13 % slower,
+  // session 10 run 3), the two consumer warpgroups taking turns to issue,
+  // and block 0 promoted while block 1's MMAs run (session 19 runs 2 and 4,
+  // +3-10 % at 2048-4096 tokens); fewer promotion instructions won (below).
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
   float part[kMB][kW8A8 ? kT / 2 : 1];
