@@ -22,6 +22,13 @@
 #     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
 #              --families (the default beside the other kernel family, scalar /
 #              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
+#     ab:    binaries side by side in one call (the way every A/B of docs/PERF_LOG.md
+#            and docs/CLASSICAL.md is measured): AB="old=PATH new=PATH ..." (warpdecode
+#            binaries; the first label is the baseline), AB_ROUNDS (default 2) rounds of
+#            `bench-moe "$@"` interleaved, then `warpdecode compare` (AB_STAGES: stages
+#            beside the layer, e.g. gate_up_gemm,down_gemm) -> $OUT/ab.md; e.g.
+#              AB="old=.gpu-bin/warpdecode_old new=.gpu-bin/warpdecode" AB_STAGES=gate_up_gemm,down_gemm \
+#                scripts/gpu_check.sh ab --preset qwen3-30b-a3b --format fp8-block128 --batch 1024,4096 --no-warp --stages
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
 #   mode, within ACCURACY_TIMEOUT seconds (default 300); ACCURACY=0 skips it
 #   in full mode. CLASSICAL_BENCH=0 skips the side-by-side bench in full mode.
@@ -125,6 +132,21 @@ else
   [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
     ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
   note "binaries      built here in $(( $(date +%s) - t0 )) s"
+fi
+
+if [ "$MODE" = ab ]; then
+  [ -n "${AB:-}" ] || { echo "ab: set AB=\"label=binary ...\" (the first label is the baseline)"; exit 1; }
+  inputs=()
+  for r in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for lb in $AB; do
+      label=${lb%%=*} exe=${lb#*=}
+      timeout "${AB_TIMEOUT:-180}" "$exe" bench-moe "$@" --json "$LOG/ab-$label-$r.json" >"$LOG/ab-$label-$r.log" 2>&1
+      note "ab            $label round $r rc=$?"
+      inputs+=("$label=$LOG/ab-$label-$r.json")
+    done
+  done
+  "$BIN/warpdecode" compare ${AB_STAGES:+--stages "$AB_STAGES"} "${inputs[@]}" | tee "$OUT/ab.md"
+  finish
 fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"

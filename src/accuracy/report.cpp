@@ -303,16 +303,6 @@ int run_program(const std::string& exe, const std::vector<std::string>& args, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in.good()) throw FormatError(detail::concat("report: cannot read '", path, "'"));
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw FormatError(detail::concat("report: '", path, "' is not valid JSON: ", e.what()));
-  }
-}
-
 void write_file(const std::filesystem::path& p, const std::string& s) {
   std::ofstream out(p);
   out << s;
@@ -325,6 +315,16 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 }  // namespace
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw FormatError(detail::concat("cannot read '", path, "'"));
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw FormatError(detail::concat("'", path, "' is not valid JSON: ", e.what()));
+  }
+}
 
 Result render(const Options& opt) {
   namespace fs = std::filesystem;

@@ -63,6 +63,9 @@ struct Result {
 // JSON and wd::Error if the directory cannot be written.
 Result render(const Options& opt);
 
+// A JSON file. Throws wd::FormatError when it cannot be read or parsed.
+nlohmann::json read_json(const std::string& path);
+
 // The executable gnuplot would run as (PATH search), or empty if none.
 std::string find_program(const std::string& name);
 

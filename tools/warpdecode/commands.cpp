@@ -12,6 +12,7 @@ void add_all(CLI::App& app) {
   add_inspect(app);
   add_accuracy(app);
   add_report(app);
+  add_compare(app);
 #ifdef WD_HAVE_TOKENIZER
   add_tokenize(app);
 #endif

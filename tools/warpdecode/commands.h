@@ -16,6 +16,7 @@ void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);  // builds with the tokenizer (PCRE2 + utf8proc) only
 void add_accuracy(CLI::App& app);  // every build: GPU kernels where a device is, CPU models otherwise
 void add_report(CLI::App& app);
+void add_compare(CLI::App& app);
 
 // Every subcommand this build has (only those that work).
 void add_all(CLI::App& app);

@@ -1,0 +1,151 @@
+// See accuracy/compare.h.
+#include "accuracy/compare.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "warpdecode/error.h"
+
+namespace wd::report {
+namespace {
+
+using nlohmann::json;
+
+using Key = std::tuple<std::string, std::string, long, std::string, std::string>;  // preset, format, B, path, config
+
+std::string str(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+Key key_of(const json& r) {
+  return {str(r, "preset"), str(r, "format"), r.contains("batch") && r["batch"].is_number() ? r["batch"].get<long>() : 0,
+          str(r, "path"), str(r, "config")};
+}
+
+// The record's figures: "" is the layer (us_median), a stage name its stage.
+std::optional<double> figure(const json& r, const std::string& stage) {
+  if (stage.empty()) {
+    if (r.contains("us_median") && r["us_median"].is_number()) return r["us_median"].get<double>();
+    return std::nullopt;
+  }
+  if (!r.contains("stages") || !r["stages"].is_array()) return std::nullopt;
+  for (const json& s : r["stages"])
+    if (str(s, "name") == stage && s.contains("us_median") && s["us_median"].is_number())
+      return s["us_median"].get<double>();
+  return std::nullopt;
+}
+
+std::string num(const char* f, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct LabelInfo {
+  int rounds = 0;
+  std::vector<std::string> commits;
+  double read_min = 0, read_max = 0;
+  bool has_read = false;
+};
+
+}  // namespace
+
+std::pair<std::string, std::string> parse_labelled_file(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  WD_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), "compare: '", arg,
+           "' is not LABEL=FILE (e.g. old=r1/old.json)");
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+std::string compare_table(const std::vector<CompareInput>& inputs, const CompareOptions& opt) {
+  WD_CHECK(!inputs.empty(), "compare: no inputs");
+  std::vector<std::string> labels;  // in order of first appearance; labels[0] is the baseline
+  std::map<std::string, LabelInfo> info;
+  std::vector<Key> keys;            // in order of first appearance
+  std::map<Key, std::map<std::string, std::map<std::string, double>>> best;  // key -> label -> figure -> min
+  std::vector<std::string> figures{""};
+  figures.insert(figures.end(), opt.stages.begin(), opt.stages.end());
+
+  for (const CompareInput& in : inputs) {
+    if (std::find(labels.begin(), labels.end(), in.label) == labels.end()) labels.push_back(in.label);
+    LabelInfo& li = info[in.label];
+    ++li.rounds;
+    const json& h = in.doc.contains("header") ? in.doc["header"] : json::object();
+    const std::string commit = str(h, "commit");
+    if (!commit.empty() && std::find(li.commits.begin(), li.commits.end(), commit) == li.commits.end())
+      li.commits.push_back(commit);
+    if (h.contains("read_tbps") && h["read_tbps"].is_number()) {
+      const double r = h["read_tbps"].get<double>();
+      li.read_min = li.has_read ? std::min(li.read_min, r) : r;
+      li.read_max = li.has_read ? std::max(li.read_max, r) : r;
+      li.has_read = true;
+    }
+    if (!in.doc.contains("records") || !in.doc["records"].is_array()) continue;
+    for (const json& r : in.doc["records"]) {
+      const Key k = key_of(r);
+      auto& per_label = best[k];
+      if (per_label.empty()) keys.push_back(k);
+      for (const std::string& f : figures) {
+        const std::optional<double> v = figure(r, f);
+        if (!v) continue;
+        auto& slot = per_label[in.label];
+        const auto it = slot.find(f);
+        slot[f] = it == slot.end() ? *v : std::min(it->second, *v);
+      }
+    }
+  }
+  WD_CHECK(!keys.empty(), "compare: the inputs have no records");
+
+  std::string md;
+  for (const std::string& l : labels) {
+    const LabelInfo& li = info[l];
+    md += "- " + l + (l == labels[0] ? " (baseline)" : "") + ": " + std::to_string(li.rounds) +
+          (li.rounds == 1 ? " round" : " rounds");
+    if (!li.commits.empty()) {
+      md += ", commit";
+      for (const std::string& c : li.commits) md += " " + c;
+    }
+    if (li.has_read)
+      md += li.read_min == li.read_max ? ", read " + num("%.3f", li.read_min) + " TB/s"
+                                       : ", read " + num("%.3f", li.read_min) + "-" + num("%.3f", li.read_max) + " TB/s";
+    md += "\n";
+  }
+  md += "\nµs, min over rounds of the median; change against " + labels[0] + ".\n\n";
+  md += "| preset | format | B | path | config |";
+  std::string rule = "|---|---|--:|---|---|";
+  for (const std::string& f : figures) {
+    const std::string name = f.empty() ? "layer" : f;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      md += " " + name + " " + labels[i] + " |";
+      rule += "--:|";
+      if (i > 0) {
+        md += " Δ |";
+        rule += "--:|";
+      }
+    }
+  }
+  md += "\n" + rule + "\n";
+  for (const Key& k : keys) {
+    md += "| " + std::get<0>(k) + " | " + std::get<1>(k) + " | " + std::to_string(std::get<2>(k)) + " | " +
+          std::get<3>(k) + " | " + std::get<4>(k) + " |";
+    const auto& per_label = best[k];
+    for (const std::string& f : figures) {
+      std::optional<double> base;
+      for (size_t i = 0; i < labels.size(); ++i) {
+        std::optional<double> v;
+        if (const auto it = per_label.find(labels[i]); it != per_label.end())
+          if (const auto jt = it->second.find(f); jt != it->second.end()) v = jt->second;
+        if (i == 0) base = v;
+        md += " " + (v ? num("%.1f", *v) : std::string("-")) + " |";
+        if (i > 0) md += " " + (v && base && *base > 0 ? num("%+.1f %%", 100.0 * (*v / *base - 1.0)) : std::string("-")) + " |";
+      }
+    }
+    md += "\n";
+  }
+  return md;
+}
+
+}  // namespace wd::report
