@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: build (or take binaries built elsewhere
-# for sm_90a from .gpu-bin/: scripts/prebuild_gpu_bin.sh, then carry ".gpu-bin"),
+# for sm_90a from .gpu-bin/, xz-compressed: scripts/prebuild_gpu_bin.sh, then
+# carry ".gpu-bin"),
 # run every GPU test, the compute-sanitizer passes and the benchmarks, and
 # print a short table last.
 #
@@ -27,6 +28,7 @@
 #            binaries; the first label is the baseline), AB_ROUNDS (default 2) rounds of
 #            `bench-moe "$@"` interleaved, then `warpdecode compare` (AB_STAGES: stages
 #            beside the layer, e.g. gate_up_gemm,down_gemm) -> $OUT/ab.md; e.g.
+#              (here: scripts/prebuild_gpu_bin.sh, then scripts/prebuild_gpu_bin.sh --rev OLD --as old)
 #              AB="old=.gpu-bin/warpdecode_old new=.gpu-bin/warpdecode" AB_STAGES=gate_up_gemm,down_gemm \
 #                scripts/gpu_check.sh ab --preset qwen3-30b-a3b --format fp8-block128 --batch 1024,4096 --no-warp --stages
 #   ACCURACY=1 runs the accuracy study (one layer + full-depth drift) in any
@@ -100,6 +102,17 @@ finish() {
   exit 0
 }
 
+# Prebuilt binaries travel xz-compressed (scripts/prebuild_gpu_bin.sh):
+# unpack each one that is not unpacked yet (xz, or Python's lzma where the
+# machine has no xz).
+for packed in .gpu-bin/*.xz; do
+  [ -e "$packed" ] || continue
+  exe=${packed%.xz}
+  [ -x "$exe" ] && [ "$exe" -nt "$packed" ] && continue
+  if command -v xz >/dev/null; then xz -dc "$packed" > "$exe"
+  else python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$packed" "$exe"; fi
+  chmod +x "$exe"
+done
 prebuilt_ok() {
   [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; }
   .gpu-bin/warpdecode --version 2>&1 || { echo "prebuilt warpdecode does not run here"; return 1; }

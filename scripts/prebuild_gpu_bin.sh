@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
-# Builds the GPU machine's binaries here, for sm_90a, into .gpu-bin/, which
-# scripts/gpu_check.sh runs instead of building there (carry ".gpu-bin" and
-# ".git-commit" with the device tool). CUDA runtime and GoogleTest are linked
-# statically by default; PCRE2 and utf8proc, which the GPU machine lacks, are
-# linked statically here (WD_STATIC_TEXT_LIBS).
+# Builds the GPU machine's binaries here, for sm_90a, into .gpu-bin/ as
+# xz-compressed files (about 20 MB in all: the device tool carries at most 64
+# MiB), which scripts/gpu_check.sh unpacks and runs instead of building there
+# (carry ".gpu-bin" and ".git-commit" with the device tool). CUDA runtime and
+# GoogleTest are linked statically by default; PCRE2 and utf8proc, which the
+# GPU machine lacks, are linked statically here (WD_STATIC_TEXT_LIBS).
+#
+#   scripts/prebuild_gpu_bin.sh                  this tree's binaries (replaces .gpu-bin/)
+#   scripts/prebuild_gpu_bin.sh --rev REV --as L  adds REV's warpdecode as .gpu-bin/warpdecode_L,
+#                                                 built in a temporary worktree: the other side of
+#                                                 an A/B (gpu_check.sh ab, AB="L=.gpu-bin/warpdecode_L ...")
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rev="" label=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rev) rev=$2; shift 2 ;;
+    --as) label=$2; shift 2 ;;
+    *) echo "prebuild_gpu_bin.sh: unknown argument '$1' (--rev REV --as LABEL, or none)"; exit 2 ;;
+  esac
+done
+configure() {  # source dir, build dir, commit
+  cmake -S "$1" -B "$2" -G Ninja -DWD_CUDA_ARCHS=90a -DWD_STATIC_TEXT_LIBS=ON -DWD_BUILD_COMMIT="$3" >/dev/null
+}
+if [ -n "$rev$label" ]; then
+  [ -n "$rev" ] && [ -n "$label" ] || { echo "prebuild_gpu_bin.sh: --rev and --as go together"; exit 2; }
+  commit=$(git rev-parse --short=12 "$rev^{commit}")
+  tree=$(mktemp -d /tmp/wd-prebuild-XXXXXX)
+  trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true; rm -rf "$tree"' EXIT
+  git worktree add --detach "$tree" "$commit" >/dev/null
+  configure "$tree" "$tree/build-gpubin" "$commit"
+  cmake --build "$tree/build-gpubin" --target warpdecode_cli
+  mkdir -p .gpu-bin
+  xz -T0 -6 -c "$tree/build-gpubin/tools/warpdecode" > ".gpu-bin/warpdecode_$label.xz"
+  rm -f ".gpu-bin/warpdecode_$label"
+  du -sh ".gpu-bin/warpdecode_$label.xz"
+  exit 0
+fi
 git describe --always --dirty --abbrev=12 > .git-commit
-cmake -S . -B build-gpubin -G Ninja -DWD_CUDA_ARCHS=90a -DWD_STATIC_TEXT_LIBS=ON \
-  -DWD_BUILD_COMMIT="$(head -1 .git-commit)" >/dev/null
+configure . build-gpubin "$(head -1 .git-commit)"
 targets=(warpdecode_cli warpdecode_gpu_tests warpdecode_classical_gpu_tests warpdecode_accuracy_gpu_tests decode_rate access_pattern)
 cmake --build build-gpubin --target "${targets[@]}"
 rm -rf .gpu-bin && mkdir -p .gpu-bin
-cp build-gpubin/tools/warpdecode build-gpubin/tests/warpdecode_gpu_tests \
+for f in build-gpubin/tools/warpdecode build-gpubin/tests/warpdecode_gpu_tests \
   build-gpubin/tests/classical/warpdecode_classical_gpu_tests \
   build-gpubin/tests/accuracy/warpdecode_accuracy_gpu_tests build-gpubin/bench/decode_rate \
-  build-gpubin/bench/access_pattern .gpu-bin/
+  build-gpubin/bench/access_pattern; do
+  xz -T0 -6 -c "$f" > ".gpu-bin/$(basename "$f").xz" &
+done
+wait
 du -sh .gpu-bin
