@@ -86,8 +86,9 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
     if (!in.doc.contains("records") || !in.doc["records"].is_array()) continue;
     for (const json& r : in.doc["records"]) {
       const Key k = key_of(r);
-      auto& per_label = best[k];
-      if (per_label.empty()) keys.push_back(k);
+      const auto [at, fresh] = best.try_emplace(k);
+      if (fresh) keys.push_back(k);
+      auto& per_label = at->second;
       for (const std::string& f : figures) {
         const std::optional<double> v = figure(r, f);
         if (!v) continue;

@@ -68,6 +68,16 @@ TEST(Compare, WhatALabelLacksIsADash) {
   EXPECT_EQ(row(md, 8), "| qwen3-30b-a3b | fp8-block128 | 8 | classical | cl/t8/tma/pdl | - | 75.1 | - | - | - | - |") << md;
 }
 
+// A key whose first record has no figure is still one row.
+TEST(Compare, OneRowAKey) {
+  json a = doc("aaa", 4.5, 100.0, 50.0);
+  a["records"][0].erase("us_median");
+  a["records"][0].erase("stages");
+  const std::string md = compare_table({{"old", a}, {"old", doc("aaa", 4.5, 100.0, 50.0)}}, {});
+  EXPECT_EQ(row(md, 4096), "| qwen3-30b-a3b | fp8-block128 | 4096 | classical | cl/t64/tma/silu/pdl | 100.0 |") << md;
+  EXPECT_EQ(md.find(row(md, 4096)), md.rfind(row(md, 4096))) << md;
+}
+
 TEST(Compare, RefusesWhatItCannotRead) {
   EXPECT_THROW(parse_labelled_file("old.json"), InvalidArgument);
   EXPECT_THROW(parse_labelled_file("=old.json"), InvalidArgument);
