@@ -50,8 +50,18 @@ struct Rounds {
 // deep loads from the canonical layout (session 18 run 8: gate_up +1 to +5
 // %, qwen3-235b-a22b 419.8 -> 442.8 µs at B = 32, where the canonical
 // non-deep kernel gains 3-6 %): launch() keeps the vote there.
-template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false>
-__global__ void __launch_bounds__(kThreads, Rounds<kMx8, kDeep>::kMinBlocks)
+// kMinBlocks 5 (MXFP8 narrow-only on tiled weights without deep loads: 96
+// registers instead of 99, no spills; 20 warps an SM instead of 16): where
+// the grid is at least 4 waves of 4 blocks an SM. Measured (session 20 runs
+// 1-2, tiled-only, gate_up): −1.7 / −3.1..−3.9 / −5.2 % at B = 8 / 32 / 64
+// on qwen3-30b-a3b (3072 blocks and more), −1.4 to −2.1 % at B = 4-32 on
+// qwen3-235b-a22b; below 4 waves +5.1 % (B = 1, 384 blocks), +1.9 / +0.9 %
+// (30b B = 2 / 4, 768 / 1536 blocks), +3.7 % (235b B = 2): ptxas's schedule
+// under the lower register cap is slower per warp, which only many waves
+// repay. From the canonical layout it lost (30b B = 32 +9.6 %): not there.
+// (kMinBlocks 0: Rounds' count.)
+template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMinBlocks = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks : Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
   constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
@@ -248,7 +258,12 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const size_t smem = size_t(entries) * sizeof(int32_t);
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
   if constexpr (kMx8 && (kTiled || !kDeep))
-    if (p.scales_narrow) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
+    if (p.scales_narrow) {
+      k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
+      if constexpr (kTiled && !kDeep)
+        if (long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
+          k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 5>;
+    }
   ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
   WD_CUDA_CHECK_LAUNCH();
