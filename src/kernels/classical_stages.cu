@@ -161,9 +161,10 @@ __device__ __forceinline__ void align_place(const AlignParams& p, int begin, int
 // and the padding rows' -1. Called by every thread of a block.
 __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, bool publish) {
   const int E = p.experts, T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
+  const int R = p.pair_blocks ? 2 * T : T;  // the padding unit
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     if (publish) p.counts[e] = s_off[e];
-    s_off[e] = (s_off[e] + T - 1) / T * T;
+    s_off[e] = (s_off[e] + R - 1) / R * R;
   }
   __syncthreads();
   if (threadIdx.x < kWarpSize) {

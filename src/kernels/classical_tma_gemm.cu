@@ -55,6 +55,23 @@
 // 1.5-5 % faster layers (launch_tma); ncu still shows the gate_up GEMM at
 // 91 % of L2 throughput, so the token tile was not the whole L2 load.
 //
+// Weight-sharing clusters (kShareW: BF16 at T = 144, GroupedGemmParams::
+// share_weights): align pads each expert to an even number of token tiles
+// (AlignParams::pair_blocks), and the two blocks of a cluster take one
+// expert's two token tiles against the same weight tile, each loading half
+// of it and multicasting it into both, and its own token tile. Why: at 4096
+// tokens the T = 144 GEMMs were L2-bound (ncu, session 19 run 5: L2
+// throughput 89-91 %, most of it the weight tile re-read by every token
+// tile of its expert). Measured (session 20 runs 1-2, layer µs): 4096
+// tokens qwen3-30b-a3b 722.0 -> 691.3 (gate_up 407.2 -> 378.5, down 231.9
+// -> 221.9), qwen3-235b-a22b 2487.7 -> 2328.6; at 2048 tokens, where most
+// experts have one tile and pairing doubles it, 475.3 -> 737.1
+// (ClassicalConfig::for_batch takes them only where pairing pads at most 5 %
+// more rows). Gathering each block's token rows from x instead (run 2) saved
+// the permute stage (43 µs) but made gate_up 36 % slower (378.5 -> 514.5
+// µs; not profiled: likely the 1152 16-byte cp.async a slot the producer
+// warpgroup issues where one TMA box does it).
+//
 // Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights,
 // T <= 128): the token tile comes straight from the tokens' matrix x, not
 // from the permute stage's sorted copy. The whole producer warpgroup copies
@@ -210,7 +227,7 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -219,6 +236,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
   static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
+  static_assert(!kShareW || (kCluster == 2 && kT == 144 && !kGather),
+                "weight-sharing clusters: BF16 at T = 144, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
   static_assert(!kSiluQuant || (L::kW8A8 && kT == 64 && kCluster == 1 && !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 (256-row tiles: 128 neurons, one group)");
@@ -265,7 +284,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
-  auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + t / ntn) : 0; };
+  // Tile t's expert block (token tile) and weight tile: t = block · ntn +
+  // weight tile; with kShareW, t = (block pair · ntn + weight tile) · 2 +
+  // member, the two members (t and t + 1: the two blocks of a cluster, the
+  // grid being even) the pair's two blocks, one expert's (align pairs them).
+  auto tile_block = [&](int t) { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; };
+  auto tile_n = [&](int t) { return kShareW ? (t >> 1) % ntn : t % ntn; };
+  auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + tile_block(t)) : 0; };
   // SiLU·up fused (BF16, W8A16; W8A8 with kSiluQuant): a tile is kRows / 2
   // neurons, its gate rows then its up rows; weight tile nt starts at row
   // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
@@ -282,21 +307,29 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     if constexpr (!kGather) {
       if (warp != 0) return;
     }
+    const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
     // Lane 0: slot s expects the weight tile and the whole token tile (or,
     // gathering, the weight tile alone), and the weight tile (rows wrow.., K
-    // block kt) is issued.
+    // block kt) is issued; with kShareW this block's half of it (fused: the
+    // gate rows or the up rows; else rows [rank, rank + 1) · kRows / 2), into
+    // both blocks of the cluster, whose other block sends the other half.
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
-      tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
-      if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
+      if constexpr (kShareW) {
+        const int grow = wrow + int(rank) * (fused ? N / 2 : kRows / 2);
+        tma::load_2d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, grow, full,
+                               0x3);
+      } else {
+        tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
+        if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
+      }
     };
-    // Lane 0: the token tile of slot s (with a cluster, this block's half,
-    // into both blocks).
-    const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
+    // Lane 0: the token tile of slot s (with a cluster sharing it, this
+    // block's half, into both blocks).
     auto load_a = [&](int s, int kt, int row0) {
       const uint32_t full = base + L::full(s);
-      if constexpr (kCluster == 1) {
+      if constexpr (kCluster == 1 || kShareW) {
 #pragma unroll
         for (int h = 0; h < L::kAHalves; ++h)
           tma::load_2d(base + L::a(s) + h * kT * kRowBytes, &p.a_map, kt * kStageK + h * (kStageK / L::kAHalves), row0,
@@ -314,7 +347,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
       if constexpr (kGather) break;  // the wait is behind us
-      if (lane == 0) load_w(early, kt, tile_expert(t) * N + (t % ntn) * tile_rows);
+      if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
@@ -341,7 +374,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int row0 = (t / ntn) * kT, n0 = (t % ntn) * tile_rows;
+      const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
       if constexpr (kGather) {
         // The tile's tokens into the table, between two barriers of the
@@ -678,7 +711,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // g8 ^ 1 swap one value so that each holds two adjacent weight rows
     // (output columns) of one token: the even lane token 8i + 2t4, the odd
     // one the next token.
-    const int row0 = (t / ntn) * kT, odd = g8 & 1;
+    const int row0 = tile_block(t) * kT, odd = g8 & 1;
     auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
 #pragma unroll
       for (int i = 0; i < kN8; ++i)
@@ -717,7 +750,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // every read of this one's scales).
       float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [8 warps][kT]
       float* s_rcp = s_amax + 8 * kT;                                                         // [kT]: 1 / s
-      const int n0 = (t % ntn) * tile_rows;
+      const int n0 = tile_n(t) * tile_rows;
 #pragma unroll
       for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu_fast(acc[0][i]) * acc[1][i];
 #pragma unroll
@@ -763,7 +796,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // BF16 a store: the neuron's h of two tokens are two rows apart.
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb) {
-        const int n = (t % ntn) * (kRows / 2) + row_of(mb);
+        const int n = tile_n(t) * (kRows / 2) + row_of(mb);
 #pragma unroll
         for (int i = 0; i < kN8; ++i)
 #pragma unroll
@@ -775,15 +808,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           }
       }
     } else if (fused) {
-      // h = silu(gate) · up of neurons (t % ntn)·128 + 64c.. from the FP32
+      // h = silu(gate) · up of neurons tile_n(t)·128 + 64c.. from the FP32
       // accumulators: element x of both blocks is one neuron and token.
 #pragma unroll
       for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu(acc[0][i]) * acc[kMB - 1][i];
-      store(acc[0], (t % ntn) * (kRows / 2) + 64 * c, N / 2);
+      store(acc[0], tile_n(t) * (kRows / 2) + 64 * c, N / 2);
     } else {
       // m64 block q = c · kMB + mb: output columns 64q.. of the tile.
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], (t % ntn) * kRows + 64 * (c * kMB + mb), N);
+      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], tile_n(t) * kRows + 64 * (c * kMB + mb), N);
     }
   }
   // No block exits while the other may still arrive on its barriers.
@@ -837,15 +870,19 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 namespace {
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false,
+          bool kShareW = false>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW>;
   Params tp{};
   tp.g = p;
+  // Weight boxes of half a tile where the tile is two loads (fused: gate
+  // and up rows; kShareW: one half from each block of the cluster).
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
-                      p.fuse_silu ? L::kRows / 2 : L::kRows);
-  if constexpr (!kGather) tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kT / kCluster);
+                      p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows);
+  if constexpr (!kGather)
+    tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kShareW ? kT : kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
@@ -871,6 +908,10 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   }
   if constexpr (L::kW8A8 && kT == 64) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
+  }
+  if constexpr (F == WeightFormat::kBF16 && kT == 144) {
+    // Pairs of blocks (align's pair_blocks): an even grid of whole pairs.
+    if (p.share_weights) return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
   }
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
     if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
@@ -910,6 +951,9 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
            "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
            to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
+  WD_CHECK(!p.share_weights || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens == 144 && !p.a_rows),
+           "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144, rows "
+           "permuted (not gathered), not ", to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

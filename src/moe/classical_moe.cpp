@@ -187,6 +187,14 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     if (bf16 && c.tile_tokens == 128) {
       const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
       if (expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128)) c.tile_tokens = 144;
+      // Weight-sharing clusters (an expert's two token tiles against one
+      // weight tile) where pairing the tiles pads at most 5 % more rows:
+      // about two tiles an expert (4096 tokens on E = 128, K = 8). Session 20
+      // runs 1-2: qwen3-30b-a3b 722.0 -> 691.3 µs at 4096 tokens,
+      // qwen3-235b-a22b 2487.7 -> 2328.6; at 2048 tokens (one tile an
+      // expert, which pairing doubles) 475.3 -> 737.1.
+      c.share_weights = c.tile_tokens == 144 &&
+                        expected_padded_rows(m, sd, 2 * 144) <= 1.05 * expected_padded_rows(m, sd, 144);
     }
     c.gemm = ClassicalGemm::kTma;
     // BF16: SiLU·up in the gate_up GEMM's epilogue where I % 128 == 0
@@ -245,6 +253,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
+  if (share_weights && (gemm != ClassicalGemm::kTma || tile_tokens != 144)) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -285,13 +294,15 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
       for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
+    for (bool fuse : {false, true}) v.push_back(ClassicalConfig{144, ClassicalGemm::kTma, pdl, fuse, false, true});
   }
   return v;
 }
 
 std::string ClassicalConfig::label() const {
   return "t" + std::to_string(tile_tokens) + (gemm == ClassicalGemm::kMmaSync ? "" : std::string("/") + to_string(gemm)) +
-         (bf16_activations ? "/a16" : "") + (fuse_silu ? "/silu" : "") + (pdl ? "/pdl" : "");
+         (bf16_activations ? "/a16" : "") + (fuse_silu ? "/silu" : "") + (share_weights ? "/wmc" : "") +
+         (pdl ? "/pdl" : "");
 }
 
 const char* to_string(ClassicalGemm g) {
@@ -322,11 +333,12 @@ const char* to_string(ClassicalStage s) {
 // ---- ClassicalMoe ------------------------------------------------------------------------
 namespace {
 
-// Upper bound of the blocks of T rows for `entries` entries over E experts:
-// Σ_e ceil(c_e / T) <= (entries + nonzero·(T-1)) / T, nonzero <= min(E, entries).
-int max_blocks_for(int entries, int experts, int T) {
-  const long nz = std::min(experts, entries);
-  return int((long(entries) + nz * (T - 1)) / T);
+// Upper bound of the blocks of T rows for `entries` entries over E experts,
+// each expert padded to a multiple of R = T (or 2T, paired):
+// Σ_e ceil(c_e / R)·R / T <= (entries + nonzero·(R-1)) / T, nonzero <= min(E, entries).
+int max_blocks_for(int entries, int experts, int T, bool paired = false) {
+  const long nz = std::min(experts, entries), R = paired ? 2L * T : T;
+  return int((long(entries) + nz * (R - 1)) / T);
 }
 }  // namespace
 
@@ -356,7 +368,7 @@ ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
   const size_t E = shape.experts, K = shape.top_k, H = shape.hidden, I = shape.intermediate;
   const int entries = max_batch * shape.top_k;
   size_t rows = 0;  // the most rows any token tile pads the entries to
-  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T)) * T);
+  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T, T == 144)) * T);
   Workspace& w = *ws_;
   w.max_rows = int(rows);
   w.logits = DeviceBuffer<float>(size_t(max_batch) * E);
@@ -452,7 +464,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            to_string(w.format), ", H = ", H, ", I = ", I);
   const bool w8a8 = w.format != WeightFormat::kBF16 && !config.bf16_activations;
   const int entries = B * K;
-  const int max_blocks = max_blocks_for(entries, E, T);
+  const int max_blocks = max_blocks_for(entries, E, T, config.share_weights);
   Workspace& ws = *ws_;
   WD_CHECK(size_t(max_blocks) * T <= size_t(ws.max_rows), "classical MoE: workspace too small");
 
@@ -482,7 +494,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       WD_CHECK(r.ids && r.top_k == K, "classical MoE: routing ids missing or K = ", r.top_k, " != ", K);
       kernels::AlignParams p{r.ids,       entries,          E, T, ws.counts.data(), ws.offsets.data(),
                              ws.sorted_entries.data(), ws.block_expert.data(), ws.entry_row.data(),
-                             ws.meta.data(), ws.chunk_counts.data()};
+                             ws.meta.data(), ws.chunk_counts.data(), config.share_weights ? 1 : 0};
       kernels::moe_align(p, stream, config.pdl);
       return;
     }
@@ -520,6 +532,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.k = up ? H : I;
       p.max_blocks = max_blocks;
       p.experts = E;
+      p.share_weights = config.share_weights ? 1 : 0;
       kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream, config.pdl);
       return;
     }

@@ -174,12 +174,14 @@ struct Expected {
   std::vector<int32_t> counts, offsets, sorted, block_expert, entry_row;
   int rows = 0;
 };
-Expected expected_align(const std::vector<int32_t>& ids, int E, int T) {
+// Paired (ClassicalConfig::share_weights): each expert padded to 2T rows, blocks still of T.
+Expected expected_align(const std::vector<int32_t>& ids, int E, int T, bool paired = false) {
   Expected x;
   x.counts.assign(E, 0);
   for (int32_t e : ids) ++x.counts[e];
   x.offsets.assign(E + 1, 0);
-  for (int e = 0; e < E; ++e) x.offsets[e + 1] = x.offsets[e] + (x.counts[e] + T - 1) / T * T;
+  const int R = paired ? 2 * T : T;
+  for (int e = 0; e < E; ++e) x.offsets[e + 1] = x.offsets[e] + (x.counts[e] + R - 1) / R * R;
   x.rows = x.offsets[E];
   x.sorted.assign(x.rows, -1);
   x.entry_row.assign(ids.size(), -1);
@@ -258,7 +260,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
 
   // 3: align.
   stage(ClassicalStage::kAlign);
-  const Expected ex = expected_align(r.ids, E, T);
+  const Expected ex = expected_align(r.ids, E, T, cfg.share_weights);
   const auto meta = download(ws.meta, 2);
   ASSERT_EQ(meta[1], ex.rows) << what;
   ASSERT_EQ(meta[0], ex.rows / T) << what;
@@ -540,8 +542,9 @@ TEST(Classical, EveryTileConfiguration) {
 // clusters of two that share a BF16 token tile (T = 64, 128, 144 where an
 // expert block has an even number of weight tiles: both GEMMs of H = 512,
 // I = 256 and of the real shape; the awkward shape's odd counts run
-// without), SiLU·up fused into the gate_up GEMM (BF16, I % 128 == 0), and
-// W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not.
+// without), the clusters of two that share a BF16 weight tile between an
+// expert's two token tiles (T = 144, /wmc), SiLU·up fused into the gate_up
+// GEMM (BF16, I % 128 == 0), and W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not.
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -549,38 +552,42 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   const MoeShape awkward = make_shape(160, 96, 20, 6);
   if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
     GTEST_SKIP() << "no sm_90a device";
-  for (int t : {8, 16, 32, 64, 128, 144}) {
-    const ClassicalConfig tma{t, ClassicalGemm::kTma, true};
-    const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
-    ClassicalMoe moe(awkward, 1024);
-    for (int B : {5, 300, 1024})
-      check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
-  }
+  for (int t : {8, 16, 32, 64, 128, 144})
+    for (bool share : {false, true}) {
+      const ClassicalConfig tma{t, ClassicalGemm::kTma, true, false, false, share};
+      if (!tma.supports(awkward, WeightFormat::kBF16)) continue;
+      const Layer layer = Layer::make(awkward, WeightFormat::kBF16, fresh_seed());
+      ClassicalMoe moe(awkward, 1024);
+      for (int B : {5, 300, 1024})
+        check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
+    }
   const MoeShape paired = make_shape(512, 256, 20, 6);
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
     for (int t : {64, 128, 144})
       for (bool silu : {false, true})
-        for (bool a16 : {false, true}) {
-          const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
-          if (!tma.supports(paired, f)) continue;
-          for (int B : {5, 1024})
-            check_path(moe, layer, B, fresh_seed(),
-                       std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-        }
+        for (bool a16 : {false, true})
+          for (bool share : {false, true}) {
+            const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, share};
+            if (!tma.supports(paired, f)) continue;
+            for (int B : {5, 1024})
+              check_path(moe, layer, B, fresh_seed(),
+                         std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+          }
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
     for (int t : {8, 64, 128, 144})
       for (bool silu : {false, true})
-        for (bool a16 : {false, true}) {
-          const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16};
-          if (!tma.supports(real, f)) continue;
-          check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(),
-                     &tma);
-        }
+        for (bool a16 : {false, true})
+          for (bool share : {false, true}) {
+            const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, share};
+            if (!tma.supports(real, f)) continue;
+            check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(),
+                       &tma);
+          }
   }
 }
 

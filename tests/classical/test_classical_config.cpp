@@ -26,7 +26,9 @@ MoeShape shape_of(int hidden, int intermediate) {
 // On an sm_90a device: the TMA tile at every batch, T the smallest power of
 // two >= 2m (>= m from m = 32 for W8A8), except BF16 experts of up to 2^21
 // weights a projection, which keep the stream tile for 1/8 < m <= 2, and
-// BF16 T = 144 where it pads fewer rows than 128 (m = 128 and 256, not 192).
+// BF16 T = 144 where it pads fewer rows than 128 (m = 128 and 256, not 192),
+// with weight-sharing clusters where pairs of its tiles pad at most 5 % more
+// (m = 256).
 TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   const MoeShape small = preset_shape("qwen3-30b-a3b"), big = preset_shape("qwen3-235b-a22b");  // m = B / 16
   const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
@@ -38,9 +40,10 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
                             {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/pdl"},
                             {64, "t8/tma/silu/pdl"},   {65, "t16/tma/silu/pdl"},   {128, "t16/tma/silu/pdl"},
                             {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t128/tma/silu/pdl"},
-                            {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
+                            {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/wmc/pdl"}};
   const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
-                          {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/pdl"}};
+                          {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {2048, "t144/tma/silu/pdl"},
+                          {4096, "t144/tma/silu/wmc/pdl"}};
   // W8A8 fuses SiLU·up and its quantization at T = 64 (256-row tiles).
   const Table w8a8 = {{1, "t8/tma/pdl"},         {2, "t8/tma/pdl"},         {64, "t8/tma/pdl"},
                       {128, "t16/tma/pdl"},      {256, "t32/tma/pdl"},      {512, "t64/tma/silu/pdl"},
@@ -231,6 +234,22 @@ TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
   for (int B : {2048, 4096}) EXPECT_NE(ClassicalConfig::for_batch(s, B, bf16, false).tile_tokens, 144) << B;
 }
 
+// Weight-sharing clusters: the BF16 TMA tile at T = 144 only.
+TEST(ClassicalConfig, SharedWeightTilesAreTheBf16Tile144Only) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  ClassicalConfig c{144, ClassicalGemm::kTma, true, true, false, true};
+  EXPECT_EQ(c.label(), "t144/tma/silu/wmc/pdl");
+  if (ClassicalMoe::wgmma_available()) {
+    EXPECT_TRUE(c.supports(s, WeightFormat::kBF16));
+  }
+  EXPECT_FALSE(c.supports(s, WeightFormat::kFP8Block128));
+  EXPECT_FALSE(c.supports(s, WeightFormat::kMXFP8));
+  for (int t : {8, 16, 32, 64, 128})
+    EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, false, false, true}).supports(s, WeightFormat::kBF16))
+        << t;
+  EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, WeightFormat::kBF16));
+}
+
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   std::vector<std::string> labels;
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
@@ -239,12 +258,13 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
       "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
       "t32/tma/silu", "t64/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
       "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t128/tma/a16/silu",
+      "t144/tma/wmc", "t144/tma/silu/wmc",
       "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
       "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
       "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
       "t64/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
-      "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl"};
+      "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl", "t144/tma/wmc/pdl", "t144/tma/silu/wmc/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
@@ -271,8 +291,8 @@ TEST(ClassicalConfig, Labels) {
 }
 
 // The BF16 TMA GEMM gathers its token rows from x up to T = 128 (stage 4
-// does nothing); T = 144, W8A8, W8A16 and every other kernel keep the
-// permute stage.
+// does nothing); T = 144 (either kind of cluster), W8A8, W8A16 and every
+// other kernel keep the permute stage.
 TEST(ClassicalConfig, Bf16TmaGemmGathersTheTokenRowsUpToT128) {
   for (int t : {8, 16, 32, 64, 128}) {
     EXPECT_TRUE((ClassicalConfig{t, ClassicalGemm::kTma, true}).gathers_rows(WeightFormat::kBF16)) << t;
@@ -282,6 +302,9 @@ TEST(ClassicalConfig, Bf16TmaGemmGathersTheTokenRowsUpToT128) {
     EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, true, true}).gathers_rows(WeightFormat::kMXFP8)) << t;
   }
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, true}).gathers_rows(WeightFormat::kBF16));
+  for (bool silu : {false, true})
+    EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, silu, false, true}).gathers_rows(WeightFormat::kBF16))
+        << silu;
   for (ClassicalGemm g : {ClassicalGemm::kMmaSync, ClassicalGemm::kWgmma, ClassicalGemm::kStream})
     EXPECT_FALSE((ClassicalConfig{64, g, true}).gathers_rows(WeightFormat::kBF16)) << to_string(g);
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).gathers_rows(WeightFormat::kFP8Block128));
