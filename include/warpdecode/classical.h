@@ -77,12 +77,12 @@ enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma", "tma"
 
 struct ClassicalConfig {
-  int tile_tokens = 16;  // T: 8, 16, 32, 64, 128 or 144 (BF16 TMA): the padding unit and GEMM token tile
+  int tile_tokens = 16;  // T: 8, 16, 32, 64, 80 (W8A8 TMA), 128 or 144 (BF16 TMA): the padding unit and GEMM token tile
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   // Stage 6 (SiLU·up) in the epilogue of the gate_up GEMM, from its FP32
   // accumulators: the TMA GEMM, I % 128 == 0, with BF16 activations (BF16
-  // weights or W8A16) at every T, or W8A8 at T = 64, whose epilogue also
+  // weights or W8A16) at every T, or W8A8 at T = 64 or 80, whose epilogue also
   // quantizes h per token and group of 128 (a tile's 128 neurons). kSiluMul
   // is then a stage with nothing to do.
   bool fuse_silu = false;

@@ -157,14 +157,16 @@ __device__ __forceinline__ void align_place(const AlignParams& p, int begin, int
   }
 }
 // From the per-expert totals in s_off[0, E): the padded offsets in
-// s_off[0, E]; with publish, also counts, p.offsets, meta, the block table
-// and the padding rows' -1. Called by every thread of a block.
-__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, bool publish) {
+// s_off[0, E] and the totals in s_tot[0, E); with publish, also counts,
+// p.offsets and meta. Called by every thread of a block.
+__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, int32_t* s_tot, bool publish) {
   const int E = p.experts, T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
   const int R = p.pair_blocks ? 2 * T : T;  // the padding unit
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    if (publish) p.counts[e] = s_off[e];
-    s_off[e] = (s_off[e] + R - 1) / R * R;
+    const int total = s_off[e];
+    if (publish) p.counts[e] = total;
+    s_tot[e] = total;
+    s_off[e] = (total + R - 1) / R * R;
   }
   __syncthreads();
   if (threadIdx.x < kWarpSize) {
@@ -189,10 +191,19 @@ __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_o
     p.meta[0] = total / T;
     p.meta[1] = total;
   }
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    const int lo = s_off[e], hi = s_off[e + 1], cnt = p.counts[e];
-    for (int b = lo / T; b < hi / T; ++b) p.block_expert[b] = e;
-    for (int r = lo + cnt; r < hi; ++r) p.sorted_entries[r] = -1;
+}
+// The block table and the padding rows' -1 of experts warp, warp + warps,
+// ...: a warp an expert, its lanes on consecutive blocks and rows (whole
+// 32-byte sectors a store). One thread an expert in block 0 wrote up to T - 1
+// rows (2T - 1 in pairs) one after another, 32 sectors a warp's store; align
+// took 12-17 µs at 1024-4096 tokens (session 20's prefill table).
+__device__ __forceinline__ void align_publish_padding(const AlignParams& p, const int32_t* s_off,
+                                                      const int32_t* s_tot, int warp, int warps) {
+  const int T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
+  for (int e = warp; e < p.experts; e += warps) {
+    const int lo = s_off[e], hi = s_off[e + 1];
+    for (int b = lo / T + lane; b < hi / T; b += kWarpSize) p.block_expert[b] = e;
+    for (int r = lo + s_tot[e] + lane; r < hi; r += kWarpSize) p.sorted_entries[r] = -1;
   }
 }
 // s_cnt (warps, E) holds each warp's count per expert; it becomes each
@@ -215,6 +226,7 @@ __device__ __forceinline__ void align_warp_starts(int32_t* s_cnt, int warps, int
 __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   extern __shared__ int32_t s_cnt[];  // (warps, E)
   __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  __shared__ int32_t s_tot[kMaxTopKExperts];
   wait_for_previous_kernel();
   allow_next_kernel();
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -234,7 +246,8 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   // Per-expert totals; s_cnt becomes each warp's exclusive start.
   align_warp_starts(s_cnt, used, E, [](int) { return 0; }, s_off);
   __syncthreads();
-  align_offsets(p, s_off, true);
+  align_offsets(p, s_off, s_tot, true);
+  align_publish_padding(p, s_off, s_tot, warp, warps);
   align_place(p, begin, end, lane, my_cnt, s_off);
 }
 
@@ -258,29 +271,35 @@ __global__ void align_count_kernel(const __grid_constant__ AlignParams p) {
 // Multi-block, 2: the one-block scheme inside each chunk, from the chunk's
 // first rows per expert: the padded offset (every block scans the totals of
 // all chunks' counts; block 0 publishes them) + the expert's entries in the
-// chunks before it.
+// chunks before it. The block table and padding rows are spread over the
+// warps of every block (align_publish_padding).
 __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
   __shared__ int32_t s_cnt[kAlignChunkWarps * kMaxTopKExperts];
   __shared__ int32_t s_off[kMaxTopKExperts + 1];
+  __shared__ int32_t s_tot[kMaxTopKExperts];
   __shared__ int32_t s_before[kMaxTopKExperts];
   wait_for_previous_kernel();
   allow_next_kernel();
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int E = p.experts, chunks = (p.entries + kAlignChunk - 1) / kAlignChunk, me = blockIdx.x;
   // The counts are the previous kernel's: L2-coherent loads (an L1 line from
-  // an earlier call could be stale).
+  // an earlier call could be stale), eight in flight at a time (one
+  // dependent load a chunk was a chain of 32 L2 round trips at 4096 tokens).
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int total = 0, before = 0;
+#pragma unroll 8
     for (int c = 0; c < chunks; ++c) {
-      if (c == me) before = total;
-      total += __ldcg(p.chunk_counts + size_t(c) * E + e);
+      const int v = __ldcg(p.chunk_counts + size_t(c) * E + e);
+      total += v;
+      before += c < me ? v : 0;
     }
     s_off[e] = total;
     s_before[e] = before;
   }
   for (int i = threadIdx.x; i < kAlignChunkWarps * E; i += blockDim.x) s_cnt[i] = 0;
   __syncthreads();
-  align_offsets(p, s_off, me == 0);
+  align_offsets(p, s_off, s_tot, me == 0);
+  align_publish_padding(p, s_off, s_tot, me * kAlignChunkWarps + warp, int(gridDim.x) * kAlignChunkWarps);
   constexpr int kPerWarp = kAlignChunk / kAlignChunkWarps;
   const int begin = min(p.entries, me * kAlignChunk + warp * kPerWarp);
   const int end = min(p.entries, begin + kPerWarp);

@@ -154,12 +154,20 @@ struct Warps {
 // T <= 32 slower from one token per expert on (session 11 run 5).
 template <WeightFormat F, int kT, bool kA16 = false>
 struct Tile {
-  static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 128 || kT == 144, "token tiles: 8 to 144");
+  static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 80 || kT == 128 || kT == 144,
+                "token tiles: 8 to 144");
   static_assert(!kA16 || F == WeightFormat::kMXFP8, "W8A16: MXFP8 weights");
   // T = 144, BF16 only (prefill, ClassicalConfig::for_batch): two 144-row
   // tiles hold an expert's 256 ± 2σ tokens where 128-row ones take three
   // for half the experts; 144 accumulators a consumer thread.
   static_assert(kT != 144 || (F == WeightFormat::kBF16 && !kA16), "T = 144: BF16 weights and activations");
+  // T = 80, W8A8 only (prefill near 64 tokens an expert, ClassicalConfig::
+  // for_batch): 1024 tokens on E = 128, K = 8 give an expert 64 ± 8 tokens,
+  // two 64-row tiles for half the experts (94 rows an expert on average,
+  // each weight tile read by 1.5 token tiles) where one 80-row tile holds
+  // 64 + 2σ (82 rows, 1.02 reads). 256-row tiles as T = 64: 2 × (40 + 40)
+  // accumulators and partial sums a consumer thread.
+  static_assert(kT != 80 || (F != WeightFormat::kBF16 && !kA16), "T = 80: W8A8");
   static constexpr bool kFp8 = F != WeightFormat::kBF16;  // 1-byte weights
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
@@ -172,7 +180,8 @@ struct Tile {
   // W8A16: 128 rows at T = 8 (twice the tiles: decode batches' few experts
   // fill more SMs; run 4, qwen3-30b-a3b: B = 1 39.4 -> 28.1 µs, B = 8 105.4
   // -> 99.4), 256 above (128-row tiles lost 0-8 % at T = 16, 32).
-  static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && kT != 64 ? 128 : 256;  // weight rows of a tile
+  static constexpr bool kWide8 = kW8A8 && (kT == 64 || kT == 80);  // W8A8 with 256-row tiles
+  static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
@@ -197,9 +206,9 @@ struct Tile {
   __host__ __device__ static constexpr int empty(int s) { return full(kStages) + s * 8; }
   // Gathering: the current tile's T rows' tokens (-1: padding).
   __host__ __device__ static constexpr int tokens() { return empty(kStages); }
-  // W8A8 T = 64 with SiLU·up fused (kSiluQuant): per consumer warp each
+  // W8A8 T = 64 or 80 with SiLU·up fused (kSiluQuant): per consumer warp each
   // token's largest |h|, then each token's scale (8 + 1 rows of T floats).
-  static constexpr int kQuantBytes = kW8A8 && kT == 64 ? 9 * kT * 4 : 0;
+  static constexpr int kQuantBytes = kWide8 ? 9 * kT * 4 : 0;
   __host__ __device__ static constexpr int quant() { return tokens() + kT * 4; }
   __host__ __device__ static constexpr int bytes() { return quant() + kQuantBytes + 1024; }  // + alignment slack
   static_assert(bytes() <= 227 * 1024, "one block per SM must fit");
@@ -239,8 +248,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   static_assert(!kShareW || (kCluster == 2 && kT == 144 && !kGather),
                 "weight-sharing clusters: BF16 at T = 144, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kSiluQuant || (L::kW8A8 && kT == 64 && kCluster == 1 && !kGather),
-                "SiLU·up and its quantization fused: W8A8 at T = 64 (256-row tiles: 128 neurons, one group)");
+  static_assert(!kSiluQuant || (L::kWide8 && kCluster == 1 && !kGather),
+                "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
@@ -707,29 +716,44 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     }
 
     // Epilogue: straight from the registers, an m64 block v of output
-    // columns [col0, col0 + 64) of an (rows, ncols) output. Lanes g8 and
-    // g8 ^ 1 swap one value so that each holds two adjacent weight rows
-    // (output columns) of one token: the even lane token 8i + 2t4, the odd
-    // one the next token.
-    const int row0 = tile_block(t) * kT, odd = g8 & 1;
+    // columns [col0, col0 + 64) of an (rows, ncols) output. Element 4i + 2h
+    // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
+    // + b. Lanes g8 and g8 ^ 1 swap one value so that each holds two
+    // adjacent columns of one token (the even lane token 8i + 2t4, the odd
+    // one the next); BF16, lanes g8 and g8 ^ 2 then swap one packed pair so
+    // that each holds four adjacent columns (8 bytes): a warp's store is 8
+    // tokens × 32 bytes, whole sectors, where 4-byte stores wrote half
+    // sectors, twice the L2 write requests of the GEMMs that L2 bounds.
+    const int row0 = tile_block(t) * kT, odd = g8 & 1, hi2 = (g8 >> 1) & 1;
     auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
 #pragma unroll
-      for (int i = 0; i < kN8; ++i)
+      for (int i = 0; i < kN8; ++i) {
+        const int row = row0 + 8 * i + 2 * t4 + odd;
+        float2 pair[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float mine0 = v[4 * i + 2 * h], mine1 = v[4 * i + 2 * h + 1];
           const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
-          const float v0 = odd ? got : mine0, v1 = odd ? mine1 : got;
-          const int row = row0 + 8 * i + 2 * t4 + odd;
-          const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
-          if (row >= g.rows || col >= ncols) continue;
-          if (g.out_fp32) {
-            *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = make_float2(v0, v1);
-          } else {
-            *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) =
-                pack_bf16x2(v0, v1);
-          }
+          pair[h] = odd ? make_float2(got, mine1) : make_float2(mine0, got);  // columns 8h + (g8 & ~1), + 1
         }
+        if (g.out_fp32) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
+            if (row < g.rows && col < ncols)
+              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = pair[h];
+          }
+        } else {
+          // hi2 = 0 keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1
+          // takes 8 + (g8 & ~3) + 0, 1 and keeps + 2, 3.
+          const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
+          const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
+          const uint2 quad = hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
+          const int col = col0 + 16 * w4 + (g8 & ~3) + 8 * hi2;
+          if (row < g.rows && col < ncols)
+            *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = quad;
+        }
+      }
     };
     if constexpr (kSiluQuant) {
       // W8A8: h = silu(gate)·up of neurons n0 + 64c.. (m64 block 0 gate, 1
@@ -906,7 +930,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
     if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
   }
-  if constexpr (L::kW8A8 && kT == 64) {
+  if constexpr (L::kWide8) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
   }
   if constexpr (F == WeightFormat::kBF16 && kT == 144) {
@@ -926,14 +950,17 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
     case 16: return launch_tma<F, kA16, 16>(p, stream, pdl);
     case 32: return launch_tma<F, kA16, 32>(p, stream, pdl);
     case 64: return launch_tma<F, kA16, 64>(p, stream, pdl);
+    case 80:
+      if constexpr (F != WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 80>(p, stream, pdl);
+      break;
     case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
     case 144:
       if constexpr (F == WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 144>(p, stream, pdl);
       break;
     default: break;
   }
-  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 128 or (BF16) "
-                                       "144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
+  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, (W8A8) 80, "
+                                       "128 or (BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
 }
 }  // namespace
 
@@ -942,9 +969,10 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "W8A8 (N, K multiples of 128) weights, not ", to_string(format), " with N = ", p.n, ", K = ", p.k);
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
   const bool w8a8 = format != WeightFormat::kBF16 && !p.a_bf16;
-  WD_CHECK(!p.fuse_silu || ((!w8a8 || (tile_tokens == 64 && p.out_scales)) && p.n % 256 == 0 && !p.out_fp32),
+  WD_CHECK(!p.fuse_silu ||
+               ((!w8a8 || ((tile_tokens == 64 || tile_tokens == 80) && p.out_scales)) && p.n % 256 == 0 && !p.out_fp32),
            "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16) or W8A8 at tile_tokens "
-           "64 with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = 2I a multiple of 256, not ",
+           "64 or 80 with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = 2I a multiple of 256, not ",
            to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens, " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));

@@ -85,20 +85,21 @@ size_t DeviceFp8BlockWeights::bytes() const {
 
 // ---- ClassicalConfig -------------------------------------------------------------------
 namespace {
-// The token tiles (T) the GEMM kernels are built for (144: the BF16 TMA tile only).
-constexpr int kTiles[] = {8, 16, 32, 64, 128, 144};
+// The token tiles (T) the GEMM kernels are built for (80: the W8A8 TMA tile
+// only; 144: the BF16 TMA tile only).
+constexpr int kTiles[] = {8, 16, 32, 64, 80, 128, 144};
 bool tile_allowed(int t) { return std::find(std::begin(kTiles), std::end(kTiles), t) != std::end(kTiles); }
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
 // in 128 × 128 blocks): H and I must be multiples of 128.
 bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermediate % 128 == 0; }
 // SiLU·up fused into the gate_up GEMM (ClassicalConfig::fuse_silu): the TMA
 // tile's epilogue, where a tile is gate and up rows of the same neurons.
-// BF16 activations (BF16 weights or W8A16) at every T; W8A8 at T = 64, whose
-// 256-row tiles hold 128 neurons: one activation group, which the epilogue
-// quantizes too.
+// BF16 activations (BF16 weights or W8A16) at every T; W8A8 at T = 64 and
+// 80, whose 256-row tiles hold 128 neurons: one activation group, which the
+// epilogue quantizes too.
 bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations, int tile_tokens) {
   const bool w8a8 = format != WeightFormat::kBF16 && !bf16_activations;
-  return s.intermediate % 128 == 0 && (!w8a8 || tile_tokens == 64);
+  return s.intermediate % 128 == 0 && (!w8a8 || tile_tokens == 64 || tile_tokens == 80);
 }
 // W8A16 (ClassicalConfig::bf16_activations): the TMA tile, MXFP8 weights.
 bool w8a16_ok(const ClassicalConfig& c, WeightFormat format) {
@@ -180,12 +181,18 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // 2226.3 vs 2411.9; MXFP8 −8 % at 2048, −1 to −2 % at 4096). BF16 keeps
     // T = 128 there (1024 tokens: 458.2 µs at 128 vs 481.7 at 64).
     c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(2.0 * m));
+    const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
+    // W8A8 prefill: T = 80 where it pads an expert's tokens to fewer rows
+    // than T = 64 (1024 tokens on E = 128, K = 8: 64 ± 8 tokens an expert,
+    // 82 rows against 94, and one token tile an expert for 98 % of them
+    // where T = 64 gives half of them two).
+    if (!bf16 && c.tile_tokens == 64 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, 64))
+      c.tile_tokens = 80;
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
     // the experts: 20 % padding rows against 12 %).
     if (bf16 && c.tile_tokens == 128) {
-      const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
       if (expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128)) c.tile_tokens = 144;
       // Weight-sharing clusters (an expert's two token tiles against one
       // weight tile) where pairing the tiles pads at most 5 % more rows:
@@ -254,6 +261,9 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
   if (share_weights && (gemm != ClassicalGemm::kTma || tile_tokens != 144)) return false;
+  // T = 80: the W8A8 TMA tile only.
+  if (tile_tokens == 80 && (gemm != ClassicalGemm::kTma || format == WeightFormat::kBF16 || bf16_activations))
+    return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -446,7 +456,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
-  WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T, " (allowed: 8, 16, 32, 64, 128, 144)");
+  WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T, " (allowed: 8, 16, 32, 64, 80, 128, 144)");
   WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
            "(W8A8); H = ", H, ", I = ", I);
@@ -458,7 +468,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma &&
                                   silu_fuses(shape_, w.format, config.bf16_activations, config.tile_tokens)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
-           "W8A16) or W8A8 at T = 64, and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
+           "W8A16) or W8A8 at T = 64 or 80, and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(w.format), ", H = ", H, ", I = ", I);

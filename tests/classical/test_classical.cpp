@@ -544,7 +544,8 @@ TEST(Classical, EveryTileConfiguration) {
 // I = 256 and of the real shape; the awkward shape's odd counts run
 // without), the clusters of two that share a BF16 weight tile between an
 // expert's two token tiles (T = 144, /wmc), SiLU·up fused into the gate_up
-// GEMM (BF16, I % 128 == 0), and W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not.
+// GEMM (BF16, I % 128 == 0), and W8A16 (MXFP8 weights decoded to BF16 by the consumers), fused or not;
+// W8A8's 80-row tile (256 weight rows, SiLU·up and h's quantization fused or not).
 TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   WD_REQUIRE_GPU();
   MoeShape real = preset_shape("qwen3-30b-a3b");
@@ -552,7 +553,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   const MoeShape awkward = make_shape(160, 96, 20, 6);
   if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
     GTEST_SKIP() << "no sm_90a device";
-  for (int t : {8, 16, 32, 64, 128, 144})
+  for (int t : {8, 16, 32, 64, 80, 128, 144})
     for (bool share : {false, true}) {
       const ClassicalConfig tma{t, ClassicalGemm::kTma, true, false, false, share};
       if (!tma.supports(awkward, WeightFormat::kBF16)) continue;
@@ -565,7 +566,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
-    for (int t : {64, 128, 144})
+    for (int t : {64, 80, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true})
           for (bool share : {false, true}) {
@@ -579,7 +580,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
-    for (int t : {8, 64, 128, 144})
+    for (int t : {8, 64, 80, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true})
           for (bool share : {false, true}) {

@@ -44,11 +44,12 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
                           {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {2048, "t144/tma/silu/pdl"},
                           {4096, "t144/tma/silu/wmc/pdl"}};
-  // W8A8 fuses SiLU·up and its quantization at T = 64 (256-row tiles).
-  const Table w8a8 = {{1, "t8/tma/pdl"},         {2, "t8/tma/pdl"},         {64, "t8/tma/pdl"},
-                      {128, "t16/tma/pdl"},      {256, "t32/tma/pdl"},      {512, "t64/tma/silu/pdl"},
-                      {1024, "t64/tma/silu/pdl"}, {1025, "t64/tma/silu/pdl"}, {4096, "t64/tma/silu/pdl"},
-                      {65536, "t64/tma/silu/pdl"}};
+  // W8A8 fuses SiLU·up and its quantization at T = 64 and 80 (256-row
+  // tiles); T = 80 where it pads fewer rows than 64 (m = 64: 1024 tokens).
+  const Table w8a8 = {{1, "t8/tma/pdl"},          {2, "t8/tma/pdl"},          {64, "t8/tma/pdl"},
+                      {128, "t16/tma/pdl"},       {256, "t32/tma/pdl"},       {512, "t64/tma/silu/pdl"},
+                      {1024, "t80/tma/silu/pdl"}, {1025, "t80/tma/silu/pdl"}, {2048, "t64/tma/silu/pdl"},
+                      {4096, "t64/tma/silu/pdl"}, {65536, "t64/tma/silu/pdl"}};
   auto expect = [&](const MoeShape& s, WeightFormat f, const Table& t) {
     for (const auto& [B, want] : t) EXPECT_EQ(label(s, B, f), want) << to_string(f) << " H=" << s.hidden << " B=" << B;
   };
@@ -234,6 +235,49 @@ TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
   for (int B : {2048, 4096}) EXPECT_NE(ClassicalConfig::for_batch(s, B, bf16, false).tile_tokens, 144) << B;
 }
 
+// T = 80 is the W8A8 TMA tile's alone: 1024 tokens on E = 128, K = 8, where
+// one 80-row tile holds an expert's 64 ± 8 tokens and 64-row ones take two
+// for half the experts.
+TEST(ClassicalConfig, Tile80IsTheW8a8TmaTileOnly) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
+  for (WeightFormat f : {bf16, fp8, mx}) {
+    EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kMmaSync}).supports(s, f)) << to_string(f);
+    EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kWgmma}).supports(s, f)) << to_string(f);
+    EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kStream}).supports(s, f)) << to_string(f);
+  }
+  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, bf16));
+  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, bf16));
+  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true, true, true}).supports(s, mx));  // W8A16
+  for (WeightFormat f : {fp8, mx}) {
+    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, f), ClassicalMoe::wgmma_available());
+    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, f), ClassicalMoe::wgmma_available());
+  }
+  // BF16 and W8A16 keep their tiles at 1024 tokens; without the sm_90a
+  // kernels, no T = 80.
+  EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, bf16, true).tile_tokens, 128);
+  EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, mx, true, true).tile_tokens, 128);
+  for (WeightFormat f : {bf16, fp8, mx})
+    for (int B : {1024, 1100}) EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).tile_tokens, 80) << B;
+  // The kernel refuses T = 80 for BF16 weights and W8A16, with the tiles it takes named.
+  kernels::GroupedGemmParams p{};
+  alignas(16) static uint16_t dummy[8];
+  p.w = p.a = p.out = dummy;
+  p.rows = 128;
+  p.n = 256;
+  p.k = 256;
+  p.max_blocks = 1;
+  p.experts = 4;
+  try {
+    kernels::grouped_gemm(p, bf16, 80, kernels::GemmKernel::kTma, nullptr);
+    ADD_FAILURE() << "BF16 at T = 80 accepted";
+  } catch (const InvalidArgument& e) {
+    if (ClassicalMoe::wgmma_available()) {
+      EXPECT_NE(std::string(e.what()).find("(W8A8) 80"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Weight-sharing clusters: the BF16 TMA tile at T = 144 only.
 TEST(ClassicalConfig, SharedWeightTilesAreTheBf16Tile144Only) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
@@ -255,14 +299,14 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   for (const auto& c : ClassicalConfig::candidates()) labels.push_back(c.label());
   const std::vector<std::string> want = {
       "t8", "t16", "t32", "t64", "t128", "t64/wgmma", "t128/wgmma", "t8/stream", "t16/stream", "t8/stream-wgmma",
-      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
-      "t32/tma/silu", "t64/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
+      "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t80/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
+      "t32/tma/silu", "t64/tma/silu", "t80/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t128/tma/a16",
       "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t128/tma/a16/silu",
       "t144/tma/wmc", "t144/tma/silu/wmc",
       "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
-      "t32/tma/pdl", "t64/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
-      "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
+      "t32/tma/pdl", "t64/tma/pdl", "t80/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
+      "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t80/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
       "t64/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
       "t64/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl", "t144/tma/wmc/pdl", "t144/tma/silu/wmc/pdl"};
   EXPECT_EQ(labels, want);
