@@ -192,18 +192,23 @@ __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_o
     p.meta[1] = total;
   }
 }
-// The block table and the padding rows' -1 of experts warp, warp + warps,
-// ...: a warp an expert, its lanes on consecutive blocks and rows (whole
-// 32-byte sectors a store). One thread an expert in block 0 wrote up to T - 1
-// rows (2T - 1 in pairs) one after another, 32 sectors a warp's store; align
-// took 12-17 µs at 1024-4096 tokens (session 20's prefill table).
+// The block table and the padding rows' -1 of experts group, group +
+// groups, ...: kLanes threads an expert, on consecutive blocks and rows.
+// Prefill (the place kernel): a warp an expert over every block, whole
+// 32-byte sectors a store, where one thread an expert in block 0 wrote up to
+// T - 1 rows (2T - 1 in pairs) one after another, 32 sectors a warp's store:
+// align 16.1 -> 8.4 µs at 1024 tokens, 13.4 -> 9.1 at 4096 (session 21 run
+// 1). Decode (the one-block kernel, a few rows an expert): a thread an
+// expert, as before; a warp an expert made align 1.1-1.6 µs slower at B =
+// 1-64 (its warps walk E / 32 experts each, nearly all empty).
+template <int kLanes>
 __device__ __forceinline__ void align_publish_padding(const AlignParams& p, const int32_t* s_off,
-                                                      const int32_t* s_tot, int warp, int warps) {
-  const int T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
-  for (int e = warp; e < p.experts; e += warps) {
+                                                      const int32_t* s_tot, int group, int groups) {
+  const int T = p.tile_tokens, lane = threadIdx.x % kLanes;
+  for (int e = group; e < p.experts; e += groups) {
     const int lo = s_off[e], hi = s_off[e + 1];
-    for (int b = lo / T + lane; b < hi / T; b += kWarpSize) p.block_expert[b] = e;
-    for (int r = lo + s_tot[e] + lane; r < hi; r += kWarpSize) p.sorted_entries[r] = -1;
+    for (int b = lo / T + lane; b < hi / T; b += kLanes) p.block_expert[b] = e;
+    for (int r = lo + s_tot[e] + lane; r < hi; r += kLanes) p.sorted_entries[r] = -1;
   }
 }
 // s_cnt (warps, E) holds each warp's count per expert; it becomes each
@@ -247,7 +252,7 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   align_warp_starts(s_cnt, used, E, [](int) { return 0; }, s_off);
   __syncthreads();
   align_offsets(p, s_off, s_tot, true);
-  align_publish_padding(p, s_off, s_tot, warp, warps);
+  align_publish_padding<1>(p, s_off, s_tot, int(threadIdx.x), int(blockDim.x));
   align_place(p, begin, end, lane, my_cnt, s_off);
 }
 
@@ -299,7 +304,7 @@ __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
   for (int i = threadIdx.x; i < kAlignChunkWarps * E; i += blockDim.x) s_cnt[i] = 0;
   __syncthreads();
   align_offsets(p, s_off, s_tot, me == 0);
-  align_publish_padding(p, s_off, s_tot, me * kAlignChunkWarps + warp, int(gridDim.x) * kAlignChunkWarps);
+  align_publish_padding<kWarpSize>(p, s_off, s_tot, me * kAlignChunkWarps + warp, int(gridDim.x) * kAlignChunkWarps);
   constexpr int kPerWarp = kAlignChunk / kAlignChunkWarps;
   const int begin = min(p.entries, me * kAlignChunk + warp * kPerWarp);
   const int end = min(p.entries, begin + kPerWarp);

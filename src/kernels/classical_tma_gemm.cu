@@ -161,13 +161,14 @@ struct Tile {
   // tiles hold an expert's 256 ± 2σ tokens where 128-row ones take three
   // for half the experts; 144 accumulators a consumer thread.
   static_assert(kT != 144 || (F == WeightFormat::kBF16 && !kA16), "T = 144: BF16 weights and activations");
-  // T = 80, W8A8 only (prefill near 64 tokens an expert, ClassicalConfig::
-  // for_batch): 1024 tokens on E = 128, K = 8 give an expert 64 ± 8 tokens,
-  // two 64-row tiles for half the experts (94 rows an expert on average,
-  // each weight tile read by 1.5 token tiles) where one 80-row tile holds
-  // 64 + 2σ (82 rows, 1.02 reads). 256-row tiles as T = 64: 2 × (40 + 40)
-  // accumulators and partial sums a consumer thread.
-  static_assert(kT != 80 || (F != WeightFormat::kBF16 && !kA16), "T = 80: W8A8");
+  // T = 80, BF16 and W8A8 (prefill near 64 tokens an expert,
+  // ClassicalConfig::for_batch): 1024 tokens on E = 128, K = 8 give an expert
+  // 64 ± 8 tokens: W8A8's 64-row tiles take two for half the experts (94 rows
+  // an expert on average, each weight tile read by 1.5 token tiles) and
+  // BF16's 128-row ones pad to 128, where one 80-row tile holds 64 + 2σ (82
+  // rows, 1.02 reads). 256-row tiles: W8A8 2 × (40 + 40) accumulators and
+  // partial sums a consumer thread.
+  static_assert(kT != 80 || !kA16, "T = 80: BF16 or W8A8");
   static constexpr bool kFp8 = F != WeightFormat::kBF16;  // 1-byte weights
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
@@ -720,10 +721,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
     // + b. Lanes g8 and g8 ^ 1 swap one value so that each holds two
     // adjacent columns of one token (the even lane token 8i + 2t4, the odd
-    // one the next); BF16, lanes g8 and g8 ^ 2 then swap one packed pair so
-    // that each holds four adjacent columns (8 bytes): a warp's store is 8
-    // tokens × 32 bytes, whole sectors, where 4-byte stores wrote half
-    // sectors, twice the L2 write requests of the GEMMs that L2 bounds.
+    // one the next); BF16 (kQuads), lanes g8 and g8 ^ 2 then swap one packed
+    // pair so that each holds four adjacent columns (8 bytes): a warp's store
+    // is 8 tokens × 32 bytes, whole sectors, where 4-byte stores write half
+    // sectors. Session 21 run 1, against the 4-byte stores: down −2.3 / −2.5
+    // % at 1024 tokens (T = 128; gate_up +0.7 / +1.3 %), decode ±0.5 % but
+    // for −5 % on some B = 1 GEMMs; at T = 144 down +1.0 / +2.1 % (its 144
+    // accumulators a thread leave no room for the third shuffle's values):
+    // there the 4-byte stores stay.
+    constexpr bool kQuads = kT != 144;
     const int row0 = tile_block(t) * kT, odd = g8 & 1, hi2 = (g8 >> 1) & 1;
     auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
 #pragma unroll
@@ -736,12 +742,16 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
           pair[h] = odd ? make_float2(got, mine1) : make_float2(mine0, got);  // columns 8h + (g8 & ~1), + 1
         }
-        if (g.out_fp32) {
+        if (g.out_fp32 || !kQuads) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
-            if (row < g.rows && col < ncols)
+            if (row >= g.rows || col >= ncols) continue;
+            if (g.out_fp32)
               *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = pair[h];
+            else
+              *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) =
+                  pack_bf16x2(pair[h].x, pair[h].y);
           }
         } else {
           // hi2 = 0 keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1
@@ -951,7 +961,7 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
     case 32: return launch_tma<F, kA16, 32>(p, stream, pdl);
     case 64: return launch_tma<F, kA16, 64>(p, stream, pdl);
     case 80:
-      if constexpr (F != WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 80>(p, stream, pdl);
+      if constexpr (!kA16) return launch_tma<F, kA16, 80>(p, stream, pdl);
       break;
     case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
     case 144:
@@ -959,8 +969,8 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
       break;
     default: break;
   }
-  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, (W8A8) 80, "
-                                       "128 or (BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
+  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 80 (not "
+                                       "W8A16), 128 or (BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
 }
 }  // namespace
 

@@ -85,8 +85,8 @@ size_t DeviceFp8BlockWeights::bytes() const {
 
 // ---- ClassicalConfig -------------------------------------------------------------------
 namespace {
-// The token tiles (T) the GEMM kernels are built for (80: the W8A8 TMA tile
-// only; 144: the BF16 TMA tile only).
+// The token tiles (T) the GEMM kernels are built for (80: the BF16 and W8A8
+// TMA tile only; 144: the BF16 TMA tile only).
 constexpr int kTiles[] = {8, 16, 32, 64, 80, 128, 144};
 bool tile_allowed(int t) { return std::find(std::begin(kTiles), std::end(kTiles), t) != std::end(kTiles); }
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
@@ -182,11 +182,14 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // T = 128 there (1024 tokens: 458.2 µs at 128 vs 481.7 at 64).
     c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(2.0 * m));
     const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
-    // W8A8 prefill: T = 80 where it pads an expert's tokens to fewer rows
-    // than T = 64 (1024 tokens on E = 128, K = 8: 64 ± 8 tokens an expert,
-    // 82 rows against 94, and one token tile an expert for 98 % of them
-    // where T = 64 gives half of them two).
-    if (!bf16 && c.tile_tokens == 64 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, 64))
+    // T = 80 up to m = 64, where one 80-row tile holds an expert's m + 2σ
+    // tokens, if it pads them to fewer rows than the tile above (1024 tokens
+    // on E = 128, K = 8: 64 ± 8 tokens an expert, 82 rows against W8A8's 94
+    // at T = 64, which gives half the experts two tiles, and BF16's 128 at T
+    // = 128). Session 21 run 1, qwen3-30b-a3b / qwen3-235b-a22b at 1024
+    // tokens against T = 64: FP8 block-128 252.3 -> 214.0 / 848.3 -> 695.7
+    // µs, MXFP8 W8A8 452.1 -> 372.2 / 1598.0 -> 1276.7.
+    if (m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, c.tile_tokens))
       c.tile_tokens = 80;
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
@@ -261,9 +264,8 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
   if (share_weights && (gemm != ClassicalGemm::kTma || tile_tokens != 144)) return false;
-  // T = 80: the W8A8 TMA tile only.
-  if (tile_tokens == 80 && (gemm != ClassicalGemm::kTma || format == WeightFormat::kBF16 || bf16_activations))
-    return false;
+  // T = 80: the BF16 and W8A8 TMA tile only.
+  if (tile_tokens == 80 && (gemm != ClassicalGemm::kTma || bf16_activations)) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();

@@ -39,16 +39,18 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   const Table small_bf16 = {{1, "t8/tma/silu/pdl"},    {2, "t8/tma/silu/pdl"},     {3, "t8/stream/pdl"},
                             {8, "t8/stream/pdl"},      {32, "t8/stream/pdl"},      {33, "t8/tma/silu/pdl"},
                             {64, "t8/tma/silu/pdl"},   {65, "t16/tma/silu/pdl"},   {128, "t16/tma/silu/pdl"},
-                            {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t128/tma/silu/pdl"},
+                            {256, "t32/tma/silu/pdl"}, {512, "t64/tma/silu/pdl"},  {1024, "t80/tma/silu/pdl"},
+                            {1025, "t128/tma/silu/pdl"},
                             {2048, "t144/tma/silu/pdl"}, {3072, "t128/tma/silu/pdl"}, {4096, "t144/tma/silu/wmc/pdl"}};
   const Table big_bf16 = {{1, "t8/tma/silu/pdl"},  {8, "t8/tma/silu/pdl"},       {32, "t8/tma/silu/pdl"},
-                          {64, "t8/tma/silu/pdl"}, {1024, "t128/tma/silu/pdl"}, {2048, "t144/tma/silu/pdl"},
+                          {64, "t8/tma/silu/pdl"}, {1024, "t80/tma/silu/pdl"}, {2048, "t144/tma/silu/pdl"},
                           {4096, "t144/tma/silu/wmc/pdl"}};
   // W8A8 fuses SiLU·up and its quantization at T = 64 and 80 (256-row
-  // tiles); T = 80 where it pads fewer rows than 64 (m = 64: 1024 tokens).
+  // tiles). T = 80 (both families) up to m = 64 where it pads fewer rows
+  // than the tile above: 1024 tokens, not 512 nor 1025.
   const Table w8a8 = {{1, "t8/tma/pdl"},          {2, "t8/tma/pdl"},          {64, "t8/tma/pdl"},
                       {128, "t16/tma/pdl"},       {256, "t32/tma/pdl"},       {512, "t64/tma/silu/pdl"},
-                      {1024, "t80/tma/silu/pdl"}, {1025, "t80/tma/silu/pdl"}, {2048, "t64/tma/silu/pdl"},
+                      {1024, "t80/tma/silu/pdl"}, {1025, "t64/tma/silu/pdl"}, {2048, "t64/tma/silu/pdl"},
                       {4096, "t64/tma/silu/pdl"}, {65536, "t64/tma/silu/pdl"}};
   auto expect = [&](const MoeShape& s, WeightFormat f, const Table& t) {
     for (const auto& [B, want] : t) EXPECT_EQ(label(s, B, f), want) << to_string(f) << " H=" << s.hidden << " B=" << B;
@@ -235,45 +237,45 @@ TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
   for (int B : {2048, 4096}) EXPECT_NE(ClassicalConfig::for_batch(s, B, bf16, false).tile_tokens, 144) << B;
 }
 
-// T = 80 is the W8A8 TMA tile's alone: 1024 tokens on E = 128, K = 8, where
-// one 80-row tile holds an expert's 64 ± 8 tokens and 64-row ones take two
-// for half the experts.
-TEST(ClassicalConfig, Tile80IsTheW8a8TmaTileOnly) {
+// T = 80 is the TMA tile's alone, BF16 or W8A8 (not W8A16): 1024 tokens on
+// E = 128, K = 8, where one 80-row tile holds an expert's 64 ± 8 tokens and
+// W8A8's 64-row tiles take two for half the experts, BF16's 128-row ones pad
+// them to 128.
+TEST(ClassicalConfig, Tile80IsTheTmaTileOnly) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   const WeightFormat bf16 = WeightFormat::kBF16, fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
   for (WeightFormat f : {bf16, fp8, mx}) {
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kMmaSync}).supports(s, f)) << to_string(f);
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kWgmma}).supports(s, f)) << to_string(f);
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kStream}).supports(s, f)) << to_string(f);
-  }
-  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, bf16));
-  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, bf16));
-  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true, true, true}).supports(s, mx));  // W8A16
-  for (WeightFormat f : {fp8, mx}) {
     EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, f), ClassicalMoe::wgmma_available());
     EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, f), ClassicalMoe::wgmma_available());
   }
-  // BF16 and W8A16 keep their tiles at 1024 tokens; without the sm_90a
-  // kernels, no T = 80.
-  EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, bf16, true).tile_tokens, 128);
+  EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kTma, true, true, true}).supports(s, mx));  // W8A16
+  // W8A16 keeps T = 128 at 1024 tokens; without the sm_90a kernels, no T = 80.
   EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, mx, true, true).tile_tokens, 128);
-  for (WeightFormat f : {bf16, fp8, mx})
+  for (WeightFormat f : {bf16, fp8, mx}) {
+    EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, f, true).tile_tokens, 80) << to_string(f);
     for (int B : {1024, 1100}) EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).tile_tokens, 80) << B;
-  // The kernel refuses T = 80 for BF16 weights and W8A16, with the tiles it takes named.
+  }
+  // The kernel refuses W8A16 at T = 80, with the tiles it takes named.
   kernels::GroupedGemmParams p{};
   alignas(16) static uint16_t dummy[8];
+  alignas(16) static uint8_t codes[64];
   p.w = p.a = p.out = dummy;
+  p.w_mx_scales = codes;
+  p.a_bf16 = 1;
   p.rows = 128;
   p.n = 256;
   p.k = 256;
   p.max_blocks = 1;
   p.experts = 4;
   try {
-    kernels::grouped_gemm(p, bf16, 80, kernels::GemmKernel::kTma, nullptr);
-    ADD_FAILURE() << "BF16 at T = 80 accepted";
+    kernels::grouped_gemm(p, mx, 80, kernels::GemmKernel::kTma, nullptr);
+    ADD_FAILURE() << "W8A16 at T = 80 accepted";
   } catch (const InvalidArgument& e) {
     if (ClassicalMoe::wgmma_available()) {
-      EXPECT_NE(std::string(e.what()).find("(W8A8) 80"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("80 (not W8A16)"), std::string::npos) << e.what();
     }
   }
 }
