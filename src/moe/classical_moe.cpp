@@ -182,15 +182,20 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // T = 128 there (1024 tokens: 458.2 µs at 128 vs 481.7 at 64).
     c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(2.0 * m));
     const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
-    // T = 80 up to m = 64, where one 80-row tile holds an expert's m + 2σ
-    // tokens, if it pads them to fewer rows than the tile above (1024 tokens
-    // on E = 128, K = 8: 64 ± 8 tokens an expert, 82 rows against W8A8's 94
-    // at T = 64, which gives half the experts two tiles, and BF16's 128 at T
-    // = 128). Session 21 run 1, qwen3-30b-a3b / qwen3-235b-a22b at 1024
-    // tokens against T = 64: FP8 block-128 252.3 -> 214.0 / 848.3 -> 695.7
-    // µs, MXFP8 W8A8 452.1 -> 372.2 / 1598.0 -> 1276.7.
-    if (m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, c.tile_tokens))
-      c.tile_tokens = 80;
+    // T = 80 (session 21 runs 1-2, µs, qwen3-30b-a3b / qwen3-235b-a22b):
+    // * W8A8, where it pads at most 2 % more rows than T = 64 and so takes
+    //   fewer tiles: 1024 tokens on E = 128, K = 8 (64 ± 8 tokens an expert:
+    //   82 rows in one tile for 98 % of the experts, against 94 rows in 1.5
+    //   tiles at T = 64; FP8 block-128 252.3 -> 214.0 / 848.3 -> 695.7, MXFP8
+    //   452.1 -> 372.2 / 1598.0 -> 1276.7) and 2048 (160.6 rows in 2.0
+    //   tiles against 160.0 in 2.5; 354.4 -> 337.6 / 1234.8 -> 1121.2, MXFP8
+    //   746.3 -> 700.4 / 2640.9 -> 2484.7); not 4096 (307 rows against 287:
+    //   +1.7 / +0.7 %). Far above (m >> 80) both pad about half a tile an
+    //   expert, and T = 80 is taken again (not measured).
+    // * BF16, up to m = 64, where it pads fewer rows than T = 128 (1024
+    //   tokens: 82 rows against 128; 418.2 -> 352.2 / 1394.4 -> 1257.1).
+    const double rows80 = expected_padded_rows(m, sd, 80), rows = expected_padded_rows(m, sd, c.tile_tokens);
+    if (bf16 ? m <= 64.0 && rows80 < rows : c.tile_tokens == 64 && rows80 <= 1.02 * rows) c.tile_tokens = 80;
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half

@@ -46,12 +46,15 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
                           {64, "t8/tma/silu/pdl"}, {1024, "t80/tma/silu/pdl"}, {2048, "t144/tma/silu/pdl"},
                           {4096, "t144/tma/silu/wmc/pdl"}};
   // W8A8 fuses SiLU·up and its quantization at T = 64 and 80 (256-row
-  // tiles). T = 80 (both families) up to m = 64 where it pads fewer rows
-  // than the tile above: 1024 tokens, not 512 nor 1025.
+  // tiles), T = 80 where it pads at most 2 % more rows than 64: 1024 and
+  // 2048 tokens, not 512, 4096 nor 8192; again far above, where both pad
+  // about half a tile an expert. (BF16: T = 80 up to m = 64 where it pads
+  // fewer rows than 128: 1024 tokens, not 1025.)
   const Table w8a8 = {{1, "t8/tma/pdl"},          {2, "t8/tma/pdl"},          {64, "t8/tma/pdl"},
                       {128, "t16/tma/pdl"},       {256, "t32/tma/pdl"},       {512, "t64/tma/silu/pdl"},
-                      {1024, "t80/tma/silu/pdl"}, {1025, "t64/tma/silu/pdl"}, {2048, "t64/tma/silu/pdl"},
-                      {4096, "t64/tma/silu/pdl"}, {65536, "t64/tma/silu/pdl"}};
+                      {1024, "t80/tma/silu/pdl"}, {1025, "t80/tma/silu/pdl"}, {2048, "t80/tma/silu/pdl"},
+                      {4096, "t64/tma/silu/pdl"}, {8192, "t64/tma/silu/pdl"},
+                      {65536, "t80/tma/silu/pdl"}};
   auto expect = [&](const MoeShape& s, WeightFormat f, const Table& t) {
     for (const auto& [B, want] : t) EXPECT_EQ(label(s, B, f), want) << to_string(f) << " H=" << s.hidden << " B=" << B;
   };
@@ -230,7 +233,7 @@ TEST(ClassicalConfig, Tile144IsTheBf16TmaTileOnly) {
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, true, true}).supports(s, WeightFormat::kMXFP8));
   // W8A8 and W8A16 keep their tiles at prefill.
   for (int B : {2048, 4096}) {
-    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, 64) << B;
+    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, B == 2048 ? 80 : 64) << B;
     EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true, true).tile_tokens, 128) << B;
   }
   // Without the sm_90a kernels, no T = 144.
