@@ -1,5 +1,6 @@
 // The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
-// classical_gemm.cuh): T = 8, 16, 32, 64 or 128 token rows, BF16, W8A8 (FP8
+// classical_gemm.cuh): T = 8, 16, 32, 64, 80 (not W8A16), 128 or 144
+// (BF16) token rows, BF16, W8A8 (FP8
 // block-128 or MXFP8 weights) or W8A16 (MXFP8 weights decoded to BF16 by the
 // consumers, BF16 activations; GroupedGemmParams::a_bf16), sm_90a. Built
 // for prefill (T = 128); with T sized to the tokens per expert it is the
