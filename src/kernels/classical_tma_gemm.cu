@@ -132,7 +132,8 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // <= 5 × 96); two at T = 64 (two m64 blocks each: its accumulators and two
 // groups of fragments need the registers) and at T = 8 (128-row tiles, one
 // m64 block each). BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 ×
-// 232.
+// 232. (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up
+// fused, spilled at 224 and at 232: not built, session 21.)
 template <bool kA16, int kT>
 struct Warps {
   static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 ? 4 : 2;
@@ -168,8 +169,7 @@ struct Tile {
   // an expert on average, each weight tile read by 1.5 token tiles) and
   // BF16's 128-row ones pad to 128, where one 80-row tile holds 64 + 2σ (82
   // rows, 1.02 reads). 256-row tiles: W8A8 2 × (40 + 40) accumulators and
-  // partial sums a consumer thread.
-  static_assert(kT != 80 || !kA16, "T = 80: BF16 or W8A8");
+  // partial sums a consumer thread; W8A16 four consumer warpgroups (Warps).
   static constexpr bool kFp8 = F != WeightFormat::kBF16;  // 1-byte weights
   static constexpr bool kMx = F == WeightFormat::kMXFP8;
   static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
@@ -961,17 +961,15 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
     case 16: return launch_tma<F, kA16, 16>(p, stream, pdl);
     case 32: return launch_tma<F, kA16, 32>(p, stream, pdl);
     case 64: return launch_tma<F, kA16, 64>(p, stream, pdl);
-    case 80:
-      if constexpr (!kA16) return launch_tma<F, kA16, 80>(p, stream, pdl);
-      break;
+    case 80: return launch_tma<F, kA16, 80>(p, stream, pdl);
     case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
     case 144:
       if constexpr (F == WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 144>(p, stream, pdl);
       break;
     default: break;
   }
-  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 80 (not "
-                                       "W8A16), 128 or (BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
+  throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 80, 128 or "
+                                       "(BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
 }
 }  // namespace
 

@@ -85,8 +85,8 @@ size_t DeviceFp8BlockWeights::bytes() const {
 
 // ---- ClassicalConfig -------------------------------------------------------------------
 namespace {
-// The token tiles (T) the GEMM kernels are built for (80: the BF16 and W8A8
-// TMA tile only; 144: the BF16 TMA tile only).
+// The token tiles (T) the GEMM kernels are built for (80: the TMA tile only;
+// 144: the BF16 TMA tile only).
 constexpr int kTiles[] = {8, 16, 32, 64, 80, 128, 144};
 bool tile_allowed(int t) { return std::find(std::begin(kTiles), std::end(kTiles), t) != std::end(kTiles); }
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
@@ -142,6 +142,10 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   c.pdl = true;
   c.gemm = ClassicalGemm::kTma;
   c.tile_tokens = tile_at_least(2.0 * m);
+  // T = 80 up to m = 64 where it pads fewer rows than T = 128, as for BF16
+  // (1024 tokens on E = 128, K = 8).
+  const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
+  if (m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, c.tile_tokens)) c.tile_tokens = 80;
   c.bf16_activations = true;
   c.fuse_silu = silu_fuses(s, format, true, c.tile_tokens);
   return c;
@@ -269,8 +273,8 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
   if (share_weights && (gemm != ClassicalGemm::kTma || tile_tokens != 144)) return false;
-  // T = 80: the BF16 and W8A8 TMA tile only.
-  if (tile_tokens == 80 && (gemm != ClassicalGemm::kTma || bf16_activations)) return false;
+  // T = 80: the TMA tile only.
+  if (tile_tokens == 80 && gemm != ClassicalGemm::kTma) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
     case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && ClassicalMoe::wgmma_available();
@@ -310,7 +314,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
-      for (int t : {8, 16, 32, 64, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
+      for (int t : {8, 16, 32, 64, 80, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
     for (bool fuse : {false, true}) v.push_back(ClassicalConfig{144, ClassicalGemm::kTma, pdl, fuse, false, true});
   }
   return v;
