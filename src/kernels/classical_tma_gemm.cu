@@ -95,8 +95,9 @@
 // slower, run 2), so every other kernel compiles from exactly the code it
 // had before.
 //
-// Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64, prefill from
-// 4096 tokens): the token tile is the wgmma A operand (M = 64 tokens) and
+// Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64 with SiLU·up
+// fused, the gate_up GEMM of 4096 tokens and more, and of 257-512 tokens):
+// the token tile is the wgmma A operand (M = 64 tokens) and
 // each consumer warpgroup's 128 weight rows the B operand (m64n128k32), so
 // that a thread's accumulators are two tokens × 32 weight rows: its scale
 // products per slot are two activation scales times one block scale (fused:
@@ -105,8 +106,15 @@
 // the token tile once per warpgroup instead of once per m64 block. Why:
 // the promotions took a fifth to a third of these GEMMs (session 19), and
 // each m64n64k32 of the unswapped tile read as many shared-memory bytes as
-// its MMA takes cycles. MXFP8 keeps the weights as A (its scales are per
-// weight row and 32 K: 32 rows a thread would need 32 scales).
+// its MMA takes cycles. Measured (session 21 run 5, against the unswapped
+// tile in one call, µs, qwen3-30b-a3b / qwen3-235b-a22b): fused gate_up at
+// 4096 tokens 321.0 -> 288.6 / 1188.7 -> 1065.5 (layer −2.1 % each, with
+// down swapped too), 2048 −7.0 / −2.2 %, 1024 −5.1 / +1.3 %, 512 −0.1 / −1.2
+// %; but the down GEMM and the unfused gate_up swapped lost 8-18 % (their
+// BF16 epilogue, 4-byte stores of half sectors where the unswapped tile
+// stores 8-byte quads, after 6 slots a tile on down): those keep the
+// weights as A. MXFP8 keeps the weights as A (its scales are per weight row
+// and 32 K: 32 rows a thread would need 32 scales).
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
 // k32 wgmma, one scale block) sum into a fresh register set, promoted with
@@ -196,7 +204,8 @@ struct Tile {
   // fill more SMs; run 4, qwen3-30b-a3b: B = 1 39.4 -> 28.1 µs, B = 8 105.4
   // -> 99.4), 256 above (128-row tiles lost 0-8 % at T = 16, 32).
   static constexpr bool kWide8 = kW8A8 && (kT == 64 || kT == 80);  // W8A8 with 256-row tiles
-  // FP8 block-128 at T = 64: the operands swapped (kSwapAB, tma_gemm_kernel).
+  // FP8 block-128 at T = 64, SiLU·up fused: the operands swapped (kSwapAB,
+  // tma_gemm_kernel; with kSiluQuant only).
   static constexpr bool kSwapAB = kW8A8 && !kMx && kT == 64;
   static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
@@ -270,6 +279,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
+  constexpr bool kSwap = L::kSwapAB && kSiluQuant;  // operands swapped (file comment)
   using W = Warps<kA16, kT>;
   static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
@@ -342,7 +352,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
-      if constexpr (L::kSwapAB && kSiluQuant) {
+      if constexpr (kSwap) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
         // neurons, then their up rows (four 64-row boxes).
 #pragma unroll
@@ -542,14 +552,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           }
         }
       };
-      if constexpr (L::kSwapAB) {
+      if constexpr (kSwap) {
         // The slot's four k32 MMAs m64n128 (tokens × the consumer's 128
         // weight rows), then one promotion: element 4i + j of the flat
         // accumulators is token 16w4 + g8 + 8(j >> 1), weight row 8i + 2t4
-        // + (j & 1) of the consumer's 128 (fused: rows < 64 gate, the rest
-        // up), so a thread's scale products are its two tokens' sa times
-        // one or two block scales: one FFMA an element and 2-4 FMUL a slot
-        // (the weights-as-A tile needs an FMUL and an LDS per two or four
+        // + (j & 1) of the consumer's 128 (rows < 64 gate, the rest up), so
+        // a thread's scale products are its two tokens' sa times the gate
+        // and the up block scale: one FFMA an element and 4 FMUL a slot (the
+        // weights-as-A tile needs an FMUL and an LDS per two or four
         // elements).
         const uint64_t dt = wgmma::sw128_desc(base + L::a(stage));
         const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
@@ -562,7 +572,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         wgmma::wait<0>();
         const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
         const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
-        const float w_lo = fused ? wsc[0] : wsc[c], w_hi = fused ? wsc[1] : wsc[c];
+        const float w_lo = wsc[0], w_hi = wsc[1];
         const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
 #pragma unroll
         for (int i = 0; i < kT / 4; ++i)
@@ -818,71 +828,52 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         }
       }
     };
-    if constexpr (L::kSwapAB) {
+    if constexpr (kSwap) {
       // Swapped operands: element 4i + j of the flat accumulators is token
       // 16w4 + g8 + 8(j >> 1) of the tile, column 8i + 2t4 + (j & 1) of the
-      // consumer's 128 (fused: gate of neuron 64c + that column for i < 8,
-      // its up at i + 8).
+      // consumer's 128: the gate of neuron 64c + that column for i < 8, its
+      // up at i + 8.
       float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
-      if constexpr (kSiluQuant) {
-        // h of the consumer's 64 neurons, quantized per token over the
-        // tile's 128 (as the unswapped epilogue below): a token's amax over
-        // the thread's 16 neurons, the quad's four lanes (shuffles), then the
-        // two consumer warpgroups (shared memory between two barriers).
-        float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [2][kT]
-        float* s_rcp = s_amax + 8 * kT;                                                         // [kT]: 1 / s
-        const int n0 = tile_n(t) * tile_rows;
-        float m[2] = {0.0f, 0.0f};
+      // h of the consumer's 64 neurons, quantized per token over the
+      // tile's 128 (as the unswapped epilogue below): a token's amax over
+      // the thread's 16 neurons, the quad's four lanes (shuffles), then the
+      // two consumer warpgroups (shared memory between two barriers).
+      float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [2][kT]
+      float* s_rcp = s_amax + 8 * kT;                                                         // [kT]: 1 / s
+      const int n0 = tile_n(t) * tile_rows;
+      float m[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int i = 0; i < kT / 8; ++i)
+      for (int i = 0; i < kT / 8; ++i)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            af[4 * i + j] = silu_fast(af[4 * i + j]) * af[4 * (i + kT / 8) + j];
-            m[j >> 1] = fmaxf(m[j >> 1], fabsf(af[4 * i + j]));
-          }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-#pragma unroll
-          for (int o = 1; o < 4; o <<= 1) m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], o));
-          if (t4 == 0) s_amax[c * kT + 16 * w4 + g8 + 8 * h] = m[h];
+        for (int j = 0; j < 4; ++j) {
+          af[4 * i + j] = silu_fast(af[4 * i + j]) * af[4 * (i + kT / 8) + j];
+          m[j >> 1] = fmaxf(m[j >> 1], fabsf(af[4 * i + j]));
         }
-        named_barrier_sync(2, W::kConsumerThreads);
-        if (const int tok = tid - 128; tok < kT) {
-          const float mt = fmaxf(s_amax[tok], s_amax[kT + tok]);
-          const float sc = e4m3_scale(mt);
-          s_rcp[tok] = 1.0f / sc;
-          if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = sc;
-        }
-        named_barrier_sync(2, W::kConsumerThreads);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int tok = 16 * w4 + g8 + 8 * h, row = row0 + tok;
-          const float r = s_rcp[tok];
-          if (row >= g.rows) continue;
+      for (int h = 0; h < 2; ++h) {
 #pragma unroll
-          for (int i = 0; i < kT / 8; ++i) {
-            const uint32_t q = __nv_cvt_float2_to_fp8x2(
-                make_float2(af[4 * i + 2 * h] * r, af[4 * i + 2 * h + 1] * r), __NV_SATFINITE, __NV_E4M3);
-            *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 8 * i +
-                                         2 * t4) = uint16_t(q);
-          }
-        }
-      } else {
-        const int col0 = tile_n(t) * kRows + (kRows / 2) * c + 2 * t4;
+        for (int o = 1; o < 4; o <<= 1) m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], o));
+        if (t4 == 0) s_amax[c * kT + 16 * w4 + g8 + 8 * h] = m[h];
+      }
+      named_barrier_sync(2, W::kConsumerThreads);
+      if (const int tok = tid - 128; tok < kT) {
+        const float mt = fmaxf(s_amax[tok], s_amax[kT + tok]);
+        const float sc = e4m3_scale(mt);
+        s_rcp[tok] = 1.0f / sc;
+        if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = sc;
+      }
+      named_barrier_sync(2, W::kConsumerThreads);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 16 * w4 + g8 + 8 * h;
-          if (row >= g.rows) continue;
+      for (int h = 0; h < 2; ++h) {
+        const int tok = 16 * w4 + g8 + 8 * h, row = row0 + tok;
+        const float r = s_rcp[tok];
+        if (row >= g.rows) continue;
 #pragma unroll
-          for (int i = 0; i < kT / 4; ++i) {
-            const int col = col0 + 8 * i;
-            if (col >= N) continue;
-            const float v0 = af[4 * i + 2 * h], v1 = af[4 * i + 2 * h + 1];
-            if (g.out_fp32)
-              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col) = make_float2(v0, v1);
-            else
-              *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col) = pack_bf16x2(v0, v1);
-          }
+        for (int i = 0; i < kT / 8; ++i) {
+          const uint32_t q = __nv_cvt_float2_to_fp8x2(
+              make_float2(af[4 * i + 2 * h] * r, af[4 * i + 2 * h + 1] * r), __NV_SATFINITE, __NV_E4M3);
+          *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 8 * i +
+                                       2 * t4) = uint16_t(q);
         }
       }
     } else if constexpr (kSiluQuant) {
