@@ -16,6 +16,20 @@
 namespace wd {
 namespace {
 
+// A grouped GEMM of 4 experts, N = K = 256, 128 rows, one block, over a
+// dummy buffer: for the launchers' refusals, which come before any access.
+kernels::GroupedGemmParams small_gemm_params() {
+  kernels::GroupedGemmParams p{};
+  alignas(16) static uint16_t dummy[8];
+  p.w = p.a = p.out = dummy;
+  p.rows = 128;
+  p.n = 256;
+  p.k = 256;
+  p.max_blocks = 1;
+  p.experts = 4;
+  return p;
+}
+
 MoeShape shape_of(int hidden, int intermediate) {
   MoeShape s = preset_shape("qwen3-30b-a3b");
   s.hidden = hidden;
@@ -154,15 +168,8 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   EXPECT_FALSE(tma_gemm_fits(WeightFormat::kFP8Block128, 2048, 704));  // W8A8: K % 128
   EXPECT_FALSE(tma_gemm_fits(WeightFormat::kMXFP8, 1000, 2048));       // W8A8: N % 128
 
-  kernels::GroupedGemmParams p{};
-  alignas(16) static uint16_t dummy[8];
-  p.w = p.a = p.out = dummy;
-  p.rows = 128;
-  p.n = 256;
-  p.k = 256;
-  p.max_blocks = 1;
-  p.experts = 4;
-  // T = 8, 16, 32, 64 or 128 only.
+  kernels::GroupedGemmParams p = small_gemm_params();
+  // T = 8, 16, 32, 64, 80, 128 or (BF16) 144 only.
   for (int t : {4, 48, 256})
     EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, t, kernels::GemmKernel::kTma, nullptr), InvalidArgument)
         << t;
@@ -185,7 +192,7 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   alignas(16) static uint8_t codes[64];
   p.w_mx_scales = codes;
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128}) {
-    p.w_block_scales = reinterpret_cast<const float*>(dummy);
+    p.w_block_scales = static_cast<const float*>(p.w);
     try {
       kernels::grouped_gemm(p, f, 8, kernels::GemmKernel::kTma, nullptr);
       ADD_FAILURE() << to_string(f) << " W8A16 accepted";
@@ -264,14 +271,7 @@ TEST(ClassicalConfig, Tile80IsTheTmaTileOnly) {
     for (int B : {1024, 1100}) EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).tile_tokens, 80) << B;
   }
   // A tile the kernel is not built for is refused with the ones it takes named.
-  kernels::GroupedGemmParams p{};
-  alignas(16) static uint16_t dummy[8];
-  p.w = p.a = p.out = dummy;
-  p.rows = 128;
-  p.n = 256;
-  p.k = 256;
-  p.max_blocks = 1;
-  p.experts = 4;
+  kernels::GroupedGemmParams p = small_gemm_params();
   try {
     kernels::grouped_gemm(p, bf16, 96, kernels::GemmKernel::kTma, nullptr);
     ADD_FAILURE() << "T = 96 accepted";
