@@ -194,12 +194,14 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     //   452.1 -> 372.2 / 1598.0 -> 1276.7) and 2048 (160.6 rows in 2.0
     //   tiles against 160.0 in 2.5; 354.4 -> 337.6 / 1234.8 -> 1121.2, MXFP8
     //   746.3 -> 700.4 / 2640.9 -> 2484.7); not 4096 (307 rows against 287:
-    //   +1.7 / +0.7 %). Far above (m >> 80) both pad about half a tile an
-    //   expert, and T = 80 is taken again (not measured).
+    //   +1.7 / +0.7 %). Up to m = 128, where it was measured: far above (m
+    //   >> 80) both pad about half a tile an expert and the rule alone would
+    //   take T = 80 again.
     // * BF16, up to m = 64, where it pads fewer rows than T = 128 (1024
     //   tokens: 82 rows against 128; 418.2 -> 352.2 / 1394.4 -> 1257.1).
     const double rows80 = expected_padded_rows(m, sd, 80), rows = expected_padded_rows(m, sd, c.tile_tokens);
-    if (bf16 ? m <= 64.0 && rows80 < rows : c.tile_tokens == 64 && rows80 <= 1.02 * rows) c.tile_tokens = 80;
+    if (bf16 ? m <= 64.0 && rows80 < rows : c.tile_tokens == 64 && m <= 128.0 && rows80 <= 1.02 * rows)
+      c.tile_tokens = 80;
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
