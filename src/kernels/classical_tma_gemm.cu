@@ -562,13 +562,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // and the up block scale: one FFMA an element and 4 FMUL a slot (the
         // weights-as-A tile needs an FMUL and an LDS per two or four
         // elements).
-        const uint64_t dt = wgmma::sw128_desc(base + L::a(stage));
+        // db (descs) is the token tile; the consumer's rows here are its
+        // 128 slot rows.
         const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
         float(&pf)[kT] = *reinterpret_cast<float(*)[kT]>(&part[0][0]);
         float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
         wgmma::fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
+        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, db + 2 * ks, dw + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
         const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));

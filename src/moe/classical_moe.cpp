@@ -123,6 +123,19 @@ double expected_padded_rows(double m, double sd, int T) {
     rows += double(j) * T * (cdf(double(j) * T) - cdf(double(j - 1) * T));
   return rows;
 }
+// The deviation of an expert's token count ~ Binomial(batch, K/E).
+double tokens_sd(const MoeShape& s, int batch) {
+  const double p = double(s.top_k) / s.experts;
+  return std::sqrt(double(batch) * p * (1.0 - p));
+}
+// BF16 activations (BF16 weights, W8A16): T = 80 instead of T up to m = 64,
+// where one 80-row tile holds an expert's m + 2σ tokens, if it pads them to
+// fewer rows (1024 tokens on E = 128, K = 8: 82 rows against 128; session 21,
+// qwen3-30b-a3b / qwen3-235b-a22b, µs: BF16 418.2 -> 352.2 / 1394.4 ->
+// 1257.1, W8A16 365.3 -> 296.3 / 1259.6 -> 1036.3).
+int bf16_tile_or_80(double m, double sd, int T) {
+  return m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, T) ? 80 : T;
+}
 }  // namespace
 
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
@@ -141,11 +154,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   ClassicalConfig c;
   c.pdl = true;
   c.gemm = ClassicalGemm::kTma;
-  c.tile_tokens = tile_at_least(2.0 * m);
-  // T = 80 up to m = 64 where it pads fewer rows than T = 128, as for BF16
-  // (1024 tokens on E = 128, K = 8).
-  const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
-  if (m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, c.tile_tokens)) c.tile_tokens = 80;
+  c.tile_tokens = bf16_tile_or_80(m, tokens_sd(s, batch), tile_at_least(2.0 * m));
   c.bf16_activations = true;
   c.fuse_silu = silu_fuses(s, format, true, c.tile_tokens);
   return c;
@@ -185,7 +194,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // 2226.3 vs 2411.9; MXFP8 −8 % at 2048, −1 to −2 % at 4096). BF16 keeps
     // T = 128 there (1024 tokens: 458.2 µs at 128 vs 481.7 at 64).
     c.tile_tokens = bf16 ? tile_at_least(2.0 * m) : std::min(64, tile_at_least(2.0 * m));
-    const double p = double(s.top_k) / s.experts, sd = std::sqrt(double(batch) * p * (1.0 - p));
+    const double sd = tokens_sd(s, batch);
     // T = 80 (session 21 runs 1-2, µs, qwen3-30b-a3b / qwen3-235b-a22b):
     // * W8A8, where it pads at most 2 % more rows than T = 64 and so takes
     //   fewer tiles: 1024 tokens on E = 128, K = 8 (64 ± 8 tokens an expert:
@@ -197,10 +206,11 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     //   +1.7 / +0.7 %). Up to m = 128, where it was measured: far above (m
     //   >> 80) both pad about half a tile an expert and the rule alone would
     //   take T = 80 again.
-    // * BF16, up to m = 64, where it pads fewer rows than T = 128 (1024
-    //   tokens: 82 rows against 128; 418.2 -> 352.2 / 1394.4 -> 1257.1).
-    const double rows80 = expected_padded_rows(m, sd, 80), rows = expected_padded_rows(m, sd, c.tile_tokens);
-    if (bf16 ? m <= 64.0 && rows80 < rows : c.tile_tokens == 64 && m <= 128.0 && rows80 <= 1.02 * rows)
+    // * BF16: bf16_tile_or_80.
+    if (bf16)
+      c.tile_tokens = bf16_tile_or_80(m, sd, c.tile_tokens);
+    else if (c.tile_tokens == 64 && m <= 128.0 &&
+             expected_padded_rows(m, sd, 80) <= 1.02 * expected_padded_rows(m, sd, 64))
       c.tile_tokens = 80;
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
