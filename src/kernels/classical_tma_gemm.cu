@@ -271,11 +271,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #else
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
-  static_assert(kCluster == 1 || F == WeightFormat::kBF16, "clusters: BF16 only (launch_tma)");
-  static_assert(!kShareW || (kCluster == 2 && kT == 144 && !kGather),
-                "weight-sharing clusters: BF16 at T = 144, pairs of token tiles");
+  static_assert(kCluster == 1 || F == WeightFormat::kBF16 || kShareW,
+                "clusters: BF16, or weight-sharing (launch_tma)");
+  static_assert(!kShareW || (kCluster == 2 && !kGather &&
+                             ((F == WeightFormat::kBF16 && kT == 144) ||
+                              (F == WeightFormat::kFP8Block128 && L::kWide8))),
+                "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kSiluQuant || (L::kWide8 && kCluster == 1 && !kGather),
+  static_assert(!kSiluQuant || (L::kWide8 && (kCluster == 1 || kShareW) && !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
@@ -310,9 +313,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // gathering, one per producer thread, its token chunks and scales);
       // empty: BF16, every consumer warp of the cluster (one lane each, once
       // the warp is done with the slot); FP8 weights, every consumer thread
-      // (release below).
+      // of this block (release below) and, in a cluster, every consumer warp
+      // of the other block (one lane each).
       tma::mbar_init(base + L::full(s), kGather ? 1 + 128 : kFp8 ? 1 + 32 : 1);
-      tma::mbar_init(base + L::empty(s), kFp8 ? W::kConsumerThreads : kCluster * W::kConsumerThreads / 32);
+      tma::mbar_init(base + L::empty(s), kFp8 ? W::kConsumerThreads + (kCluster - 1) * W::kConsumerThreads / 32
+                                              : kCluster * W::kConsumerThreads / 32);
     }
     tma::fence_barrier_init();
   }
@@ -355,11 +360,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
       if constexpr (kSwap) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
-        // neurons, then their up rows (four 64-row boxes).
+        // neurons, then their up rows (four 64-row boxes; with kShareW,
+        // block rank loads consumer rank's two, into both blocks).
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-          tma::load_2d(base + L::w(s) + q * 64 * kRowBytes, &p.w_map, kt * kStageK,
-                       wrow + (q >> 1) * 64 + (q & 1) * (N / 2), full);
+        for (int q = kShareW ? 2 * int(rank) : 0; q < (kShareW ? 2 * int(rank) + 2 : 4); ++q) {
+          const uint32_t dst = base + L::w(s) + q * 64 * kRowBytes;
+          const int row = wrow + (q >> 1) * 64 + (q & 1) * (N / 2);
+          if constexpr (kShareW) tma::load_2d_multicast(dst, &p.w_map, kt * kStageK, row, full, 0x3);
+          else tma::load_2d(dst, &p.w_map, kt * kStageK, row, full);
+        }
       } else if constexpr (kShareW) {
         const int grow = wrow + int(rank) * (fused ? N / 2 : kRows / 2);
         tma::load_2d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, grow, full,
@@ -504,6 +513,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   auto release = [&](int s) {
     if constexpr (kFp8) {
       tma::arrive(base + L::empty(s));
+      if constexpr (kCluster > 1) {
+        // The other block's producer multicasts weight rows into this slot:
+        // one arrival a warp once its MMAs are done (its scales are ours).
+        __syncwarp();
+        if (lane == 0) tma::arrive_peer(base + L::empty(s));
+      }
     } else {
       __syncwarp();
       if (lane == 0) {
@@ -1029,7 +1044,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   // quarter where it is four (kSwapAB fused: each consumer's gate and up
   // rows).
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
-                      p.fuse_silu || kShareW ? (L::kSwapAB ? 64 : L::kRows / 2) : L::kRows);
+                      L::kSwapAB && kSiluQuant ? 64 : p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows);
   if constexpr (!kGather)
     tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kShareW ? kT : kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
@@ -1054,6 +1069,13 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   const long tiles = long(p.max_blocks) * ntn;
   if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
     if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
+  }
+  if constexpr (L::kWide8 && F == WeightFormat::kFP8Block128) {
+    // Pairs of blocks (align's pair_blocks): an even grid of whole pairs.
+    if (p.share_weights) {
+      if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true, true>(p, tiles + (tiles & 1), stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
+    }
   }
   if constexpr (L::kWide8) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
@@ -1102,9 +1124,13 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
            "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
            to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
-  WD_CHECK(!p.share_weights || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens == 144 && !p.a_rows),
-           "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144, rows "
-           "permuted (not gathered), not ", to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
+  WD_CHECK(!p.share_weights ||
+               (!p.a_bf16 && !p.a_rows &&
+                ((format == WeightFormat::kBF16 && tile_tokens == 144) ||
+                 (format == WeightFormat::kFP8Block128 && (tile_tokens == 64 || tile_tokens == 80)))),
+           "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144 or FP8 "
+           "block-128 W8A8 at 64 or 80, rows permuted (not gathered), not ", to_string(format),
+           p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

@@ -101,6 +101,12 @@ bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations, i
   const bool w8a8 = format != WeightFormat::kBF16 && !bf16_activations;
   return s.intermediate % 128 == 0 && (!w8a8 || tile_tokens == 64 || tile_tokens == 80);
 }
+// Weight-sharing clusters (ClassicalConfig::share_weights): the TMA tile,
+// BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80 (the 256-row tiles).
+bool share_fits(WeightFormat format, bool bf16_activations, int tile_tokens) {
+  return !bf16_activations && ((format == WeightFormat::kBF16 && tile_tokens == 144) ||
+                               (format == WeightFormat::kFP8Block128 && (tile_tokens == 64 || tile_tokens == 80)));
+}
 // W8A16 (ClassicalConfig::bf16_activations): the TMA tile, MXFP8 weights.
 bool w8a16_ok(const ClassicalConfig& c, WeightFormat format) {
   return !c.bf16_activations || (format == WeightFormat::kMXFP8 && c.gemm == ClassicalGemm::kTma);
@@ -284,7 +290,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
-  if (share_weights && (gemm != ClassicalGemm::kTma || tile_tokens != 144)) return false;
+  if (share_weights && (gemm != ClassicalGemm::kTma || !share_fits(format, bf16_activations, tile_tokens))) return false;
   // T = 80: the TMA tile only.
   if (tile_tokens == 80 && gemm != ClassicalGemm::kTma) return false;
   switch (gemm) {
@@ -327,7 +333,8 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
       for (int t : {8, 16, 32, 64, 80, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
-    for (bool fuse : {false, true}) v.push_back(ClassicalConfig{144, ClassicalGemm::kTma, pdl, fuse, false, true});
+    for (int t : {64, 80, 144})
+      for (bool fuse : {false, true}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, false, true});
   }
   return v;
 }
@@ -401,7 +408,8 @@ ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
   const size_t E = shape.experts, K = shape.top_k, H = shape.hidden, I = shape.intermediate;
   const int entries = max_batch * shape.top_k;
   size_t rows = 0;  // the most rows any token tile pads the entries to
-  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T, T == 144)) * T);
+  // (Paired, for the weight-sharing clusters: at least as many as unpaired.)
+  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T, true)) * T);
   Workspace& w = *ws_;
   w.max_rows = int(rows);
   w.logits = DeviceBuffer<float>(size_t(max_batch) * E);

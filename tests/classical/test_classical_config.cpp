@@ -205,6 +205,26 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("W8A16"), std::string::npos) << e.what();
   }
+  // Weight-sharing clusters: BF16 at T = 144, FP8 block-128 W8A8 at 64 and
+  // 80; anything else refused, naming them.
+  p.a_bf16 = 0;
+  p.share_weights = 1;
+  alignas(16) static float scales[64];
+  p.a_scales = scales;
+  p.w_block_scales = scales;
+  const struct {
+    WeightFormat f;
+    int t;
+  } unshared[] = {{WeightFormat::kBF16, 128}, {WeightFormat::kMXFP8, 64}, {WeightFormat::kFP8Block128, 128},
+                  {WeightFormat::kFP8Block128, 32}};
+  for (const auto& u : unshared) {
+    try {
+      kernels::grouped_gemm(p, u.f, u.t, kernels::GemmKernel::kTma, nullptr);
+      ADD_FAILURE() << to_string(u.f) << " T = " << u.t << " weight-sharing accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("weight-sharing"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
@@ -281,20 +301,30 @@ TEST(ClassicalConfig, Tile80IsTheTmaTileOnly) {
   }
 }
 
-// Weight-sharing clusters: the BF16 TMA tile at T = 144 only.
-TEST(ClassicalConfig, SharedWeightTilesAreTheBf16Tile144Only) {
+// Weight-sharing clusters: the BF16 TMA tile at T = 144 and the FP8
+// block-128 W8A8 one at T = 64 and 80 (256-row tiles), nothing else.
+TEST(ClassicalConfig, SharedWeightTilesAreBf16At144AndFp8At64And80) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const bool sm90a = ClassicalMoe::wgmma_available();
   ClassicalConfig c{144, ClassicalGemm::kTma, true, true, false, true};
   EXPECT_EQ(c.label(), "t144/tma/silu/wmc/pdl");
-  if (ClassicalMoe::wgmma_available()) {
-    EXPECT_TRUE(c.supports(s, WeightFormat::kBF16));
-  }
+  EXPECT_EQ(c.supports(s, WeightFormat::kBF16), sm90a);
   EXPECT_FALSE(c.supports(s, WeightFormat::kFP8Block128));
   EXPECT_FALSE(c.supports(s, WeightFormat::kMXFP8));
-  for (int t : {8, 16, 32, 64, 128})
-    EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, false, false, true}).supports(s, WeightFormat::kBF16))
-        << t;
+  for (int t : {64, 80})
+    for (bool silu : {false, true}) {
+      const ClassicalConfig f8{t, ClassicalGemm::kTma, true, silu, false, true};
+      EXPECT_EQ(f8.supports(s, WeightFormat::kFP8Block128), sm90a) << f8.label();
+      EXPECT_FALSE(f8.supports(s, WeightFormat::kBF16)) << f8.label();
+      EXPECT_FALSE(f8.supports(s, WeightFormat::kMXFP8)) << f8.label();
+      EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, silu, true, true}).supports(s, WeightFormat::kMXFP8))
+          << "W8A16 " << f8.label();
+    }
+  for (int t : {8, 16, 32, 128})
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128})
+      EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, false, false, true}).supports(s, f)) << t;
   EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, WeightFormat::kFP8Block128));
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
@@ -305,13 +335,14 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
       "t8/tma", "t16/tma", "t32/tma", "t64/tma", "t80/tma", "t128/tma", "t144/tma", "t8/tma/silu", "t16/tma/silu",
       "t32/tma/silu", "t64/tma/silu", "t80/tma/silu", "t128/tma/silu", "t144/tma/silu", "t8/tma/a16", "t16/tma/a16", "t32/tma/a16", "t64/tma/a16", "t80/tma/a16", "t128/tma/a16",
       "t8/tma/a16/silu", "t16/tma/a16/silu", "t32/tma/a16/silu", "t64/tma/a16/silu", "t80/tma/a16/silu", "t128/tma/a16/silu",
-      "t144/tma/wmc", "t144/tma/silu/wmc",
+      "t64/tma/wmc", "t64/tma/silu/wmc", "t80/tma/wmc", "t80/tma/silu/wmc", "t144/tma/wmc", "t144/tma/silu/wmc",
       "t8/pdl", "t16/pdl", "t32/pdl", "t64/pdl", "t128/pdl", "t64/wgmma/pdl",
       "t128/wgmma/pdl", "t8/stream/pdl", "t16/stream/pdl", "t8/stream-wgmma/pdl", "t8/tma/pdl", "t16/tma/pdl",
       "t32/tma/pdl", "t64/tma/pdl", "t80/tma/pdl", "t128/tma/pdl", "t144/tma/pdl", "t8/tma/silu/pdl", "t16/tma/silu/pdl",
       "t32/tma/silu/pdl", "t64/tma/silu/pdl", "t80/tma/silu/pdl", "t128/tma/silu/pdl", "t144/tma/silu/pdl", "t8/tma/a16/pdl", "t16/tma/a16/pdl", "t32/tma/a16/pdl",
       "t64/tma/a16/pdl", "t80/tma/a16/pdl", "t128/tma/a16/pdl", "t8/tma/a16/silu/pdl", "t16/tma/a16/silu/pdl", "t32/tma/a16/silu/pdl",
-      "t64/tma/a16/silu/pdl", "t80/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl", "t144/tma/wmc/pdl", "t144/tma/silu/wmc/pdl"};
+      "t64/tma/a16/silu/pdl", "t80/tma/a16/silu/pdl", "t128/tma/a16/silu/pdl", "t64/tma/wmc/pdl", "t64/tma/silu/wmc/pdl",
+      "t80/tma/wmc/pdl", "t80/tma/silu/wmc/pdl", "t144/tma/wmc/pdl", "t144/tma/silu/wmc/pdl"};
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
