@@ -1159,12 +1159,12 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "clusters (and a_tokens >= 1), and a_rows_div >= 1, not ", to_string(format), p.a_bf16 ? " W8A16" : "",
            ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
   WD_CHECK(!p.share_weights ||
-               (!p.a_bf16 && ((format == WeightFormat::kBF16 && tile_tokens == 144) ||
-                              (format == WeightFormat::kFP8Block128 && (tile_tokens == 64 || tile_tokens == 80) &&
-                               !p.a_rows))),
-           "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144 (rows "
-           "permuted or gathered) or FP8 block-128 W8A8 at 64 or 80 (rows permuted), not ", to_string(format),
-           p.a_bf16 ? " W8A16" : "", p.a_rows ? " gathered" : "", " at T = ", tile_tokens);
+               (!p.a_bf16 && !p.a_rows &&
+                ((format == WeightFormat::kBF16 && tile_tokens == 144) ||
+                 (format == WeightFormat::kFP8Block128 && (tile_tokens == 64 || tile_tokens == 80)))),
+           "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144 or FP8 "
+           "block-128 W8A8 at 64 or 80, rows permuted (not gathered), not ", to_string(format),
+           p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {
