@@ -70,11 +70,8 @@ struct GroupedGemmParams {
   // a_rows[r] / a_rows_div, or zeros where a_rows[r] < 0 (padding).
   // a_rows holds every row of the blocks in use (the align stage's
   // sorted_entries, a_rows_div = K).
-  // At T = 144 (weight-sharing clusters) the rows are loaded by TMA, one
-  // row a box, from a tensor map of x's a_tokens rows.
   const int32_t* a_rows;
   int a_rows_div;
-  int a_tokens;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;
   // TMA kernel, BF16 at T = 144: the blocks come in pairs of one expert

@@ -263,8 +263,7 @@ namespace {
 
 using namespace tma_tile;
 
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW,
-          bool kGatherTma>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -279,8 +278,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                               (F == WeightFormat::kFP8Block128 && L::kWide8))),
                 "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kGatherTma || (F == WeightFormat::kBF16 && kShareW && !kGather),
-                "gathering by TMA rows: BF16 weight-sharing clusters (T = 144)");
   static_assert(!kSiluQuant || (L::kWide8 && (kCluster == 1 || kShareW) && !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
@@ -300,7 +297,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // start); L2-coherent loads, as an L1 line from an earlier call could be
   // stale. Gathering, the align stage is the previous kernel, and it lets
   // its successor start at once: wait for it first.
-  if constexpr (kGather || kGatherTma) wait_for_previous_kernel();
+  if constexpr (kGather) wait_for_previous_kernel();
   const int nb = g.num_blocks != nullptr ? __ldcg(g.num_blocks) : g.max_blocks;
   const int tiles = nb * ntn;
 
@@ -402,7 +399,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // bytes too, loaded after the wait.
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
-      if constexpr (kGather || kGatherTma) break;  // the wait is behind us
+      if constexpr (kGather) break;  // the wait is behind us
       if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
@@ -427,26 +424,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
       }
     };
-    // Gathering by TMA rows: lane l loads tile rows l, l + 32, ..., each a
-    // one-row box of x (tokens, K) at the row's place in the slot (the
-    // 128-byte swizzle follows the shared-memory address, so a row lands
-    // where the whole box would put it); x row tok_row[i] (a padding row
-    // reads row 0: its outputs are never read).
-    constexpr int kRowsPerLane = (kT + 31) / 32;
-    [[maybe_unused]] int tok_row[kGatherTma ? kRowsPerLane : 1];
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
-      if constexpr (kGatherTma) {
-#pragma unroll
-        for (int i = 0; i < kRowsPerLane; ++i) {
-          const int r = lane + 32 * i;
-          const int e = r < kT ? __ldcg(g.a_rows + row0 + r) : -1;
-          tok_row[i] = e < 0 ? 0 : e / g.a_rows_div;
-        }
-      }
       if constexpr (kGather) {
         // The tile's tokens into the table, between two barriers of the
         // producer warpgroup (the previous tile's copies were issued).
@@ -465,16 +447,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           tma::wait(base + L::empty(stage), phase ^ 1);
           if (lane == 0 && (!kGather || warp == 0)) load_w(stage, kt, wrow);
         }
-        if constexpr (kGather) {
-          gather_a(stage, kt);
-        } else if constexpr (kGatherTma) {
-#pragma unroll
-          for (int i = 0; i < kRowsPerLane; ++i)
-            if (const int r = lane + 32 * i; r < kT)
-              tma::load_2d(base + L::a(stage) + r * kRowBytes, &p.a_map, kt * kStageK, tok_row[i], full);
-        } else if (lane == 0) {
-          load_a(stage, kt, row0);
-        }
+        if constexpr (kGather) gather_a(stage, kt);
+        else if (lane == 0) load_a(stage, kt, row0);
         if constexpr (kFp8) {
           // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
           // activation scales, landing on the same barrier.
@@ -1059,10 +1033,10 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 
 namespace {
 template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false,
-          bool kShareW = false, bool kGatherTma = false>
+          bool kShareW = false>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW, kGatherTma>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW>;
   Params tp{};
   tp.g = p;
   // Weight boxes of half a tile where the tile is two loads (fused: gate
@@ -1071,9 +1045,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   // rows).
   tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
                       L::kSwapAB && kSiluQuant ? 64 : p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows);
-  if constexpr (kGatherTma)
-    tp.a_map = tile_map(p.a, uint64_t(p.a_tokens), uint64_t(p.k), L::kW8A8, 1);  // one-row boxes of x
-  else if constexpr (!kGather)
+  if constexpr (!kGather)
     tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kShareW ? kT : kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
@@ -1110,11 +1082,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   }
   if constexpr (F == WeightFormat::kBF16 && kT == 144) {
     // Pairs of blocks (align's pair_blocks): an even grid of whole pairs.
-    if (p.share_weights) {
-      if (p.a_rows != nullptr)
-        return launch_tma_cluster<F, kA16, kT, 2, false, false, true, true>(p, tiles + (tiles & 1), stream, pdl);
-      return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
-    }
+    if (p.share_weights) return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
   }
   if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
     if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
@@ -1153,11 +1121,9 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens, " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));
-  WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && p.a_rows_div >= 1 &&
-                          (tile_tokens <= 128 || (tile_tokens == 144 && p.share_weights && p.a_tokens >= 1))),
-           "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 or T = 144 with weight-sharing "
-           "clusters (and a_tokens >= 1), and a_rows_div >= 1, not ", to_string(format), p.a_bf16 ? " W8A16" : "",
-           ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
+  WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
+           "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
+           to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
   WD_CHECK(!p.share_weights ||
                (!p.a_bf16 && !p.a_rows &&
                 ((format == WeightFormat::kBF16 && tile_tokens == 144) ||

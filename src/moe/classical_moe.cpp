@@ -319,8 +319,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
 // at 4096 tokens, where the gate_up GEMM lost more than the permute stage
 // saved).
 bool ClassicalConfig::gathers_rows(WeightFormat format) const {
-  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations &&
-         (tile_tokens <= 128 || (tile_tokens == 144 && share_weights));
+  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && tile_tokens <= 128;
 }
 
 std::vector<ClassicalConfig> ClassicalConfig::candidates() {
@@ -561,7 +560,6 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
                    : static_cast<const void*>(ws.h.data());
       p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
       p.a_rows_div = K;
-      p.a_tokens = B;
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
       p.block_expert = ws.block_expert.data();
       p.num_blocks = ws.meta.data();

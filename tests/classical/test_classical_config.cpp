@@ -371,7 +371,7 @@ TEST(ClassicalConfig, Labels) {
 // The BF16 TMA GEMM gathers its token rows from x up to T = 128 (stage 4
 // does nothing); T = 144 (either kind of cluster), W8A8, W8A16 and every
 // other kernel keep the permute stage.
-TEST(ClassicalConfig, Bf16TmaGemmGathersTheTokenRowsUpToT128AndAt144Paired) {
+TEST(ClassicalConfig, Bf16TmaGemmGathersTheTokenRowsUpToT128) {
   for (int t : {8, 16, 32, 64, 128}) {
     EXPECT_TRUE((ClassicalConfig{t, ClassicalGemm::kTma, true}).gathers_rows(WeightFormat::kBF16)) << t;
     EXPECT_TRUE((ClassicalConfig{t, ClassicalGemm::kTma, false, true}).gathers_rows(WeightFormat::kBF16)) << t;
@@ -379,17 +379,10 @@ TEST(ClassicalConfig, Bf16TmaGemmGathersTheTokenRowsUpToT128AndAt144Paired) {
     EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true}).gathers_rows(WeightFormat::kMXFP8)) << t;
     EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, true, true}).gathers_rows(WeightFormat::kMXFP8)) << t;
   }
-  // T = 144: with the weight-sharing clusters (one-row TMA boxes), not with
-  // the token-sharing ones.
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, true}).gathers_rows(WeightFormat::kBF16));
-  for (bool silu : {false, true}) {
-    EXPECT_TRUE((ClassicalConfig{144, ClassicalGemm::kTma, true, silu, false, true}).gathers_rows(WeightFormat::kBF16))
+  for (bool silu : {false, true})
+    EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, silu, false, true}).gathers_rows(WeightFormat::kBF16))
         << silu;
-    for (int t : {64, 80})
-      EXPECT_FALSE(
-          (ClassicalConfig{t, ClassicalGemm::kTma, true, silu, false, true}).gathers_rows(WeightFormat::kFP8Block128))
-          << silu;
-  }
   for (ClassicalGemm g : {ClassicalGemm::kMmaSync, ClassicalGemm::kWgmma, ClassicalGemm::kStream})
     EXPECT_FALSE((ClassicalConfig{64, g, true}).gathers_rows(WeightFormat::kBF16)) << to_string(g);
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStreamWgmma, true}).gathers_rows(WeightFormat::kFP8Block128));
