@@ -218,6 +218,15 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     else if (c.tile_tokens == 64 && m <= 128.0 &&
              expected_padded_rows(m, sd, 80) <= 1.02 * expected_padded_rows(m, sd, 64))
       c.tile_tokens = 80;
+    // FP8 block-128 W8A8 at T = 80: weight-sharing clusters where pairing the
+    // token tiles pads at most 5 % more rows (2048 tokens on E = 128, K = 8:
+    // 128 ± 11 tokens an expert, two 80-row tiles either way). Session 22
+    // run 1, µs, against T = 80 alone in one binary: qwen3-30b-a3b 336.7 ->
+    // 329.7, qwen3-235b-a22b 1121.0 -> 1060.8. At T = 64 the clusters lost
+    // as many rows as pairing padded (4096 tokens, 11 % more rows: 563.6 ->
+    // 606.0 and 1865.0 -> 1957.7): not taken there.
+    if (format == WeightFormat::kFP8Block128 && c.tile_tokens == 80)
+      c.share_weights = expected_padded_rows(m, sd, 160) <= 1.05 * expected_padded_rows(m, sd, 80);
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
