@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
-  constexpr bool kSwap = L::kSwapAB && kSiluQuant;  // operands swapped (file comment)
+  constexpr bool kSwap = L::kSwapAB;  // operands swapped (file comment)
   using W = Warps<kA16, kT>;
   static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
-      if constexpr (kSwap) {
+      if constexpr (kSwap && kSiluQuant) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
         // neurons, then their up rows (four 64-row boxes; with kShareW,
         // block rank loads consumer rank's two, into both blocks).
@@ -589,7 +589,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         wgmma::wait<0>();
         const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
         const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
-        const float w_lo = wsc[0], w_hi = wsc[1];
+        // Fused: the gate block's scale, then the up block's; else the
+        // consumer's 128 rows are one block.
+        const float w_lo = wsc[kSiluQuant ? 0 : c], w_hi = wsc[kSiluQuant ? 1 : c];
         const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
 #pragma unroll
         for (int i = 0; i < kT / 4; ++i)
@@ -845,7 +847,52 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         }
       }
     };
-    if constexpr (kSwap) {
+    if constexpr (kSwap && !kSiluQuant) {
+      // Swapped operands, a plain GEMM (down): element 4i + j of the flat
+      // accumulators is token 16w4 + g8 + 8(j >> 1) of the tile, output
+      // column 8i + 2t4 + (j & 1) of the consumer's 128. BF16: the quad's
+      // four lanes transpose their packed pairs of four consecutive i (a 4 ×
+      // 4 transpose of 4-byte words, two shuffle rounds of two), so that
+      // lane t4 holds columns 32q + 8t4 .. + 7 of one token: 16-byte stores,
+      // a warp's store 8 tokens × 64 bytes (whole sectors; the 4-byte pair
+      // stores wrote half sectors: session 21 run 5 lost 7-18 % so).
+      float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
+      const int col0 = tile_n(t) * kRows + 128 * c;
+      const bool b1 = t4 & 2, b0 = t4 & 1;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 16 * w4 + g8 + 8 * h;
+        const bool ok = row < g.rows && col0 < N;
+        if (g.out_fp32) {
+#pragma unroll
+          for (int i = 0; i < kT / 4; ++i)
+            if (ok)
+              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
+                  make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
+          continue;
+        }
+#pragma unroll
+        for (int q = 0; q < kT / 16; ++q) {
+          uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
+#pragma unroll
+          for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
+          // Round 1 (lanes t4 ^ 2): the 2 × 2 blocks of the 4 × 4 (lane,
+          // x) matrix trade places; round 2 (t4 ^ 1): each block transposes.
+          uint32_t r0 = __shfl_xor_sync(kFullMask, b1 ? v[0] : v[2], 2);
+          uint32_t r1 = __shfl_xor_sync(kFullMask, b1 ? v[1] : v[3], 2);
+          if (b1) v[0] = r0, v[1] = r1;
+          else v[2] = r0, v[3] = r1;
+          r0 = __shfl_xor_sync(kFullMask, b0 ? v[0] : v[1], 1);
+          r1 = __shfl_xor_sync(kFullMask, b0 ? v[2] : v[3], 1);
+          if (b0) v[0] = r0, v[2] = r1;
+          else v[1] = r0, v[3] = r1;
+          // v[x] now: lane x's columns 32q + 8t4 + 2x, + 1.
+          if (ok)
+            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
+                make_uint4(v[0], v[1], v[2], v[3]);
+        }
+      }
+    } else if constexpr (kSwap) {
       // Swapped operands: element 4i + j of the flat accumulators is token
       // 16w4 + g8 + 8(j >> 1) of the tile, column 8i + 2t4 + (j & 1) of the
       // consumer's 128: the gate of neuron 64c + that column for i < 8, its
