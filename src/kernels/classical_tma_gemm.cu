@@ -803,45 +803,73 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
     // + b. Lanes g8 and g8 ^ 1 swap one value so that each holds two
     // adjacent columns of one token (the even lane token 8i + 2t4, the odd
-    // one the next); BF16 (kQuads), lanes g8 and g8 ^ 2 then swap one packed
-    // pair so that each holds four adjacent columns (8 bytes): a warp's store
-    // is 8 tokens × 32 bytes, whole sectors, where 4-byte stores write half
-    // sectors. Session 21 run 1, against the 4-byte stores: down −2.3 / −2.5
-    // % at 1024 tokens (T = 128; gate_up +0.7 / +1.3 %), decode ±0.5 % but
-    // for −5 % on some B = 1 GEMMs; at T = 144 down +1.0 / +2.1 % (its 144
-    // accumulators a thread leave no room for the third shuffle's values):
-    // there the 4-byte stores stay.
-    constexpr bool kQuads = kT != 144;
-    const int row0 = tile_block(t) * kT, odd = g8 & 1, hi2 = (g8 >> 1) & 1;
+    // one the next: an FP32 output stores these 8 bytes); BF16, lanes g8 and
+    // g8 ^ 2 then swap one packed pair so that each holds four adjacent
+    // columns (a quad, 8 bytes), and (kOcts: an even number of n8 groups, T
+    // >= 16) lanes g8 and g8 ^ 4 trade the quads of two n8 groups i and i +
+    // 1, so that each holds eight adjacent columns (16 bytes) of one token:
+    // a warp's store is 8 tokens × 32 bytes (quads) or 4 tokens × 2 × 32
+    // bytes, whole sectors either way. History: quads against 4-byte
+    // stores (half sectors), session 21 run 1: down −2.3 / −2.5 % at 1024
+    // tokens (T = 128), +1.0 / +2.1 % at T = 144, which kept the 4-byte
+    // stores; the swapped FP8 down with 16-byte stores against the
+    // unswapped one with quads, session 22 run 4: −31 / −22 % at 4096 tokens.
+    constexpr bool kOcts = kN8 % 2 == 0;
+    const int row0 = tile_block(t) * kT, odd = g8 & 1, hi2 = (g8 >> 1) & 1, hi4 = (g8 >> 2) & 1;
+    // Columns 8h + (g8 & ~1), + 1 of token 8i + 2t4 + odd, for h = 0, 1.
+    auto pairs_of = [&](const float(&v)[kT / 2], int i, float2(&pair)[2]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float mine0 = v[4 * i + 2 * h], mine1 = v[4 * i + 2 * h + 1];
+        const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
+        pair[h] = odd ? make_float2(got, mine1) : make_float2(mine0, got);
+      }
+    };
+    // BF16 columns (g8 & ~3) + 8·hi2 + 0..3 of token 8i + 2t4 + odd: hi2 = 0
+    // keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1 takes 8 +
+    // (g8 & ~3) + 0, 1 and keeps + 2, 3.
+    auto quad_of = [&](const float(&v)[kT / 2], int i) {
+      float2 pair[2];
+      pairs_of(v, i, pair);
+      const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
+      const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
+      return hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
+    };
     auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
+      if (g.out_fp32) {
 #pragma unroll
-      for (int i = 0; i < kN8; ++i) {
-        const int row = row0 + 8 * i + 2 * t4 + odd;
-        float2 pair[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float mine0 = v[4 * i + 2 * h], mine1 = v[4 * i + 2 * h + 1];
-          const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
-          pair[h] = odd ? make_float2(got, mine1) : make_float2(mine0, got);  // columns 8h + (g8 & ~1), + 1
-        }
-        if (g.out_fp32 || !kQuads) {
+        for (int i = 0; i < kN8; ++i) {
+          const int row = row0 + 8 * i + 2 * t4 + odd;
+          float2 pair[2];
+          pairs_of(v, i, pair);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
-            if (row >= g.rows || col >= ncols) continue;
-            if (g.out_fp32)
+            if (row < g.rows && col < ncols)
               *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = pair[h];
-            else
-              *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) =
-                  pack_bf16x2(pair[h].x, pair[h].y);
           }
-        } else {
-          // hi2 = 0 keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1
-          // takes 8 + (g8 & ~3) + 0, 1 and keeps + 2, 3.
-          const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
-          const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
-          const uint2 quad = hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
-          const int col = col0 + 16 * w4 + (g8 & ~3) + 8 * hi2;
+        }
+      } else if constexpr (kOcts) {
+        // hi4 = 0 keeps group i's token and takes the partner's quad of it
+        // (columns + 4..7); hi4 = 1 keeps group i + 1's, its quad being
+        // columns + 4..7 of it.
+        const int col = col0 + 16 * w4 + 8 * hi2;
+#pragma unroll
+        for (int i = 0; i < kN8; i += 2) {
+          const uint2 q0 = quad_of(v, i), q1 = quad_of(v, i + 1);
+          const uint2 send = hi4 ? q0 : q1;
+          const uint2 got = make_uint2(__shfl_xor_sync(kFullMask, send.x, 16), __shfl_xor_sync(kFullMask, send.y, 16));
+          const uint4 oct = hi4 ? make_uint4(got.x, got.y, q1.x, q1.y) : make_uint4(q0.x, q0.y, got.x, got.y);
+          const int row = row0 + 8 * (i + hi4) + 2 * t4 + odd;
+          if (row < g.rows && col < ncols)
+            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = oct;
+        }
+      } else {
+        const int col = col0 + 16 * w4 + (g8 & ~3) + 8 * hi2;
+#pragma unroll
+        for (int i = 0; i < kN8; ++i) {
+          const uint2 quad = quad_of(v, i);
+          const int row = row0 + 8 * i + 2 * t4 + odd;
           if (row < g.rows && col < ncols)
             *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = quad;
         }
