@@ -263,6 +263,24 @@ namespace {
 
 using namespace tma_tile;
 
+// The 4 × 4 transpose of 4-byte words across the four lanes of a quad (lane
+// t4 = lane & 3): on entry v[x] is word x of lane t4, on return word t4 of
+// lane x. Two shuffle rounds of two words: lanes t4 ^ 2 trade the
+// off-diagonal 2 × 2 blocks, then lanes t4 ^ 1 transpose each block. The
+// swapped-operand epilogues use it to turn a lane's words of four column
+// groups into one group's four consecutive words (a 16-byte store).
+[[maybe_unused]] __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4) {
+  const bool b1 = t4 & 2, b0 = t4 & 1;
+  uint32_t r0 = __shfl_xor_sync(kFullMask, b1 ? v[0] : v[2], 2);
+  uint32_t r1 = __shfl_xor_sync(kFullMask, b1 ? v[1] : v[3], 2);
+  if (b1) v[0] = r0, v[1] = r1;
+  else v[2] = r0, v[3] = r1;
+  r0 = __shfl_xor_sync(kFullMask, b0 ? v[0] : v[1], 1);
+  r1 = __shfl_xor_sync(kFullMask, b0 ? v[2] : v[3], 1);
+  if (b0) v[0] = r0, v[2] = r1;
+  else v[1] = r0, v[3] = r1;
+}
+
 template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
@@ -886,7 +904,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // stores wrote half sectors: session 21 run 5 lost 7-18 % so).
       float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
       const int col0 = tile_n(t) * kRows + 128 * c;
-      const bool b1 = t4 & 2, b0 = t4 & 1;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + 16 * w4 + g8 + 8 * h;
@@ -904,17 +921,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
 #pragma unroll
           for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
-          // Round 1 (lanes t4 ^ 2): the 2 × 2 blocks of the 4 × 4 (lane,
-          // x) matrix trade places; round 2 (t4 ^ 1): each block transposes.
-          uint32_t r0 = __shfl_xor_sync(kFullMask, b1 ? v[0] : v[2], 2);
-          uint32_t r1 = __shfl_xor_sync(kFullMask, b1 ? v[1] : v[3], 2);
-          if (b1) v[0] = r0, v[1] = r1;
-          else v[2] = r0, v[3] = r1;
-          r0 = __shfl_xor_sync(kFullMask, b0 ? v[0] : v[1], 1);
-          r1 = __shfl_xor_sync(kFullMask, b0 ? v[2] : v[3], 1);
-          if (b0) v[0] = r0, v[2] = r1;
-          else v[1] = r0, v[3] = r1;
-          // v[x] now: lane x's columns 32q + 8t4 + 2x, + 1.
+          quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
           if (ok)
             *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
                 make_uint4(v[0], v[1], v[2], v[3]);
@@ -957,16 +964,29 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       named_barrier_sync(2, W::kConsumerThreads);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        // The token's codes of neurons 8i + 2t4, + 1 (i < 8), paired into
+        // words k = neurons 16k + 2t4, + 1 (low half) and 16k + 8 + 2t4, +
+        // 1 (high half); after the quad's transpose lane t4 holds those of
+        // neurons 16t4 .. + 15 (word x: 2x, + 1 and 8 + 2x, + 1), which
+        // two byte permutes per pair of words put in order: one 16-byte
+        // store a token where the quad's lanes stored 2 bytes per i
+        // (session 22: the same for down's BF16 took it from 4- to 16-byte
+        // stores).
         const int tok = 16 * w4 + g8 + 8 * h, row = row0 + tok;
         const float r = s_rcp[tok];
-        if (row >= g.rows) continue;
+        uint32_t q[kT / 8];
 #pragma unroll
-        for (int i = 0; i < kT / 8; ++i) {
-          const uint32_t q = __nv_cvt_float2_to_fp8x2(
-              make_float2(af[4 * i + 2 * h] * r, af[4 * i + 2 * h + 1] * r), __NV_SATFINITE, __NV_E4M3);
-          *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 8 * i +
-                                       2 * t4) = uint16_t(q);
-        }
+        for (int i = 0; i < kT / 8; ++i)
+          q[i] = __nv_cvt_float2_to_fp8x2(make_float2(af[4 * i + 2 * h] * r, af[4 * i + 2 * h + 1] * r), __NV_SATFINITE,
+                                          __NV_E4M3);
+        uint32_t v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
+        quad_transpose(v, t4);
+        if (row < g.rows)
+          *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 16 * t4) =
+              make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
+                         __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
       }
     } else if constexpr (kSiluQuant) {
       // W8A8: h = silu(gate)·up of neurons n0 + 64c.. (m64 block 0 gate, 1
