@@ -91,13 +91,14 @@ struct ClassicalConfig {
   // quantization, so the path keeps warp decode's precision. Off: FP8
   // weights run W8A8, as the engines do. MXFP8 weights only (supports()).
   bool bf16_activations = false;
-  // BF16 TMA GEMMs at T = 144 (prefill, about two token tiles an expert):
-  // align pads each expert to an even number of token tiles, and the two
-  // blocks of a cluster take an expert's two tiles against one weight tile,
-  // each loading half of it and multicasting it to both, so that a weight
-  // tile leaves L2 once a pair (label "/wmc"). Off: the cluster's blocks
-  // share the token tile between two weight tiles (docs/CLASSICAL.md,
-  // session 19).
+  // The TMA GEMMs of BF16 at T = 144 and of FP8 block-128 W8A8 at T = 64
+  // and 80 (prefill, about two token tiles an expert): align pads each
+  // expert to an even number of token tiles, and the two blocks of a
+  // cluster take an expert's two tiles against one weight tile, each
+  // loading half of it and multicasting it to both, so that a weight tile
+  // leaves L2 once a pair (label "/wmc"). Off: BF16's clusters share the
+  // token tile between two weight tiles; W8A8's blocks run alone
+  // (docs/CLASSICAL.md, sessions 19, 20 and 22).
   bool share_weights = false;
   static ClassicalConfig for_batch(const MoeShape& shape, int batch, WeightFormat format = WeightFormat::kBF16);
   // The same choice for a device with (sm90a) or without the sm_90a kernels

@@ -74,11 +74,11 @@ struct GroupedGemmParams {
   int a_rows_div;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;
-  // TMA kernel, BF16 at T = 144: the blocks come in pairs of one expert
-  // (AlignParams::pair_blocks), and the two blocks of a cluster take the
-  // pair's two token tiles against one weight tile, each loading half of
-  // that tile's rows and multicasting it to both (instead of sharing the
-  // token tile between two weight tiles).
+  // TMA kernel, BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80: the
+  // blocks come in pairs of one expert (AlignParams::pair_blocks), and the
+  // two blocks of a cluster take the pair's two token tiles against one
+  // weight tile, each loading half of that tile's rows and multicasting it
+  // to both (instead of sharing the token tile between two weight tiles).
   int share_weights;
 };
 

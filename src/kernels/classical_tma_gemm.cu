@@ -56,8 +56,9 @@
 // 1.5-5 % faster layers (launch_tma); ncu still shows the gate_up GEMM at
 // 91 % of L2 throughput, so the token tile was not the whole L2 load.
 //
-// Weight-sharing clusters (kShareW: BF16 at T = 144, GroupedGemmParams::
-// share_weights): align pads each expert to an even number of token tiles
+// Weight-sharing clusters (kShareW: BF16 at T = 144 and FP8 block-128 W8A8
+// at T = 64 and 80, GroupedGemmParams::share_weights): align pads each
+// expert to an even number of token tiles
 // (AlignParams::pair_blocks), and the two blocks of a cluster take one
 // expert's two token tiles against the same weight tile, each loading half
 // of it and multicasting it into both, and its own token tile. Why: at 4096
@@ -71,7 +72,18 @@
 // more rows). Gathering each block's token rows from x instead (run 2) saved
 // the permute stage (43 µs) but made gate_up 36 % slower (378.5 -> 514.5
 // µs; not profiled: likely the 1152 16-byte cp.async a slot the producer
-// warpgroup issues where one TMA box does it).
+// warpgroup issues where one TMA box does it). Nor does one TMA box a row
+// (session 22 run 3: 144 one-row boxes a slot, the swizzle right, gate_up
+// 373.5 -> 1666.6 µs: about 60 cycles a box, the TMA issue rate). FP8
+// block-128 W8A8 (session 22 run 1, against the same tile unpaired, µs,
+// qwen3-30b-a3b / qwen3-235b-a22b): T = 80 at 2048 tokens, where pairing
+// pads no rows, 336.7 -> 329.7 / 1121.0 -> 1060.8 (the for_batch default
+// there); T = 64 at 4096, where it pads 11 % more, 563.6 -> 606.0 / 1865.0
+// -> 1957.7 (down +14 %: these GEMMs were not bound by L2 as the BF16 ones
+// are). Each block loads its own scales; its producer multicasts half the
+// weight tile (swapped: consumer rank's two 64-row boxes), and each slot's
+// empty barrier counts this block's consumer threads and the other's
+// consumer warps.
 //
 // Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights,
 // T <= 128): the token tile comes straight from the tokens' matrix x, not
@@ -95,8 +107,8 @@
 // slower, run 2), so every other kernel compiles from exactly the code it
 // had before.
 //
-// Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64 with SiLU·up
-// fused, the gate_up GEMM above 2048 tokens and at 257-512 on E = 128, K = 8):
+// Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64, both GEMMs,
+// above 2048 tokens and at 257-512 on E = 128, K = 8):
 // the token tile is the wgmma A operand (M = 64 tokens) and
 // each consumer warpgroup's 128 weight rows the B operand (m64n128k32), so
 // that a thread's accumulators are two tokens × 32 weight rows: its scale
@@ -110,11 +122,16 @@
 // tile in one call, µs, qwen3-30b-a3b / qwen3-235b-a22b): fused gate_up at
 // 4096 tokens 321.0 -> 288.6 / 1188.7 -> 1065.5 (layer −2.1 % each, with
 // down swapped too), 2048 −7.0 / −2.2 %, 1024 −5.1 / +1.3 %, 512 −0.1 / −1.2
-// %; but the down GEMM and the unfused gate_up swapped lost 8-18 % (their
-// BF16 epilogue, 4-byte stores of half sectors where the unswapped tile
-// stores 8-byte quads, after 6 slots a tile on down): those keep the
-// weights as A (run 6: 4096 tokens, layer 594.9 -> 565.7 / 1993.8 -> 1871.9
-// µs; 512 tokens level). MXFP8 keeps the weights as A (its scales are per weight row
+// %; but the down GEMM and the unfused gate_up swapped lost 8-18 % with
+// 4-byte stores of a thread's column pairs (run 6: the fused gate_up alone,
+// 4096 tokens, layer 594.9 -> 565.7 / 1993.8 -> 1871.9 µs). Session 22 run
+// 4: down swapped again, the quad's four lanes transposing their packed
+// pairs (quad_transpose) so that each stores 16 bytes of one token: down
+// 204.9 -> 141.7 / 652.7 -> 510.2 µs at 4096 tokens (−31 / −22 %; layer
+// −11.6 / −8.2 %), −5.2 / −2.7 % at 512. Run 6: the fused gate_up's E4M3 h
+// stored the same way (16 bytes a lane where it stored 2 bytes an n8
+// group): gate_up −4.3 / −2.0 % at 4096 tokens, −7.8 / −3.3 % at 512.
+// MXFP8 keeps the weights as A (its scales are per weight row
 // and 32 K: 32 rows a thread would need 32 scales).
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
@@ -205,8 +222,8 @@ struct Tile {
   // fill more SMs; run 4, qwen3-30b-a3b: B = 1 39.4 -> 28.1 µs, B = 8 105.4
   // -> 99.4), 256 above (128-row tiles lost 0-8 % at T = 16, 32).
   static constexpr bool kWide8 = kW8A8 && (kT == 64 || kT == 80);  // W8A8 with 256-row tiles
-  // FP8 block-128 at T = 64, SiLU·up fused: the operands swapped (kSwapAB,
-  // tma_gemm_kernel; with kSiluQuant only).
+  // FP8 block-128 at T = 64: the operands swapped (kSwapAB, tma_gemm_kernel),
+  // both GEMMs.
   static constexpr bool kSwapAB = kW8A8 && !kMx && kT == 64;
   static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
