@@ -73,8 +73,9 @@
 // the permute stage (43 µs) but made gate_up 36 % slower (378.5 -> 514.5
 // µs; not profiled: likely the 1152 16-byte cp.async a slot the producer
 // warpgroup issues where one TMA box does it). Nor does one TMA box a row
-// (session 22 run 3: 144 one-row boxes a slot, the swizzle right, gate_up
-// 373.5 -> 1666.6 µs: about 60 cycles a box, the TMA issue rate). FP8
+// (session 16, 2.2-3.2× slower; session 22 run 3 again: 144 one-row boxes
+// a slot, the swizzle right, gate_up 373.5 -> 1666.6 µs: about 60 cycles a
+// box, the TMA issue rate). FP8
 // block-128 W8A8 (session 22 run 1, against the same tile unpaired, µs,
 // qwen3-30b-a3b / qwen3-235b-a22b): T = 80 at 2048 tokens, where pairing
 // pads no rows, 336.7 -> 329.7 / 1121.0 -> 1060.8 (the for_batch default
