@@ -129,6 +129,12 @@ double expected_padded_rows(double m, double sd, int T) {
     rows += double(j) * T * (cdf(double(j) * T) - cdf(double(j - 1) * T));
   return rows;
 }
+// Weight-sharing clusters pair an expert's token tiles (align pads it to a
+// multiple of 2T): worth it where that pads at most 5 % more rows than
+// tiles of T alone (about two tiles an expert, or an even number).
+bool pairing_pads_little(double m, double sd, int T) {
+  return expected_padded_rows(m, sd, 2 * T) <= 1.05 * expected_padded_rows(m, sd, T);
+}
 // The deviation of an expert's token count ~ Binomial(batch, K/E).
 double tokens_sd(const MoeShape& s, int batch) {
   const double p = double(s.top_k) / s.experts;
@@ -225,8 +231,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // 329.7, qwen3-235b-a22b 1121.0 -> 1060.8. At T = 64 the clusters lost
     // as many rows as pairing padded (4096 tokens, 11 % more rows: 563.6 ->
     // 606.0 and 1865.0 -> 1957.7): not taken there.
-    if (format == WeightFormat::kFP8Block128 && c.tile_tokens == 80)
-      c.share_weights = expected_padded_rows(m, sd, 160) <= 1.05 * expected_padded_rows(m, sd, 80);
+    if (format == WeightFormat::kFP8Block128 && c.tile_tokens == 80) c.share_weights = pairing_pads_little(m, sd, 80);
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
@@ -239,8 +244,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
       // runs 1-2: qwen3-30b-a3b 722.0 -> 691.3 µs at 4096 tokens,
       // qwen3-235b-a22b 2487.7 -> 2328.6; at 2048 tokens (one tile an
       // expert, which pairing doubles) 475.3 -> 737.1.
-      c.share_weights = c.tile_tokens == 144 &&
-                        expected_padded_rows(m, sd, 2 * 144) <= 1.05 * expected_padded_rows(m, sd, 144);
+      c.share_weights = c.tile_tokens == 144 && pairing_pads_little(m, sd, 144);
     }
     c.gemm = ClassicalGemm::kTma;
     // BF16: SiLU·up in the gate_up GEMM's epilogue where I % 128 == 0
