@@ -571,17 +571,270 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     db = wgmma::sw128_desc(base + L::a(s));
   };
 
-  // W8A16: the tile row of the thread's first fragment row in m64 block mb;
-  // its second is row2 further (slot_a16 below).
+  // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
+  // they are done. Promotions overlapped with MMAs lost three times: a
+  // second set promoted while the next slot's MMAs run (3-13 % slower,
+  // session 10 run 3), the two consumer warpgroups taking turns to issue,
+  // and block 0 promoted while block 1's MMAs run (session 19 runs 2 and 4,
+  // +3-10 % at 2048-4096 tokens); fewer promotion instructions won (below).
+  constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
+  const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
+  float part[kMB][kW8A8 ? kT / 2 : 1];
+  auto slot_fp8 = [&]() {
+    if constexpr (kW8A8) {
+      tma::wait(base + L::full(stage), phase);
+      uint64_t da, db;
+      descs(stage, da, db);
+      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
+      // acc[mb] += part[mb] · sw · sa(token) (acc starts at zero: one FFMA
+      // an element; "first slot: =" made it a predicated FMUL and FFMA pair,
+      // two issue slots each, session 19 run 5). Element 4i + j of m64
+      // block mb: weight row 64mb + 16w4 + g8 (+8 for j >= 2) of the
+      // consumer's rows, token 8i + 2t4 + (j & 1).
+      auto promote = [&](int mb, float s_lo, float s_hi) {
+#pragma unroll
+        for (int i = 0; i < kN8; ++i) {
+          const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            wgmma::fence_operand(part[mb][4 * i + j]);
+            const float sc = (j < 2 ? s_lo : s_hi) * ((j & 1) ? s2.y : s2.x);
+            float& a = acc[mb][4 * i + j];
+            a = __fmaf_rn(part[mb][4 * i + j], sc, a);
+          }
+        }
+      };
+      if constexpr (kSwap) {
+        // The slot's four k32 MMAs m64n128 (tokens × the consumer's 128
+        // weight rows), then one promotion: element 4i + j of the flat
+        // accumulators is token 16w4 + g8 + 8(j >> 1), weight row 8i + 2t4
+        // + (j & 1) of the consumer's 128 (rows < 64 gate, the rest up), so
+        // a thread's scale products are its two tokens' sa times the gate
+        // and the up block scale: one FFMA an element and 4 FMUL a slot (the
+        // weights-as-A tile needs an FMUL and an LDS per two or four
+        // elements).
+        // db (descs) is the token tile; the consumer's rows here are its
+        // 128 slot rows.
+        const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
+        float(&pf)[kT] = *reinterpret_cast<float(*)[kT]>(&part[0][0]);
+        float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, db + 2 * ks, dw + 2 * ks, ks != 0);
+        wgmma::commit();
+        wgmma::wait<0>();
+        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
+        // Fused: the gate block's scale, then the up block's; else the
+        // consumer's 128 rows are one block.
+        const float w_lo = wsc[kSiluQuant ? 0 : c], w_hi = wsc[kSiluQuant ? 1 : c];
+        const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
+#pragma unroll
+        for (int i = 0; i < kT / 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            wgmma::fence_operand(pf[4 * i + j]);
+            const float sc = i < kT / 8 ? (j < 2 ? s00 : s01) : (j < 2 ? s10 : s11);
+            af[4 * i + j] = __fmaf_rn(pf[4 * i + j], sc, af[4 * i + j]);
+          }
+      } else if constexpr (!kMx) {
+        // FP8 block-128: the slot's four k32 MMAs per m64 block, then one
+        // promotion each, with the consumer's 128-row block scale.
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+            wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, ks != 0);
+        wgmma::commit();
+        wgmma::wait<0>();
+        // (Fused: m64 block 0 is gate rows, 1 up rows, each its own block.)
+        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const float sw = wsc[kRows == 256 ? c : 0];
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) {
+          const float s = fused ? wsc[mb] : sw;
+          promote(mb, s, s);
+        }
+      } else {
+        // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
+        // promoted on its own with the rows' E8M0 scales.
+        const uint8_t* wsb = base_ptr + L::w_scale(stage);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          wgmma::fence();
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb) wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, 0);
+          wgmma::commit();
+          wgmma::wait<0>();
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb) {
+            const int r = (fused ? 64 * c + (kRows / 2) * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8;
+            promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]));
+          }
+        }
+      }
+      release(stage);
+      next();
+    }
+  };
+
+  // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
+  // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
+  // m16n8k16 A layout: the thread's two rows, k 2t4.. and 2t4 + 8..; two
+  // bytes a load from the 128-byte-swizzled row, chunk ks at (ks ^ g8) · 16:
+  // conflict-free). The A rows are the consumer's to choose: m64 block q =
+  // c · kMB + mb of the tile holds rows 64q.. (the fragment's rows g8 and
+  // g8 + 8 are tile rows 64q + 16w4 + g8 and 8 further) or, SiLU·up fused,
+  // the 32 neurons 32q.. with each neuron's gate row at fragment row g8 and
+  // its up row at g8 + 8 (tile rows n and 128 + n): a thread's accumulators
+  // then hold gate and up of one neuron and token, whatever the tile height.
+  // The eight steps go as groups of kGroupK: group g + 1 is decoded while
+  // group g's wgmmas run (the next slot's first while the last's do). Set
+  // g & 1 of the fragments holds group g; wait<1> after a group's commit
+  // retires the group before it, whose set is then rewritten; fence_operand
+  // keeps a set live (its registers unreused) until that wait, across slots
+  // too (f lives outside the slot). One wait a group, not a step: a wait after
+  // every step exposed each wgmma's latency (run 3: the slot took as long
+  // for 128 rows as for 256). Exact: every E4M3 value times its E8M0 scale
+  // is a BF16 normal for codes 10 to 246 (mma.cuh).
+  // k16 steps a group: four, or one at T = 128 (four warpgroups of 104
+  // registers and 64 accumulators: no room for more sets; an m64n128k16
+  // takes long enough to hide a wait; run 4: four warpgroups with one step a
+  // group 3-7 % faster there than two with two steps).
+  constexpr int kGroupK = kT == 128 ? 1 : 4;
+  uint32_t f[2][kGroupK][kMB][4];
+  static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
+  auto fence_f = [&](int set) {
+#pragma unroll
+    for (int s = 0; s < kGroupK; ++s)
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][s][mb][i]);
+  };
+  // Tile row of the thread's first fragment row in m64 block mb; its second
+  // is row2 further.
   auto row_of = [&](int mb) {
     const int q = c * kMB + mb;
     return fused ? 32 * q + 8 * w4 + g8 : 64 * q + 16 * w4 + g8;
   };
   const int row2 = fused ? kRows / 2 : 8;
+  auto slot_a16 = [&](int kt) {
+    if constexpr (kA16) {
+      tma::wait(base + L::full(stage), phase);
+      if constexpr (kGather) tma::fence_proxy_async();
+      const uint8_t* wt = base_ptr + L::w(stage);
+      const uint8_t* wsc = base_ptr + L::w_scale(stage);
+      const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
+      uint32_t codes[kMB][2];  // the two rows' four E8M0 codes (one per 32-K block)
+      bool narrow = true;
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
+          narrow &= scales_narrow4(codes[mb][r]);
+        }
+      // One BF16x2 multiply by the scale where every code of the warp's
+      // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
+      auto run = [&](auto narrow_path) {
+        constexpr bool kNarrow = decltype(narrow_path)::value;
+        auto decode = [&](int ks, uint32_t (&fr)[kMB][4]) {
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const uint8_t* row = wt + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
+              const uint16_t lo = *reinterpret_cast<const uint16_t*>(row), hi = *reinterpret_cast<const uint16_t*>(row + 8);
+              if constexpr (kNarrow) {
+                const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+                fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
+                fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
+              } else {
+                uint32_t m_lo, m_hi;
+                scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
+                fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
+                fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
+              }
+            }
+        };
+        auto decode_group = [&](int grp) {
+#pragma unroll
+          for (int s = 0; s < kGroupK; ++s) decode(kGroupK * grp + s, f[grp & 1][s]);
+        };
+        decode_group(0);
+#pragma unroll
+        for (int grp = 0; grp < 8 / kGroupK; ++grp) {
+          wgmma::fence();
+#pragma unroll
+          for (int s = 0; s < kGroupK; ++s) {
+            const int ks = kGroupK * grp + s;
+#pragma unroll
+            for (int mb = 0; mb < kMB; ++mb)
+              wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
+                                     (kt | ks) != 0);
+          }
+          wgmma::commit();
+          // Every group but this one done: the other set is free, and
+          // (group 0) the previous slot's wgmmas have read its tokens.
+          wgmma::wait<1>();
+          fence_f((grp & 1) ^ 1);
+          if (grp == 0 && kt > 0) release(prev);
+          if (grp + 1 < 8 / kGroupK) decode_group(grp + 1);
+        }
+      };
+      if (__all_sync(kFullMask, narrow)) run(std::true_type{});
+      else run(std::false_type{});
+      next();
+    }
+  };
 
-  // Tile t's epilogue (kOverlap: while the next tile's first MMAs run, below).
-  auto epilogue = [&](int t) {
-    // Straight from the registers, an m64 block v of output
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    if constexpr (kA16) {
+      for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt);
+      wgmma::wait<0>();
+      fence_f(0);
+      fence_f(1);
+      release(prev);
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
+    } else if constexpr (!kFp8) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
+        // before is released once its MMAs are done (wait_group 1).
+        tma::wait(base + L::full(stage), phase);
+        if constexpr (kGather) tma::fence_proxy_async();
+        uint64_t da, db;
+        descs(stage, da, db);
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+            wgmma::mma_bf16<kT>(acc[mb], da + mb * mstep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+        wgmma::commit();
+        wgmma::wait<1>();
+        if (kt > 0) release(prev);
+        next();
+      }
+      wgmma::wait<0>();
+      release(prev);
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
+    } else {
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
+      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
+    }
+
+    // Epilogue: straight from the registers, an m64 block v of output
     // columns [col0, col0 + 64) of an (rows, ncols) output. Element 4i + 2h
     // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
     // + b. Lanes g8 and g8 ^ 1 swap one value so that each holds two
@@ -840,294 +1093,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb) store(acc[mb], tile_n(t) * kRows + 64 * (c * kMB + mb), N);
     }
-  };
-
-  // W8A8: a slot's four k32 MMAs sum into `part`, promoted into acc once
-  // they are done. Promotions overlapped with MMAs lost three times: a
-  // second set promoted while the next slot's MMAs run (3-13 % slower,
-  // session 10 run 3), the two consumer warpgroups taking turns to issue,
-  // and block 0 promoted while block 1's MMAs run (session 19 runs 2 and 4,
-  // +3-10 % at 2048-4096 tokens); fewer promotion instructions won (below).
-  constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
-  const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
-  float part[kMB][kW8A8 ? kT / 2 : 1];
-  auto zero_acc = [&] {
-#pragma unroll
-    for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-      for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
-  };
-  // kOverlap (FP8 block-128 with swapped operands): a tile's epilogue waits
-  // for the next tile's first MMAs to be issued, and runs while they do:
-  // they sum into `part`, the epilogue reads `acc`, which is zeroed after it
-  // and before their promotion. Without it the tensor cores idle through
-  // every epilogue (SiLU·up, h's quantization and its two consumer
-  // barriers, the stores): up to a tenth of a tile of 6-16 slots.
-#ifdef WD_OVERLAP_ALL
-  constexpr bool kOverlap = kW8A8 && kT != 80;
-#else
-  constexpr bool kOverlap = kSwap;
-#endif
-  int pending = -1;  // kOverlap: the tile whose epilogue is still to run (-1: none)
-  auto overlap_point = [&](bool first) {
-    if constexpr (kOverlap) {
-      if (first) {
-        if (pending >= 0) epilogue(pending);
-        zero_acc();
-      }
-    }
-  };
-  auto slot_fp8 = [&](bool first) {
-    if constexpr (kW8A8) {
-      tma::wait(base + L::full(stage), phase);
-      uint64_t da, db;
-      descs(stage, da, db);
-      const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
-      // acc[mb] += part[mb] · sw · sa(token) (acc starts at zero: one FFMA
-      // an element; "first slot: =" made it a predicated FMUL and FFMA pair,
-      // two issue slots each, session 19 run 5). Element 4i + j of m64
-      // block mb: weight row 64mb + 16w4 + g8 (+8 for j >= 2) of the
-      // consumer's rows, token 8i + 2t4 + (j & 1).
-      auto promote = [&](int mb, float s_lo, float s_hi) {
-#pragma unroll
-        for (int i = 0; i < kN8; ++i) {
-          const float2 s2 = *reinterpret_cast<const float2*>(sa + 8 * i + 2 * t4);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            wgmma::fence_operand(part[mb][4 * i + j]);
-            const float sc = (j < 2 ? s_lo : s_hi) * ((j & 1) ? s2.y : s2.x);
-            float& a = acc[mb][4 * i + j];
-            a = __fmaf_rn(part[mb][4 * i + j], sc, a);
-          }
-        }
-      };
-      if constexpr (kSwap) {
-        // The slot's four k32 MMAs m64n128 (tokens × the consumer's 128
-        // weight rows), then one promotion: element 4i + j of the flat
-        // accumulators is token 16w4 + g8 + 8(j >> 1), weight row 8i + 2t4
-        // + (j & 1) of the consumer's 128 (rows < 64 gate, the rest up), so
-        // a thread's scale products are its two tokens' sa times the gate
-        // and the up block scale: one FFMA an element and 4 FMUL a slot (the
-        // weights-as-A tile needs an FMUL and an LDS per two or four
-        // elements).
-        // db (descs) is the token tile; the consumer's rows here are its
-        // 128 slot rows.
-        const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
-        float(&pf)[kT] = *reinterpret_cast<float(*)[kT]>(&part[0][0]);
-        float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
-        wgmma::fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, db + 2 * ks, dw + 2 * ks, ks != 0);
-        wgmma::commit();
-        overlap_point(first);
-        wgmma::wait<0>();
-        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
-        // Fused: the gate block's scale, then the up block's; else the
-        // consumer's 128 rows are one block.
-        const float w_lo = wsc[kSiluQuant ? 0 : c], w_hi = wsc[kSiluQuant ? 1 : c];
-        const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
-#pragma unroll
-        for (int i = 0; i < kT / 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            wgmma::fence_operand(pf[4 * i + j]);
-            const float sc = i < kT / 8 ? (j < 2 ? s00 : s01) : (j < 2 ? s10 : s11);
-            af[4 * i + j] = __fmaf_rn(pf[4 * i + j], sc, af[4 * i + j]);
-          }
-      } else if constexpr (!kMx) {
-        // FP8 block-128: the slot's four k32 MMAs per m64 block, then one
-        // promotion each, with the consumer's 128-row block scale.
-        wgmma::fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, ks != 0);
-        wgmma::commit();
-        overlap_point(first);
-        wgmma::wait<0>();
-        // (Fused: m64 block 0 is gate rows, 1 up rows, each its own block.)
-        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        const float sw = wsc[kRows == 256 ? c : 0];
-#pragma unroll
-        for (int mb = 0; mb < kMB; ++mb) {
-          const float s = fused ? wsc[mb] : sw;
-          promote(mb, s, s);
-        }
-      } else {
-        // MXFP8: every k32 MMA is one 32-K scale block of the weight rows,
-        // promoted on its own with the rows' E8M0 scales.
-        const uint8_t* wsb = base_ptr + L::w_scale(stage);
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          wgmma::fence();
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb) wgmma::mma_e4m3<kT>(part[mb], da + mb * mstep + 2 * ks, db + 2 * ks, 0);
-          wgmma::commit();
-          overlap_point(first && ks == 0);
-          wgmma::wait<0>();
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb) {
-            const int r = (fused ? 64 * c + (kRows / 2) * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8;
-            promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]));
-          }
-        }
-      }
-      release(stage);
-      next();
-    }
-  };
-
-  // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
-  // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
-  // m16n8k16 A layout: the thread's two rows, k 2t4.. and 2t4 + 8..; two
-  // bytes a load from the 128-byte-swizzled row, chunk ks at (ks ^ g8) · 16:
-  // conflict-free). The A rows are the consumer's to choose: m64 block q =
-  // c · kMB + mb of the tile holds rows 64q.. (the fragment's rows g8 and
-  // g8 + 8 are tile rows 64q + 16w4 + g8 and 8 further) or, SiLU·up fused,
-  // the 32 neurons 32q.. with each neuron's gate row at fragment row g8 and
-  // its up row at g8 + 8 (tile rows n and 128 + n): a thread's accumulators
-  // then hold gate and up of one neuron and token, whatever the tile height.
-  // The eight steps go as groups of kGroupK: group g + 1 is decoded while
-  // group g's wgmmas run (the next slot's first while the last's do). Set
-  // g & 1 of the fragments holds group g; wait<1> after a group's commit
-  // retires the group before it, whose set is then rewritten; fence_operand
-  // keeps a set live (its registers unreused) until that wait, across slots
-  // too (f lives outside the slot). One wait a group, not a step: a wait after
-  // every step exposed each wgmma's latency (run 3: the slot took as long
-  // for 128 rows as for 256). Exact: every E4M3 value times its E8M0 scale
-  // is a BF16 normal for codes 10 to 246 (mma.cuh).
-  // k16 steps a group: four, or one at T = 128 (four warpgroups of 104
-  // registers and 64 accumulators: no room for more sets; an m64n128k16
-  // takes long enough to hide a wait; run 4: four warpgroups with one step a
-  // group 3-7 % faster there than two with two steps).
-  constexpr int kGroupK = kT == 128 ? 1 : 4;
-  uint32_t f[2][kGroupK][kMB][4];
-  static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
-  auto fence_f = [&](int set) {
-#pragma unroll
-    for (int s = 0; s < kGroupK; ++s)
-#pragma unroll
-      for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) wgmma::fence_operand(f[set][s][mb][i]);
-  };
-  auto slot_a16 = [&](int kt) {
-    if constexpr (kA16) {
-      tma::wait(base + L::full(stage), phase);
-      if constexpr (kGather) tma::fence_proxy_async();
-      const uint8_t* wt = base_ptr + L::w(stage);
-      const uint8_t* wsc = base_ptr + L::w_scale(stage);
-      const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
-      uint32_t codes[kMB][2];  // the two rows' four E8M0 codes (one per 32-K block)
-      bool narrow = true;
-#pragma unroll
-      for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
-          narrow &= scales_narrow4(codes[mb][r]);
-        }
-      // One BF16x2 multiply by the scale where every code of the warp's
-      // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
-      auto run = [&](auto narrow_path) {
-        constexpr bool kNarrow = decltype(narrow_path)::value;
-        auto decode = [&](int ks, uint32_t (&fr)[kMB][4]) {
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const uint8_t* row = wt + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
-              const uint16_t lo = *reinterpret_cast<const uint16_t*>(row), hi = *reinterpret_cast<const uint16_t*>(row + 8);
-              if constexpr (kNarrow) {
-                const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
-                fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
-                fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
-              } else {
-                uint32_t m_lo, m_hi;
-                scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-                fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
-                fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
-              }
-            }
-        };
-        auto decode_group = [&](int grp) {
-#pragma unroll
-          for (int s = 0; s < kGroupK; ++s) decode(kGroupK * grp + s, f[grp & 1][s]);
-        };
-        decode_group(0);
-#pragma unroll
-        for (int grp = 0; grp < 8 / kGroupK; ++grp) {
-          wgmma::fence();
-#pragma unroll
-          for (int s = 0; s < kGroupK; ++s) {
-            const int ks = kGroupK * grp + s;
-#pragma unroll
-            for (int mb = 0; mb < kMB; ++mb)
-              wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
-                                     (kt | ks) != 0);
-          }
-          wgmma::commit();
-          // Every group but this one done: the other set is free, and
-          // (group 0) the previous slot's wgmmas have read its tokens.
-          wgmma::wait<1>();
-          fence_f((grp & 1) ^ 1);
-          if (grp == 0 && kt > 0) release(prev);
-          if (grp + 1 < 8 / kGroupK) decode_group(grp + 1);
-        }
-      };
-      if (__all_sync(kFullMask, narrow)) run(std::true_type{});
-      else run(std::false_type{});
-      next();
-    }
-  };
-
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    if constexpr (kA16) {
-      for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt);
-      wgmma::wait<0>();
-      fence_f(0);
-      fence_f(1);
-      release(prev);
-#pragma unroll
-      for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
-    } else if constexpr (!kFp8) {
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
-        // before is released once its MMAs are done (wait_group 1).
-        tma::wait(base + L::full(stage), phase);
-        if constexpr (kGather) tma::fence_proxy_async();
-        uint64_t da, db;
-        descs(stage, da, db);
-        wgmma::fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_bf16<kT>(acc[mb], da + mb * mstep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
-        wgmma::commit();
-        wgmma::wait<1>();
-        if (kt > 0) release(prev);
-        next();
-      }
-      wgmma::wait<0>();
-      release(prev);
-#pragma unroll
-      for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
-    } else {
-      if constexpr (!kOverlap) zero_acc();
-      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8(kt == 0);
-    }
-    if constexpr (kOverlap) pending = t;
-    else epilogue(t);
-  }
-  if constexpr (kOverlap) {
-    if (pending >= 0) epilogue(pending);
   }
   // No block exits while the other may still arrive on its barriers.
   if constexpr (kCluster > 1) tma::cluster_sync();
