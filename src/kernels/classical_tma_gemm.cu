@@ -580,16 +580,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
   float part[kMB][kW8A8 ? kT / 2 : 1];
-  // kTurns (swapped operands): the two consumer warpgroups issue their
-  // slots' MMAs in turn, 0 then 1 (named barriers 3 and 4: a warpgroup
-  // waits on its own, 3 + c, and arrives on the other's, 4 - c, once its
-  // MMAs are issued), so that one promotes while the other's MMAs run. In
-  // step, as both ran before, the tensor cores idled through every
-  // promotion and its bookkeeping (ncu, session 23 run 3, qwen3-30b-a3b
-  // gate_up at 4096 tokens: ~120 instructions a slot a warp, tensor pipe 46
-  // %, a fifth of the consumers' time waiting for their own MMAs).
-  constexpr bool kTurns = kSwap;
-  bool my_turn = c == 0;  // warpgroup 0's first slot waits for no one
   auto slot_fp8 = [&]() {
     if constexpr (kW8A8) {
       tma::wait(base + L::full(stage), phase);
@@ -629,14 +619,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         float(&pf)[kT] = *reinterpret_cast<float(*)[kT]>(&part[0][0]);
         float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
         wgmma::fence();
-        if constexpr (kTurns) {
-          if (!my_turn) named_barrier_sync(3 + c, W::kConsumerThreads);
-          my_turn = false;
-        }
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, db + 2 * ks, dw + 2 * ks, ks != 0);
         wgmma::commit();
-        if constexpr (kTurns) named_barrier_arrive(4 - c, W::kConsumerThreads);
         wgmma::wait<0>();
         const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
         const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
@@ -1108,11 +1093,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb) store(acc[mb], tile_n(t) * kRows + 64 * (c * kMB + mb), N);
     }
-  }
-  // Warpgroup 1's last turn handed to warpgroup 0, which takes it here, so
-  // that no barrier is left with arrivals pending.
-  if constexpr (kTurns) {
-    if (c == 0 && !my_turn) named_barrier_sync(3, W::kConsumerThreads);
   }
   // No block exits while the other may still arrive on its barriers.
   if constexpr (kCluster > 1) tma::cluster_sync();
