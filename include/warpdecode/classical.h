@@ -144,7 +144,6 @@ struct ClassicalWorkspaceView {
   const int32_t* offsets;        // (E+1)
   const int32_t* sorted_entries; // (max_rows) entry b·K+k of each row, -1 = padding
   const int32_t* block_expert;   // (max_rows / 8)
-  const int32_t* block_pairs;    // (max_rows / 8 + 2) share_weights: the blocks paired (kernels::AlignParams)
   const int32_t* entry_row;      // (max_batch·K)
   const int32_t* meta;           // [0] blocks in use, [1] rows in use
   const void* a;                 // (max_rows, H) stage 4: E4M3 in W8A8, else BF16 (unwritten when gathers_rows)

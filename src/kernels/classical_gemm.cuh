@@ -75,13 +75,11 @@ struct GroupedGemmParams {
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;
   // TMA kernel, BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80: the
-  // two blocks of a cluster take the two token tiles of a pair of blocks
-  // (block_pairs, AlignParams::block_pairs) against one weight tile; where
-  // both are one expert's, each loads half of that tile's rows and
-  // multicasts it to both (instead of sharing the token tile between two
-  // weight tiles), else each loads its own.
+  // blocks come in pairs of one expert (AlignParams::pair_blocks), and the
+  // two blocks of a cluster take the pair's two token tiles against one
+  // weight tile, each loading half of that tile's rows and multicasting it
+  // to both (instead of sharing the token tile between two weight tiles).
   int share_weights;
-  const int32_t* block_pairs;  // share_weights: (blocks in use + 1) the align stage's pairs
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode

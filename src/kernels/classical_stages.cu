@@ -156,43 +156,33 @@ __device__ __forceinline__ void align_place(const AlignParams& p, int begin, int
     }
   }
 }
-// Exclusive prefix sum of v[0, E) in place, v[E] the total: one warp.
-__device__ __forceinline__ void warp_scan_experts(int32_t* v, int E) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int per = (E + kWarpSize - 1) / kWarpSize;
-  const int lo = min(E, lane * per), hi = min(E, lo + per);
-  int sum = 0;
-  for (int e = lo; e < hi; ++e) sum += v[e];
-  const int incl = warp_inclusive_sum(sum, lane);
-  int run = incl - sum;
-  for (int e = lo; e < hi; ++e) {
-    const int x = v[e];
-    v[e] = run;
-    run += x;
-  }
-  if (lane == kWarpSize - 1) v[E] = incl;
-}
 // From the per-expert totals in s_off[0, E): the padded offsets in
-// s_off[0, E] and the totals in s_tot[0, E); pairing (p.block_pairs), in
-// s_pairs[0, E] the pairs of each expert's blocks before it and in s_odd[0,
-// E] the experts before it with an odd block count; with publish, also
-// counts, p.offsets and meta. Called by every thread of a block of at least
-// three warps.
-__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, int32_t* s_tot, int32_t* s_pairs,
-                                              int32_t* s_odd, bool publish) {
-  const int E = p.experts, T = p.tile_tokens, warp = threadIdx.x / kWarpSize;
-  const bool pairs = p.block_pairs != nullptr;
+// s_off[0, E] and the totals in s_tot[0, E); with publish, also counts,
+// p.offsets and meta. Called by every thread of a block.
+__device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_off, int32_t* s_tot, bool publish) {
+  const int E = p.experts, T = p.tile_tokens, lane = threadIdx.x % kWarpSize;
+  const int R = p.pair_blocks ? 2 * T : T;  // the padding unit
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    const int total = s_off[e], blocks = (total + T - 1) / T;
+    const int total = s_off[e];
     if (publish) p.counts[e] = total;
     s_tot[e] = total;
-    s_off[e] = blocks * T;
-    if (pairs) s_pairs[e] = blocks / 2, s_odd[e] = blocks & 1;
+    s_off[e] = (total + R - 1) / R * R;
   }
   __syncthreads();
-  if (warp == 0) warp_scan_experts(s_off, E);
-  if (pairs && warp == 1) warp_scan_experts(s_pairs, E);
-  if (pairs && warp == 2) warp_scan_experts(s_odd, E);
+  if (threadIdx.x < kWarpSize) {
+    const int per = (E + kWarpSize - 1) / kWarpSize;
+    const int lo = min(E, lane * per), hi = min(E, lo + per);
+    int sum = 0;
+    for (int e = lo; e < hi; ++e) sum += s_off[e];
+    const int incl = warp_inclusive_sum(sum, lane);
+    int run = incl - sum;
+    for (int e = lo; e < hi; ++e) {
+      const int v = s_off[e];
+      s_off[e] = run;
+      run += v;
+    }
+    if (lane == kWarpSize - 1) s_off[E] = incl;
+  }
   __syncthreads();
   if (!publish) return;
   const int total = s_off[E];
@@ -206,31 +196,19 @@ __device__ __forceinline__ void align_offsets(const AlignParams& p, int32_t* s_o
 // groups, ...: kLanes threads an expert, on consecutive blocks and rows.
 // Prefill (the place kernel): a warp an expert over every block, whole
 // 32-byte sectors a store, where one thread an expert in block 0 wrote up to
-// T - 1 rows one after another, 32 sectors a warp's store:
+// T - 1 rows (2T - 1 in pairs) one after another, 32 sectors a warp's store:
 // align 16.1 -> 8.4 µs at 1024 tokens, 13.4 -> 9.1 at 4096 (session 21 run
 // 1). Decode (the one-block kernel, a few rows an expert): a thread an
 // expert, as before; a warp an expert made align 1.1-1.6 µs slower at B =
 // 1-64 (its warps walk E / 32 experts each, nearly all empty).
-// Pairing, each expert's block pairs too (AlignParams::block_pairs).
 template <int kLanes>
 __device__ __forceinline__ void align_publish_padding(const AlignParams& p, const int32_t* s_off,
-                                                      const int32_t* s_tot, const int32_t* s_pairs,
-                                                      const int32_t* s_odd, int group, int groups) {
-  const int T = p.tile_tokens, E = p.experts, lane = threadIdx.x % kLanes;
-  for (int e = group; e < E; e += groups) {
+                                                      const int32_t* s_tot, int group, int groups) {
+  const int T = p.tile_tokens, lane = threadIdx.x % kLanes;
+  for (int e = group; e < p.experts; e += groups) {
     const int lo = s_off[e], hi = s_off[e + 1];
     for (int b = lo / T + lane; b < hi / T; b += kLanes) p.block_expert[b] = e;
     for (int r = lo + s_tot[e] + lane; r < hi; r += kLanes) p.sorted_entries[r] = -1;
-    if (p.block_pairs != nullptr) {
-      const int b0 = lo / T, blocks = (hi - lo) / T;
-      for (int i = lane; i < blocks / 2 * 2; i += kLanes) p.block_pairs[2 * s_pairs[e] + i] = b0 + i;
-      if ((blocks & 1) && lane == 0) {
-        // The odd last blocks follow every expert's pairs, in expert order.
-        const int at = 2 * s_pairs[E] + s_odd[e], b = b0 + blocks - 1;
-        p.block_pairs[at] = b;
-        if (s_odd[e] == s_odd[E] - 1 && (s_odd[E] & 1)) p.block_pairs[at + 1] = -(b + 1);  // the ghost
-      }
-    }
   }
 }
 // s_cnt (warps, E) holds each warp's count per expert; it becomes each
@@ -254,7 +232,6 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   extern __shared__ int32_t s_cnt[];  // (warps, E)
   __shared__ int32_t s_off[kMaxTopKExperts + 1];
   __shared__ int32_t s_tot[kMaxTopKExperts];
-  __shared__ int32_t s_pairs[kMaxTopKExperts + 1], s_odd[kMaxTopKExperts + 1];
   wait_for_previous_kernel();
   allow_next_kernel();
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -274,8 +251,8 @@ __global__ void moe_align_kernel(const __grid_constant__ AlignParams p) {
   // Per-expert totals; s_cnt becomes each warp's exclusive start.
   align_warp_starts(s_cnt, used, E, [](int) { return 0; }, s_off);
   __syncthreads();
-  align_offsets(p, s_off, s_tot, s_pairs, s_odd, true);
-  align_publish_padding<1>(p, s_off, s_tot, s_pairs, s_odd, int(threadIdx.x), int(blockDim.x));
+  align_offsets(p, s_off, s_tot, true);
+  align_publish_padding<1>(p, s_off, s_tot, int(threadIdx.x), int(blockDim.x));
   align_place(p, begin, end, lane, my_cnt, s_off);
 }
 
@@ -324,16 +301,10 @@ __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
     s_off[e] = total;
     s_before[e] = before;
   }
-  // Pairing: the pair counts in s_cnt's space until the block table is out.
-  int32_t* s_pairs = s_cnt;
-  int32_t* s_odd = s_cnt + E + 1;
-  __syncthreads();
-  align_offsets(p, s_off, s_tot, s_pairs, s_odd, me == 0);
-  align_publish_padding<kWarpSize>(p, s_off, s_tot, s_pairs, s_odd, me * kAlignChunkWarps + warp,
-                                   int(gridDim.x) * kAlignChunkWarps);
-  __syncthreads();
   for (int i = threadIdx.x; i < kAlignChunkWarps * E; i += blockDim.x) s_cnt[i] = 0;
   __syncthreads();
+  align_offsets(p, s_off, s_tot, me == 0);
+  align_publish_padding<kWarpSize>(p, s_off, s_tot, me * kAlignChunkWarps + warp, int(gridDim.x) * kAlignChunkWarps);
   constexpr int kPerWarp = kAlignChunk / kAlignChunkWarps;
   const int begin = min(p.entries, me * kAlignChunk + warp * kPerWarp);
   const int end = min(p.entries, begin + kPerWarp);
@@ -610,10 +581,8 @@ void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl) {
     launch_kernel(align_place_kernel, dim3(chunks), dim3(kAlignChunkWarps * kWarpSize), 0, stream, pdl, p);
     return;
   }
-  // Per-warp counters for every expert: at most 7168 ints (28 KB) of shared
-  // memory, beside 16 KB of static tables; at least three warps
-  // (align_offsets).
-  const int warps = std::min(32, std::max(3, 7168 / p.experts));
+  // Per-warp counters for every expert: at most 8192 ints (32 KB) of shared memory.
+  const int warps = std::min(32, std::max(1, 8192 / p.experts));
   launch_kernel(moe_align_kernel, dim3(1), dim3(warps * kWarpSize), size_t(warps) * p.experts * sizeof(int32_t), stream,
                 pdl, p);
 }

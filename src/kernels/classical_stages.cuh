@@ -61,14 +61,11 @@ struct AlignParams {
   int32_t* entry_row;       // (B·K) sorted row of each entry
   int32_t* meta;            // [0] blocks in use, [1] rows in use
   int32_t* chunk_counts;    // (ceil(B·K / 1024), E) scratch of the multi-block align; nullptr: one block
-  // Non-null: (blocks in use + 1) the blocks paired for the TMA GEMM's
-  // weight-sharing clusters (GroupedGemmParams::share_weights), pair i being
-  // entries 2i and 2i + 1: first each expert's blocks two by two, in expert
-  // order, then the experts' odd last blocks two by two, in expert order;
-  // where those are odd in number, the last one's partner is -(b + 1), b
-  // its own block (a ghost: computes b's tile again and stores nothing).
-  // No expert is padded beyond T, so pairing adds no rows.
-  int32_t* block_pairs;
+  // Nonzero: each expert's rows padded to a multiple of 2T (blocks still of
+  // T rows), so that blocks 2i and 2i + 1 always belong to one expert and
+  // the blocks in use are even: the TMA GEMM's weight-sharing clusters
+  // (GroupedGemmParams::share_weights) take them in pairs.
+  int pair_blocks;
 };
 // One block of up to 1024 threads; shared memory E·warps ints (≤ 32 KB).
 void moe_align(const AlignParams& p, cudaStream_t stream, bool pdl = false);

@@ -335,8 +335,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // its successor start at once: wait for it first.
   if constexpr (kGather) wait_for_previous_kernel();
   const int nb = g.num_blocks != nullptr ? __ldcg(g.num_blocks) : g.max_blocks;
-  // kShareW: whole pairs of blocks (the last one's partner may be a ghost).
-  const int tiles = (kShareW ? (nb + 1) / 2 * 2 : nb) * ntn;
+  const int tiles = nb * ntn;
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -364,25 +363,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
   // K) weight matrix.
   // Tile t's expert block (token tile) and weight tile: t = block · ntn +
-  // weight tile; with kShareW, t = (pair · ntn + weight tile) · 2 + member,
-  // the two members (t and t + 1: the two blocks of a cluster, the grid
-  // being even) pair p's blocks g.block_pairs[2p], [2p + 1] (align: one
-  // expert's two, or two experts' odd last ones, or a block and its ghost
-  // -(b + 1), which computes b's tile again and stores nothing).
-  auto pair_entry = [&](int t) { return __ldcg(g.block_pairs + (t >> 1) / ntn * 2 + (t & 1)); };
-  auto tile_block = [&](int t) {
-    if constexpr (kShareW) {
-      const int v = pair_entry(t);
-      return v < 0 ? -v - 1 : v;
-    } else {
-      return t / ntn;
-    }
-  };
+  // weight tile; with kShareW, t = (block pair · ntn + weight tile) · 2 +
+  // member, the two members (t and t + 1: the two blocks of a cluster, the
+  // grid being even) the pair's two blocks, one expert's (align pairs them).
+  auto tile_block = [&](int t) { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; };
   auto tile_n = [&](int t) { return kShareW ? (t >> 1) % ntn : t % ntn; };
   auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + tile_block(t)) : 0; };
-  // kShareW: whether tile t's pair is one expert's blocks (both members
-  // read it the same, so the two producers agree).
-  auto shares_w = [&](int t) { return !kShareW || tile_expert(t & ~1) == tile_expert(t | 1); };
   // SiLU·up fused (BF16, W8A16; W8A8 with kSiluQuant): a tile is kRows / 2
   // neurons, its gate rows then its up rows; weight tile nt starts at row
   // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
@@ -405,35 +391,24 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // block kt) is issued; with kShareW this block's half of it (fused: the
     // gate rows or the up rows; else rows [rank, rank + 1) · kRows / 2), into
     // both blocks of the cluster, whose other block sends the other half.
-    // kShareW: `shared` where the pair's two blocks are one expert's; else
-    // each block loads the whole weight tile itself.
-    auto load_w = [&](int s, int kt, int wrow, bool shared) {
+    auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
       if constexpr (kSwap && kSiluQuant) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
-        // neurons, then their up rows (four 64-row boxes; shared, block
-        // rank loads consumer rank's two, into both blocks).
-        const bool mc = kShareW && shared;
+        // neurons, then their up rows (four 64-row boxes; with kShareW,
+        // block rank loads consumer rank's two, into both blocks).
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if (mc && (q >> 1) != int(rank)) continue;
+        for (int q = kShareW ? 2 * int(rank) : 0; q < (kShareW ? 2 * int(rank) + 2 : 4); ++q) {
           const uint32_t dst = base + L::w(s) + q * 64 * kRowBytes;
           const int row = wrow + (q >> 1) * 64 + (q & 1) * (N / 2);
-          if (mc) tma::load_2d_multicast(dst, &p.w_map, kt * kStageK, row, full, 0x3);
+          if constexpr (kShareW) tma::load_2d_multicast(dst, &p.w_map, kt * kStageK, row, full, 0x3);
           else tma::load_2d(dst, &p.w_map, kt * kStageK, row, full);
         }
       } else if constexpr (kShareW) {
-        // Half h of the tile: rows [h, h + 1) · kRows / 2 (fused: the gate
-        // rows, then the up rows); shared, block rank loads half rank.
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (shared && h != int(rank)) continue;
-          const uint32_t dst = base + L::w(s) + h * (kRows / 2) * kRowBytes;
-          const int grow = wrow + h * (fused ? N / 2 : kRows / 2);
-          if (shared) tma::load_2d_multicast(dst, &p.w_map, kt * kStageK, grow, full, 0x3);
-          else tma::load_2d(dst, &p.w_map, kt * kStageK, grow, full);
-        }
+        const int grow = wrow + int(rank) * (fused ? N / 2 : kRows / 2);
+        tma::load_2d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, grow, full,
+                               0x3);
       } else {
         tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
         if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
@@ -461,7 +436,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
       if constexpr (kGather) break;  // the wait is behind us
-      if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows, shares_w(t));
+      if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
@@ -490,7 +465,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
-      const bool shared = shares_w(t);
       if constexpr (kGather) {
         // The tile's tokens into the table, between two barriers of the
         // producer warpgroup (the previous tile's copies were issued).
@@ -507,7 +481,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           --early;  // the first slots: weight tile in flight since before the wait
         } else {
           tma::wait(base + L::empty(stage), phase ^ 1);
-          if (lane == 0 && (!kGather || warp == 0)) load_w(stage, kt, wrow, shared);
+          if (lane == 0 && (!kGather || warp == 0)) load_w(stage, kt, wrow);
         }
         if constexpr (kGather) gather_a(stage, kt);
         else if (lane == 0) load_a(stage, kt, row0);
@@ -860,8 +834,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
     }
 
-    // Stores stop at row rows_end (a ghost tile stores nothing).
-    const int rows_end = kShareW && pair_entry(t) < 0 ? 0 : g.rows;
     // Epilogue: straight from the registers, an m64 block v of output
     // columns [col0, col0 + 64) of an (rows, ncols) output. Element 4i + 2h
     // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
@@ -909,7 +881,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
-            if (row < rows_end && col < ncols)
+            if (row < g.rows && col < ncols)
               *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = pair[h];
           }
         }
@@ -925,7 +897,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           const uint2 got = make_uint2(__shfl_xor_sync(kFullMask, send.x, 16), __shfl_xor_sync(kFullMask, send.y, 16));
           const uint4 oct = hi4 ? make_uint4(got.x, got.y, q1.x, q1.y) : make_uint4(q0.x, q0.y, got.x, got.y);
           const int row = row0 + 8 * (i + hi4) + 2 * t4 + odd;
-          if (row < rows_end && col < ncols)
+          if (row < g.rows && col < ncols)
             *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = oct;
         }
       } else {
@@ -934,7 +906,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         for (int i = 0; i < kN8; ++i) {
           const uint2 quad = quad_of(v, i);
           const int row = row0 + 8 * i + 2 * t4 + odd;
-          if (row < rows_end && col < ncols)
+          if (row < g.rows && col < ncols)
             *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = quad;
         }
       }
@@ -953,7 +925,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + 16 * w4 + g8 + 8 * h;
-        const bool ok = row < rows_end && col0 < N;
+        const bool ok = row < g.rows && col0 < N;
         if (g.out_fp32) {
 #pragma unroll
           for (int i = 0; i < kT / 4; ++i)
@@ -1005,7 +977,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         const float mt = fmaxf(s_amax[tok], s_amax[kT + tok]);
         const float sc = e4m3_scale(mt);
         s_rcp[tok] = 1.0f / sc;
-        if (row0 + tok < rows_end) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = sc;
+        if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = sc;
       }
       named_barrier_sync(2, W::kConsumerThreads);
 #pragma unroll
@@ -1029,7 +1001,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
         quad_transpose(v, t4);
-        if (row < rows_end)
+        if (row < g.rows)
           *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 16 * t4) =
               make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
                          __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
@@ -1072,7 +1044,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         for (int w = 0; w < 8; ++w) m = fmaxf(m, s_amax[w * kT + tok]);
         const float s = e4m3_scale(m);
         s_rcp[tok] = 1.0f / s;
-        if (row0 + tok < rows_end) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = s;
+        if (row0 + tok < g.rows) g.out_scales[size_t(row0 + tok) * (N / 256) + n0 / 128] = s;
       }
       named_barrier_sync(2, W::kConsumerThreads);
       // Codes of two tokens of one neuron per cvt; lanes g8 and g8 ^ 1 swap
@@ -1089,7 +1061,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           const uint32_t pair = odd ? (got | (q & 0xFF00u)) : ((q & 0xFFu) | (got << 8));
           const int row = row0 + 8 * i + 2 * t4 + odd;
           const int col = n0 + 64 * c + 16 * w4 + g8 + 8 * h - odd;
-          if (row < rows_end)
+          if (row < g.rows)
             *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + col) = uint16_t(pair);
         }
       }
@@ -1105,7 +1077,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const int row = row0 + 8 * i + 2 * t4 + j;
-            if (row < rows_end)
+            if (row < g.rows)
               static_cast<__nv_bfloat16*>(g.out)[size_t(row) * (N / 2) + n] =
                   __float2bfloat16_rn(silu(acc[mb][4 * i + j]) * acc[mb][4 * i + 2 + j]);
           }
@@ -1265,8 +1237,6 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(!p.a_rows || (format == WeightFormat::kBF16 && !p.a_bf16 && tile_tokens <= 128 && p.a_rows_div >= 1),
            "classical GEMM: the TMA kernel gathers token rows for BF16 weights, T <= 128 and a_rows_div >= 1, not ",
            to_string(format), p.a_bf16 ? " W8A16" : "", ", T = ", tile_tokens, ", a_rows_div = ", p.a_rows_div);
-  WD_CHECK(!p.share_weights || (p.block_pairs && p.num_blocks),
-           "classical GEMM: weight-sharing clusters need the align stage's block pairs and block count");
   WD_CHECK(!p.share_weights ||
                (!p.a_bf16 && !p.a_rows &&
                 ((format == WeightFormat::kBF16 && tile_tokens == 144) ||

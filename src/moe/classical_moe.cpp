@@ -387,12 +387,11 @@ const char* to_string(ClassicalStage s) {
 namespace {
 
 // Upper bound of the blocks of T rows for `entries` entries over E experts,
-// each expert padded to a multiple of T (paired or not: pairing adds no
-// rows): Σ_e ceil(c_e / T) <= (entries + nonzero·(T-1)) / T, nonzero <=
-// min(E, entries).
-int max_blocks_for(int entries, int experts, int T) {
-  const long nz = std::min(experts, entries);
-  return int((long(entries) + nz * (T - 1)) / T);
+// each expert padded to a multiple of R = T (or 2T, paired):
+// Σ_e ceil(c_e / R)·R / T <= (entries + nonzero·(R-1)) / T, nonzero <= min(E, entries).
+int max_blocks_for(int entries, int experts, int T, bool paired = false) {
+  const long nz = std::min(experts, entries), R = paired ? 2L * T : T;
+  return int((long(entries) + nz * (R - 1)) / T);
 }
 }  // namespace
 
@@ -404,7 +403,6 @@ struct ClassicalMoe::Workspace {
   DeviceBuffer<int32_t> counts, offsets, meta;
   DeviceBuffer<int32_t> sorted_entries;   // (max_rows)
   DeviceBuffer<int32_t> block_expert;     // (max_rows / 8)
-  DeviceBuffer<int32_t> block_pairs;      // (max_rows / 8 + 2): the weight-sharing clusters' pairs
   DeviceBuffer<int32_t> entry_row;        // (max_batch·K)
   DeviceBuffer<int32_t> chunk_counts;     // (ceil(max_batch·K / 1024), E): the multi-block align's scratch
   DeviceBuffer<uint8_t> a;                // (max_rows, H) 2 bytes an element (BF16 or E4M3)
@@ -423,7 +421,8 @@ ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
   const size_t E = shape.experts, K = shape.top_k, H = shape.hidden, I = shape.intermediate;
   const int entries = max_batch * shape.top_k;
   size_t rows = 0;  // the most rows any token tile pads the entries to
-  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T)) * T);
+  // (Paired, for the weight-sharing clusters: at least as many as unpaired.)
+  for (int T : kTiles) rows = std::max(rows, size_t(max_blocks_for(entries, shape.experts, T, true)) * T);
   Workspace& w = *ws_;
   w.max_rows = int(rows);
   w.logits = DeviceBuffer<float>(size_t(max_batch) * E);
@@ -434,7 +433,6 @@ ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
   w.meta = DeviceBuffer<int32_t>(2);
   w.sorted_entries = DeviceBuffer<int32_t>(rows);
   w.block_expert = DeviceBuffer<int32_t>(rows / 8 + 1);
-  w.block_pairs = DeviceBuffer<int32_t>(rows / 8 + 2);  // blocks + 1 (a ghost), blocks <= rows / 8
   w.entry_row = DeviceBuffer<int32_t>(size_t(entries));
   w.chunk_counts = DeviceBuffer<int32_t>((size_t(entries) + 1023) / 1024 * E);
   w.a = DeviceBuffer<uint8_t>(rows * H * 2);
@@ -461,7 +459,7 @@ ClassicalWorkspaceView ClassicalMoe::workspace() const {
   const Workspace& w = *ws_;
   return ClassicalWorkspaceView{w.logits.data(),   w.ids.data(),            w.weights.data(),
                                 w.counts.data(),   w.offsets.data(),        w.sorted_entries.data(),
-                                w.block_expert.data(), w.block_pairs.data(), w.entry_row.data(),  w.meta.data(),
+                                w.block_expert.data(), w.entry_row.data(),  w.meta.data(),
                                 w.a.data(),        w.a_scales.data(),       w.gate_up.data(),
                                 w.h.data(),        w.h_scales.data(),       w.partials.data(),
                                 w.max_rows};
@@ -520,7 +518,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
            to_string(w.format), ", H = ", H, ", I = ", I);
   const bool w8a8 = w.format != WeightFormat::kBF16 && !config.bf16_activations;
   const int entries = B * K;
-  const int max_blocks = max_blocks_for(entries, E, T);
+  const int max_blocks = max_blocks_for(entries, E, T, config.share_weights);
   Workspace& ws = *ws_;
   WD_CHECK(size_t(max_blocks) * T <= size_t(ws.max_rows), "classical MoE: workspace too small");
 
@@ -550,8 +548,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       WD_CHECK(r.ids && r.top_k == K, "classical MoE: routing ids missing or K = ", r.top_k, " != ", K);
       kernels::AlignParams p{r.ids,       entries,          E, T, ws.counts.data(), ws.offsets.data(),
                              ws.sorted_entries.data(), ws.block_expert.data(), ws.entry_row.data(),
-                             ws.meta.data(), ws.chunk_counts.data(),
-                             config.share_weights ? ws.block_pairs.data() : nullptr};
+                             ws.meta.data(), ws.chunk_counts.data(), config.share_weights ? 1 : 0};
       kernels::moe_align(p, stream, config.pdl);
       return;
     }
@@ -590,7 +587,6 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.max_blocks = max_blocks;
       p.experts = E;
       p.share_weights = config.share_weights ? 1 : 0;
-      p.block_pairs = ws.block_pairs.data();
       kernels::grouped_gemm(p, w.format, T, gemm_kernel(config), stream, config.pdl);
       return;
     }

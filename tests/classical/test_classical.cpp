@@ -172,19 +172,16 @@ const WeightFormat kAllFormats[] = {WeightFormat::kBF16, WeightFormat::kFP8Block
 // The expected bookkeeping of stage 3 for a routing.
 struct Expected {
   std::vector<int32_t> counts, offsets, sorted, block_expert, entry_row;
-  std::vector<int32_t> block_pairs;  // paired only
   int rows = 0;
 };
-// Paired (ClassicalConfig::share_weights): the same rows, and the block
-// pairs of kernels::AlignParams::block_pairs: each expert's blocks two by
-// two, then the odd experts' last blocks two by two, the last one's partner
-// a ghost -(b + 1) where they are odd in number.
+// Paired (ClassicalConfig::share_weights): each expert padded to 2T rows, blocks still of T.
 Expected expected_align(const std::vector<int32_t>& ids, int E, int T, bool paired = false) {
   Expected x;
   x.counts.assign(E, 0);
   for (int32_t e : ids) ++x.counts[e];
   x.offsets.assign(E + 1, 0);
-  for (int e = 0; e < E; ++e) x.offsets[e + 1] = x.offsets[e] + (x.counts[e] + T - 1) / T * T;
+  const int R = paired ? 2 * T : T;
+  for (int e = 0; e < E; ++e) x.offsets[e + 1] = x.offsets[e] + (x.counts[e] + R - 1) / R * R;
   x.rows = x.offsets[E];
   x.sorted.assign(x.rows, -1);
   x.entry_row.assign(ids.size(), -1);
@@ -196,16 +193,6 @@ Expected expected_align(const std::vector<int32_t>& ids, int E, int T, bool pair
   }
   for (int e = 0; e < E; ++e)
     for (int b = x.offsets[e] / T; b < x.offsets[e + 1] / T; ++b) x.block_expert.push_back(e);
-  if (paired) {
-    std::vector<int32_t> odd;
-    for (int e = 0; e < E; ++e) {
-      const int b0 = x.offsets[e] / T, blocks = (x.offsets[e + 1] - x.offsets[e]) / T;
-      for (int i = 0; i < blocks / 2 * 2; ++i) x.block_pairs.push_back(b0 + i);
-      if (blocks % 2) odd.push_back(b0 + blocks - 1);
-    }
-    x.block_pairs.insert(x.block_pairs.end(), odd.begin(), odd.end());
-    if (odd.size() % 2) x.block_pairs.push_back(-(odd.back() + 1));
-  }
   return x;
 }
 
@@ -281,9 +268,6 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   EXPECT_EQ(download(ws.offsets, E + 1), ex.offsets) << what;
   EXPECT_EQ(download(ws.sorted_entries, ex.rows), ex.sorted) << what;
   EXPECT_EQ(download(ws.block_expert, ex.rows / T), ex.block_expert) << what;
-  if (cfg.share_weights) {
-    EXPECT_EQ(download(ws.block_pairs, ex.block_pairs.size()), ex.block_pairs) << what;
-  }
   EXPECT_EQ(download(ws.entry_row, size_t(B) * K), ex.entry_row) << what;
 
   // 4: permute (+ quantize): bit-exact against the CPU. Gathering, the

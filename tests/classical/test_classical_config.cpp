@@ -220,16 +220,6 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   alignas(16) static float scales[64];
   p.a_scales = scales;
   p.w_block_scales = scales;
-  // Without the align stage's block pairs (and block count): refused.
-  try {
-    kernels::grouped_gemm(p, WeightFormat::kFP8Block128, 64, kernels::GemmKernel::kTma, nullptr);
-    ADD_FAILURE() << "weight-sharing without block pairs accepted";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("block pairs"), std::string::npos) << e.what();
-  }
-  static int32_t pairs[2], blocks[1];
-  p.block_pairs = pairs;
-  p.num_blocks = blocks;
   const struct {
     WeightFormat f;
     int t;
