@@ -84,7 +84,13 @@
 // are). Each block loads its own scales; its producer multicasts half the
 // weight tile (swapped: consumer rank's two 64-row boxes), and each slot's
 // empty barrier counts this block's consumer threads and the other's
-// consumer warps.
+// consumer warps. Pairing without padding (session 23 run 5: each expert's
+// blocks two by two, then the experts' odd last blocks two by two, a pair of
+// two experts' blocks each loading its whole weight tile) was slower than
+// the padded pairs wherever these clusters are the default (FP8 T = 80 at
+// 2048 tokens +2.7 / +1.3 %, BF16 T = 144 at 4096 +1.3 / +0.5 %), and at T
+// = 64, 4096 tokens, slower than no clusters: a pair that shares nothing
+// costs more than a padded pair that shares its weight tile.
 //
 // Gathered token rows (kGather: GroupedGemmParams::a_rows; BF16 weights,
 // T <= 128): the token tile comes straight from the tokens' matrix x, not
@@ -577,6 +583,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // session 10 run 3), the two consumer warpgroups taking turns to issue,
   // and block 0 promoted while block 1's MMAs run (session 19 runs 2 and 4,
   // +3-10 % at 2048-4096 tokens); fewer promotion instructions won (below).
+  // On the swapped tile (session 23, 4096 tokens): the turns again, gate_up
+  // −1 to −4 % but down +3 to +5 % (and racecheck hazards on the fused
+  // epilogue's amax table, as in session 19), and a tile's epilogue run
+  // while the next tile's first MMAs are in flight, gate_up +4 to +7 %, down
+  // +10 to +12 %. ncu (session 23 run 3): the consumers already wait for
+  // their slots' bytes a tenth of the time and L2 runs at 74 % (gate_up) and
+  // 88 % (down) of its throughput: the supply, not the issue order, is the
+  // next bound.
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
   float part[kMB][kW8A8 ? kT / 2 : 1];
