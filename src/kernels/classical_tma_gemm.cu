@@ -313,14 +313,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #else
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
-  static_assert(kCluster == 1 || F == WeightFormat::kBF16 || kShareW,
-                "clusters: BF16, or weight-sharing (launch_tma)");
+  static_assert(kCluster == 1 || F == WeightFormat::kBF16 || kShareW || L::kSwapAB,
+                "clusters: BF16, the swapped FP8 tile, or weight-sharing (launch_tma)");
   static_assert(!kShareW || (kCluster == 2 && !kGather &&
                              ((F == WeightFormat::kBF16 && kT == 144) ||
                               (F == WeightFormat::kFP8Block128 && L::kWide8))),
                 "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kSiluQuant || (L::kWide8 && (kCluster == 1 || kShareW) && !kGather),
+  static_assert(!kSiluQuant || (L::kWide8 && (kCluster == 1 || kShareW || L::kSwapAB) && !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
@@ -1217,6 +1217,14 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     if (p.share_weights) {
       if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true, true>(p, tiles + (tiles & 1), stream, pdl);
       return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
+    }
+  }
+  if constexpr (L::kSwapAB) {
+    // The swapped FP8 tile in clusters sharing the token tile, as BF16's
+    // (session 23: to be measured).
+    if (ntn % 2 == 0) {
+      if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true>(p, tiles, stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
     }
   }
   if constexpr (L::kWide8) {

@@ -535,6 +535,24 @@ TEST(Classical, EveryTileConfiguration) {
   }
 }
 
+// The swapped FP8 block-128 tile (T = 64) in clusters of two that share
+// the token tile: both GEMMs of H = 512, I = 256 have two 256-row weight
+// tiles (an even count, so the clusters run), SiLU·up fused or not, at one
+// token tile an expert and at several.
+TEST(Classical, SwappedTileSharesTheTokenTile) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(512, 256, 20, 6);
+  if (!ClassicalConfig{64, ClassicalGemm::kTma, true}.supports(s, WeightFormat::kFP8Block128))
+    GTEST_SKIP() << "no sm_90a device";
+  const Layer layer = Layer::make(s, WeightFormat::kFP8Block128, fresh_seed());
+  ClassicalMoe moe(s, 1024);
+  for (bool silu : {false, true}) {
+    const ClassicalConfig tma{64, ClassicalGemm::kTma, true, silu};
+    for (int B : {5, 300, 1024})
+      check_path(moe, layer, B, fresh_seed(), "fp8-block128 H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+  }
+}
+
 // The TMA tile (sm_90a), every T, on what the small shapes above do not
 // reach: tiles past an expert's last row (N = 192, 160) and past K (K = 160,
 // 96, zero-filled by TMA), several tiles per persistent block and the slot
