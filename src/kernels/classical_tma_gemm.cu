@@ -1222,7 +1222,10 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   if constexpr (L::kSwapAB) {
     // The swapped FP8 tile in clusters sharing the token tile, as BF16's
     // (session 23: to be measured).
-    if (ntn % 2 == 0 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true>(p, tiles, stream, pdl);
+    if (ntn % 2 == 0) {
+      if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true>(p, tiles, stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
+    }
   }
   if constexpr (L::kWide8) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
