@@ -878,12 +878,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // BF16 columns (g8 & ~3) + 8·hi2 + 0..3 of token 8i + 2t4 + odd: hi2 = 0
     // keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1 takes 8 +
     // (g8 & ~3) + 0, 1 and keeps + 2, 3.
-    auto quad_of = [&](const float(&v)[kT / 2], int i) {
-      float2 pair[2];
-      pairs_of(v, i, pair);
+    auto quad_from = [&](const float2(&pair)[2]) {
       const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
       const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
       return hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
+    };
+    auto quad_of = [&](const float(&v)[kT / 2], int i) {
+      float2 pair[2];
+      pairs_of(v, i, pair);
+      return quad_from(pair);
     };
     // FP32: the pairs of n8 group i. T = 8 (no octs) takes the pairs before
     // it tests the output type, as its code did before the 16-byte stores:
@@ -908,9 +911,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
             store_pairs(pair, i, col0, ncols);
           } else {
             // Quads (T = 8).
-            const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
-            const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
-            const uint2 quad = hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
+            const uint2 quad = quad_from(pair);
             const int row = row0 + 8 * i + 2 * t4 + odd, col = col0 + 16 * w4 + (g8 & ~3) + 8 * hi2;
             if (row < g.rows && col < ncols)
               *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = quad;
@@ -1213,35 +1214,34 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
     if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
   }
-  if constexpr (L::kWide8 && F == WeightFormat::kFP8Block128) {
-    // Pairs of blocks (align's pair_blocks): an even grid of whole pairs.
+  // W8A8 with SiLU·up fused takes the kernel that also quantizes h
+  // (kSiluQuant); BF16 fuses it at run time.
+  constexpr bool kWide8 = L::kWide8;
+  if constexpr ((F == WeightFormat::kBF16 && kT == 144) || (kWide8 && F == WeightFormat::kFP8Block128)) {
+    // Weight-sharing clusters, pairs of blocks (align's pair_blocks): an
+    // even grid of whole pairs.
     if (p.share_weights) {
-      if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true, true>(p, tiles + (tiles & 1), stream, pdl);
-      return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
+      const long pairs = tiles + (tiles & 1);
+      if (kWide8 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kWide8, true>(p, pairs, stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, pairs, stream, pdl);
     }
   }
-  if constexpr (L::kSwapAB) {
-    // The swapped FP8 tile in clusters sharing the token tile, as BF16's
-    // (each block loads half of it and multicasts it: 36 KB a slot from L2
-    // instead of 40, the GEMMs being near L2's throughput, ncu above).
-    // Session 23 run 9, against unclustered, 4096 tokens: layer 475.7 ->
-    // 470.7 / 1664.1 -> 1644.3 µs (gate_up −2.6 / −0.3 %, down +1.9 / +0.5
-    // %); 512 tokens −0.3 / −0.1 %. Clusters for the fused gate_up alone
-    // (down's were slower on qwen3-30b-a3b) are not measured.
+  if constexpr ((F == WeightFormat::kBF16 && kT >= 64) || L::kSwapAB) {
+    // Clusters sharing the token tile, where an expert block has an even
+    // number of weight tiles. The swapped FP8 tile (session 23 run 9,
+    // against unclustered, 4096 tokens; each block loads half the token tile
+    // and multicasts it: 36 KB a slot from L2 instead of 40, the GEMMs being
+    // near L2's throughput, ncu above): layer 475.7 -> 470.7 / 1664.1 ->
+    // 1644.3 µs (gate_up −2.6 / −0.3 %, down +1.9 / +0.5 %); 512 tokens
+    // −0.3 / −0.1 %. Clusters for its fused gate_up alone (down's were
+    // slower on qwen3-30b-a3b) are not measured.
     if (ntn % 2 == 0) {
-      if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, true>(p, tiles, stream, pdl);
+      if (kWide8 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kWide8>(p, tiles, stream, pdl);
       return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
     }
   }
-  if constexpr (L::kWide8) {
+  if constexpr (kWide8) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
-  }
-  if constexpr (F == WeightFormat::kBF16 && kT == 144) {
-    // Pairs of blocks (align's pair_blocks): an even grid of whole pairs.
-    if (p.share_weights) return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, tiles + (tiles & 1), stream, pdl);
-  }
-  if constexpr (F == WeightFormat::kBF16 && kT >= 64) {
-    if (ntn % 2 == 0) return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
   }
   launch_tma_cluster<F, kA16, kT, 1>(p, tiles, stream, pdl);
 }
