@@ -44,7 +44,7 @@
 // and past K, TMA fills zeros.
 //
 // Clusters (kCluster = 2: BF16 at T >= 64 and the swapped FP8 block-128
-// tile, an even number of weight tiles per expert block): tiles 2j and 2j + 1 — two weight tiles of one expert block
+// tile's fused gate_up, an even number of weight tiles per expert block): tiles 2j and 2j + 1 — two weight tiles of one expert block
 // — go to the two blocks of a cluster, which share the token tile: each
 // block's producer loads half of its rows and multicasts it into both
 // blocks' slot. Why: the GEMMs were bound by L2 throughput at prefill (ncu,
@@ -1204,7 +1204,7 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
 // qwen3-235b-a22b BF16 −4 to −5 % at 2048-4096 tokens, −1.4 % at 1024;
 // qwen3-30b-a3b BF16 −1.5 to −2 %. W8A8 (T = 64, 256-row tiles) was mixed,
 // from −5.5 % to +3.6 %, within two runs' spread: no clusters there; the
-// swapped FP8 tile (session 23) takes them (below).
+// swapped FP8 tile's fused gate_up (sessions 23-24) takes them (below).
 template <WeightFormat F, bool kA16, int kT>
 void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
@@ -1233,9 +1233,11 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     // and multicasts it: 36 KB a slot from L2 instead of 40, the GEMMs being
     // near L2's throughput, ncu above): layer 475.7 -> 470.7 / 1664.1 ->
     // 1644.3 µs (gate_up −2.6 / −0.3 %, down +1.9 / +0.5 %); 512 tokens
-    // −0.3 / −0.1 %. Clusters for its fused gate_up alone (down's were
-    // slower on qwen3-30b-a3b) are not measured.
-    if (ntn % 2 == 0) {
+    // −0.3 / −0.1 %. So the fused gate_up alone takes them (session 24 run
+    // 1, against both GEMMs clustered, 4096 tokens: layer 472.4 -> 468.6 /
+    // 1666.0 -> 1662.7, down 143.2 -> 140.8 / 509.3 -> 507.3; 512 and 2048
+    // tokens within ±0.2 %).
+    if (ntn % 2 == 0 && (!L::kSwapAB || p.fuse_silu)) {
       if (kWide8 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kWide8>(p, tiles, stream, pdl);
       return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
     }
