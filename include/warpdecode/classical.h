@@ -77,7 +77,7 @@ enum class ClassicalGemm { kMmaSync, kWgmma, kStream, kStreamWgmma, kTma };
 const char* to_string(ClassicalGemm g);  // "mma", "wgmma", "stream", "stream-wgmma", "tma"
 
 struct ClassicalConfig {
-  int tile_tokens = 16;  // T: 8, 16, 32, 64, 80 (W8A8 TMA), 128 or 144 (BF16 TMA): the padding unit and GEMM token tile
+  int tile_tokens = 16;  // T: 8, 16, 32, 64, 80 (TMA), 128 or 144 (TMA, BF16 activations): the padding unit and GEMM token tile
   ClassicalGemm gemm = ClassicalGemm::kMmaSync;
   bool pdl = false;      // programmatic dependent launch between the stages (sm_90+)
   // Stage 6 (SiLU·up) in the epilogue of the gate_up GEMM, from its FP32

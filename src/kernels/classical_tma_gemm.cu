@@ -176,13 +176,14 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // that more warps hide the decode's chains of dependent instructions (−2 to
 // −7 % against two; 640 threads leave 96 registers at entry, 40 + 4 × 104
 // <= 5 × 96); two at T = 64 (two m64 blocks each: its accumulators and two
-// groups of fragments need the registers) and at T = 8 (128-row tiles, one
-// m64 block each). BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 ×
-// 232. (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up
+// groups of fragments need the registers), at T = 144 (two m64 blocks of 72
+// accumulators each: four warpgroups' 96 registers at entry cannot compile
+// an m64n144 wgmma; session 24) and at T = 8 (128-row tiles, one m64 block
+// each). BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 × 232. (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up
 // fused, spilled at 224 and at 232: not built, session 21.)
 template <bool kA16, int kT>
 struct Warps {
-  static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 ? 4 : 2;
+  static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 && kT != 144 ? 4 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kProducerRegs = kConsumerWGs == 4 || kT == 144 ? 40 : 56;
@@ -205,10 +206,15 @@ struct Tile {
   static_assert(kT == 8 || kT == 16 || kT == 32 || kT == 64 || kT == 80 || kT == 128 || kT == 144,
                 "token tiles: 8 to 144");
   static_assert(!kA16 || F == WeightFormat::kMXFP8, "W8A16: MXFP8 weights");
-  // T = 144, BF16 only (prefill, ClassicalConfig::for_batch): two 144-row
-  // tiles hold an expert's 256 ± 2σ tokens where 128-row ones take three
-  // for half the experts; 144 accumulators a consumer thread.
-  static_assert(kT != 144 || (F == WeightFormat::kBF16 && !kA16), "T = 144: BF16 weights and activations");
+  // T = 144, BF16 activations only (BF16 weights or W8A16; prefill,
+  // ClassicalConfig::for_batch): two 144-row tiles hold an expert's 256 ± 2σ
+  // tokens where 128-row ones take three for half the experts (one 144-row
+  // tile 128 ± 2σ, where 128-row ones take two); 144 accumulators a
+  // consumer thread. W8A16 (session 24 run 2, against T = 128, µs,
+  // qwen3-30b-a3b / qwen3-235b-a22b): 2048 tokens 536.4 -> 474.8 / 1913.8 ->
+  // 1525.9, 4096 886.7 -> 799.8 / 3169.4 -> 2792.0; with weight-sharing
+  // clusters slower (4096: 914.0 / 3138.5), so it runs without.
+  static_assert(kT != 144 || F == WeightFormat::kBF16 || kA16, "T = 144: BF16 activations (BF16 weights or W8A16)");
   // T = 80, BF16, W8A8 and W8A16 (prefill near 64 tokens an expert,
   // ClassicalConfig::for_batch): 1024 tokens on E = 128, K = 8 give an expert
   // 64 ± 8 tokens: W8A8's 64-row tiles take two for half the experts (94 rows
@@ -715,8 +721,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // k16 steps a group: four, or one at T = 128 (four warpgroups of 104
   // registers and 64 accumulators: no room for more sets; an m64n128k16
   // takes long enough to hide a wait; run 4: four warpgroups with one step a
-  // group 3-7 % faster there than two with two steps).
-  constexpr int kGroupK = kT == 128 ? 1 : 4;
+  // group 3-7 % faster there than two with two steps), or two at T = 144
+  // (two m64 blocks of 72 accumulators: 144 + 2 × 16 fragment registers).
+  // Four sets, three groups in flight, measured no faster (session 24 run
+  // 1: T = 128's GEMMs −0.5 to +3.4 %; T = 80 at 1024 tokens gate_up −4.5 %
+  // on qwen3-30b-a3b, +6.6 % on qwen3-235b-a22b).
+  constexpr int kGroupK = kT == 128 ? 1 : kT == 144 ? 2 : 4;
   uint32_t f[2][kGroupK][kMB][4];
   static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
   auto fence_f = [&](int set) {
@@ -1258,12 +1268,13 @@ void launch_format(const GroupedGemmParams& p, int tile_tokens, cudaStream_t str
     case 80: return launch_tma<F, kA16, 80>(p, stream, pdl);
     case 128: return launch_tma<F, kA16, 128>(p, stream, pdl);
     case 144:
-      if constexpr (F == WeightFormat::kBF16 && !kA16) return launch_tma<F, kA16, 144>(p, stream, pdl);
+      if constexpr (F == WeightFormat::kBF16 || kA16) return launch_tma<F, kA16, 144>(p, stream, pdl);
       break;
     default: break;
   }
   throw InvalidArgument(detail::concat("classical GEMM: the TMA kernel takes tile_tokens 8, 16, 32, 64, 80, 128 or "
-                                       "(BF16) 144, not ", tile_tokens, " for ", to_string(F), kA16 ? " W8A16" : ""));
+                                       "(BF16 activations) 144, not ", tile_tokens, " for ", to_string(F),
+                                       kA16 ? " W8A16" : ""));
 }
 }  // namespace
 

@@ -381,15 +381,44 @@ __device__ __forceinline__ void wgmma_m64n128_bf16_rs(float (&d)[64], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
+// m64n144: W8A16's prefill token tile of 144 rows (BF16's: two 144-row
+// tiles hold an expert's 256 ± 2σ tokens at 4096 tokens, one its 128 ± 2σ
+// at 2048).
+__device__ __forceinline__ void wgmma_m64n144_bf16_rs(float (&d)[72], const uint32_t (&a)[4], uint64_t desc_b,
+                                                      int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %77, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71"
+      "}, {%72, %73, %74, %75}, %76, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
 template <int N>
 __device__ __forceinline__ void mma_bf16_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 80 || N == 128, "wgmma token tiles built: 8 to 128");
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 80 || N == 128 || N == 144,
+                "wgmma token tiles built: 8 to 144");
   if constexpr (N == 8) wgmma_m64n8_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 16) wgmma_m64n16_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 32) wgmma_m64n32_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 64) wgmma_m64n64_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 80) wgmma_m64n80_bf16_rs(d, a, desc_b, scale_d);
-  else wgmma_m64n128_bf16_rs(d, a, desc_b, scale_d);
+  else if constexpr (N == 128) wgmma_m64n128_bf16_rs(d, a, desc_b, scale_d);
+  else wgmma_m64n144_bf16_rs(d, a, desc_b, scale_d);
 }
 
 // The register form of fence_operand, for the A fragments of a register-A

@@ -86,7 +86,7 @@ size_t DeviceFp8BlockWeights::bytes() const {
 // ---- ClassicalConfig -------------------------------------------------------------------
 namespace {
 // The token tiles (T) the GEMM kernels are built for (80: the TMA tile only;
-// 144: the BF16 TMA tile only).
+// 144: the TMA tile with BF16 activations only: BF16 weights or W8A16).
 constexpr int kTiles[] = {8, 16, 32, 64, 80, 128, 144};
 bool tile_allowed(int t) { return std::find(std::begin(kTiles), std::end(kTiles), t) != std::end(kTiles); }
 // W8A8 quantizes activations per 128 elements (and FP8 block-128 weights come
@@ -148,6 +148,14 @@ double tokens_sd(const MoeShape& s, int batch) {
 int bf16_tile_or_80(double m, double sd, int T) {
   return m <= 64.0 && expected_padded_rows(m, sd, 80) < expected_padded_rows(m, sd, T) ? 80 : T;
 }
+// BF16 activations at prefill: T = 144 instead of 128 where it pads an
+// expert's tokens to fewer rows (2048 and 4096 tokens on E = 128, K = 8:
+// one 144-row tile holds 128 ± 2σ tokens and two hold 256 ± 2σ, where
+// 128-row tiles take two and three for half the experts: 189 and 319 rows
+// an expert against 154 and 291).
+int bf16_tile_or_144(double m, double sd, int T) {
+  return T == 128 && expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128) ? 144 : T;
+}
 }  // namespace
 
 ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format) {
@@ -161,12 +169,17 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // W8A16 (session 14 run 4, qwen3-30b-a3b and qwen3-235b-a22b MXFP8): the
   // smallest T >= 2m, as BF16 (B = 1-64: T = 8; 128: 16, 212.6 µs vs 285.0
   // at T = 8 on qwen3-30b-a3b; 1024-4096 tokens: 128, 390.9 vs 403.3 at 64
-  // and 934.6 vs 1157.0).
+  // and 934.6 vs 1157.0), then T = 80 or 144 as BF16. T = 144 (session 24
+  // run 2, against T = 128 in one binary, µs, qwen3-30b-a3b / qwen3-235b-a22b):
+  // 2048 tokens 536.4 -> 474.8 / 1913.8 -> 1525.9, 4096 886.7 -> 799.8 /
+  // 3169.4 -> 2792.0 (its two consumer warpgroups of two m64 blocks lose
+  // nothing to 128's four of one; the padding they save is the gain).
   const double m = double(batch) * s.top_k / s.experts;
+  const double sd = tokens_sd(s, batch);
   ClassicalConfig c;
   c.pdl = true;
   c.gemm = ClassicalGemm::kTma;
-  c.tile_tokens = bf16_tile_or_80(m, tokens_sd(s, batch), tile_at_least(2.0 * m));
+  c.tile_tokens = bf16_tile_or_144(m, sd, bf16_tile_or_80(m, sd, tile_at_least(2.0 * m)));
   c.bf16_activations = true;
   c.fuse_silu = silu_fuses(s, format, true, c.tile_tokens);
   return c;
@@ -237,7 +250,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
     // the experts: 20 % padding rows against 12 %).
     if (bf16 && c.tile_tokens == 128) {
-      if (expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128)) c.tile_tokens = 144;
+      c.tile_tokens = bf16_tile_or_144(m, sd, c.tile_tokens);
       // Weight-sharing clusters (an expert's two token tiles against one
       // weight tile) where pairing the tiles pads at most 5 % more rows:
       // about two tiles an expert (4096 tokens on E = 128, K = 8). Session 20
@@ -316,7 +329,7 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
              kernels::stream_wgmma_gemm_fits(format, s.hidden, s.intermediate);
     case ClassicalGemm::kTma:
       return ClassicalMoe::wgmma_available() && tma_fits(s, format) &&
-             (tile_tokens != 144 || (format == WeightFormat::kBF16 && !bf16_activations));
+             (tile_tokens != 144 || format == WeightFormat::kBF16 || bf16_activations);
   }
   return false;
 }
@@ -345,7 +358,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
-      for (int t : {8, 16, 32, 64, 80, 128}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
+      for (int t : {8, 16, 32, 64, 80, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
     for (int t : {64, 80, 144})
       for (bool fuse : {false, true}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, false, true});
   }
