@@ -722,7 +722,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // registers and 64 accumulators: no room for more sets; an m64n128k16
   // takes long enough to hide a wait; run 4: four warpgroups with one step a
   // group 3-7 % faster there than two with two steps), or two at T = 144
-  // (two m64 blocks of 72 accumulators: 144 + 2 × 16 fragment registers).
+  // (two m64 blocks of 72 accumulators: 144 + 2 × 16 fragment registers;
+  // session 24 runs 3 and 6: one step a group +2 to +3.5 %, four +7.5 to
+  // +8.9 % at 2048-4096 tokens).
   // Four sets, three groups in flight, measured no faster (session 24 run
   // 1: T = 128's GEMMs −0.5 to +3.4 %; T = 80 at 1024 tokens gate_up −4.5 %
   // on qwen3-30b-a3b, +6.6 % on qwen3-235b-a22b).
