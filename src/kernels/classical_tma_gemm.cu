@@ -44,8 +44,9 @@
 // and past K, TMA fills zeros.
 //
 // Clusters (kCluster = 2: BF16 at T >= 64 and the swapped FP8 block-128
-// tile's fused gate_up, an even number of weight tiles per expert block): tiles 2j and 2j + 1 — two weight tiles of one expert block
-// — go to the two blocks of a cluster, which share the token tile: each
+// tile's fused gate_up, an even number of weight tiles per expert block):
+// tiles 2j and 2j + 1 — two weight tiles of one expert block — go to the
+// two blocks of a cluster, which share the token tile: each
 // block's producer loads half of its rows and multicasts it into both
 // blocks' slot. Why: the GEMMs were bound by L2 throughput at prefill (ncu,
 // session 12 run 7), and the token tile re-read by every weight tile of its
@@ -179,8 +180,9 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // groups of fragments need the registers), at T = 144 (two m64 blocks of 72
 // accumulators each: four warpgroups' 96 registers at entry cannot compile
 // an m64n144 wgmma; session 24) and at T = 8 (128-row tiles, one m64 block
-// each). BF16 T = 144 (144 accumulators) spilled at 224: 40 + 2 × 232. (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up
-// fused, spilled at 224 and at 232: not built, session 21.)
+// each). T = 144 (144 accumulators; BF16 spilled at 224): 40 + 2 × 232.
+// (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up fused,
+// spilled at 224 and at 232: not built, session 21.)
 template <bool kA16, int kT>
 struct Warps {
   static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 && kT != 144 ? 4 : 2;

@@ -151,7 +151,7 @@ int bf16_tile_or_80(double m, double sd, int T) {
 // BF16 activations at prefill: T = 144 instead of 128 where it pads an
 // expert's tokens to fewer rows (2048 and 4096 tokens on E = 128, K = 8:
 // one 144-row tile holds 128 ± 2σ tokens and two hold 256 ± 2σ, where
-// 128-row tiles take two and three for half the experts: 189 and 319 rows
+// 128-row tiles take two and three for half the experts: 190 and 318 rows
 // an expert against 154 and 291).
 int bf16_tile_or_144(double m, double sd, int T) {
   return T == 128 && expected_padded_rows(m, sd, 144) < expected_padded_rows(m, sd, 128) ? 144 : T;
@@ -358,7 +358,7 @@ std::vector<ClassicalConfig> ClassicalConfig::candidates() {
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl});
     for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, true});
     for (bool fuse : {false, true})
-      for (int t : {8, 16, 32, 64, 80, 128, 144}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
+      for (int t : kTiles) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, true});
     for (int t : {64, 80, 144})
       for (bool fuse : {false, true}) v.push_back(ClassicalConfig{t, ClassicalGemm::kTma, pdl, fuse, false, true});
   }
