@@ -134,6 +134,17 @@ enum class ClassicalStage { kRouterGemm, kTopK, kAlign, kPermute, kGateUp, kSilu
 const char* to_string(ClassicalStage s);  // "router_gemm", "topk", "align", ...
 constexpr int kClassicalStages = 8;
 
+// W8A16 (ClassicalConfig::bf16_activations): both GEMMs' BF16 activations
+// (stage 4's rows `a` and stage 6's `h`) are stored with K permuted within
+// each group of 16: element 16g + 4t + 2j + e (t < 4; j, e < 2) at position
+// 16g + 8j + 2t + e. The TMA tile then finds the four E4M3 weight codes a
+// thread's wgmma A fragment takes from one k16 step (the activations'
+// positions 2t, 2t + 1, 2t + 8, 2t + 9) in four contiguous bytes, k = 4t ..
+// 4t + 3: one ldmatrix reads two rows × two steps of them, where it took
+// eight 2-byte loads (classical_tma_gemm.cu). Needs K % 16 == 0 (W8A16 needs
+// 128).
+WD_HD constexpr int a16_k_position(int k) { return (k & ~15) | ((k & 2) << 2) | ((k >> 1) & 6) | (k & 1); }
+
 // Device pointers into the workspace, as the last call left it (tests and
 // per-stage inspection). Rows are the expert-sorted padded rows.
 struct ClassicalWorkspaceView {
@@ -146,10 +157,11 @@ struct ClassicalWorkspaceView {
   const int32_t* block_expert;   // (max_rows / 8)
   const int32_t* entry_row;      // (max_batch·K)
   const int32_t* meta;           // [0] blocks in use, [1] rows in use
-  const void* a;                 // (max_rows, H) stage 4: E4M3 in W8A8, else BF16 (unwritten when gathers_rows)
+  const void* a;                 // (max_rows, H) stage 4: E4M3 in W8A8, else BF16 (unwritten when gathers_rows;
+                                 // W8A16: K in a16_k_position order)
   const float* a_scales;         // (max_rows, H/128)
   const uint16_t* gate_up;       // (max_rows, 2I) stage 5, BF16
-  const void* h;                 // (max_rows, I) stage 6: BF16 (BF16, W8A16), or E4M3 in W8A8
+  const void* h;                 // (max_rows, I) stage 6: BF16 (BF16; W8A16 in a16_k_position order), or E4M3 in W8A8
   const float* h_scales;         // (max_rows, I/128)
   const uint16_t* partials;      // (max_rows, H) stage 7, BF16 (unweighted)
   int max_rows;

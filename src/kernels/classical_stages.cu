@@ -316,6 +316,18 @@ __global__ void align_place_kernel(const __grid_constant__ AlignParams p) {
   align_place(p, begin, end, lane, my_cnt, nullptr);
 }
 
+// W8A16's K order (a16_k_position) on 16-byte BF16 chunks: adjacent lanes
+// holding chunks 2m and 2m + 1 (elements 16m .. 16m + 15) trade two words,
+// so that the even lane holds positions 16m .. 16m + 7 (elements 16m + 4t +
+// e: words x and z of both chunks) and the odd lane the next eight (words y
+// and w). Every lane of the warp calls it.
+__device__ __forceinline__ uint4 a16_order_chunks(const uint4& v, int lane) {
+  const bool odd = lane & 1;
+  const uint32_t g0 = __shfl_xor_sync(kFullMask, odd ? v.x : v.y, 1);
+  const uint32_t g1 = __shfl_xor_sync(kFullMask, odd ? v.z : v.w, 1);
+  return odd ? make_uint4(g0, g1, v.y, v.w) : make_uint4(v.x, v.z, g0, g1);
+}
+
 // ---- stage 4: permute (+ quantize) ------------------------------------------------------
 // One thread per 16-byte chunk (8 values) of a token's row: the row is read
 // once and written to its K sorted rows; all of a row's loads are in flight
@@ -363,8 +375,9 @@ __global__ void __launch_bounds__(1024) permute_rows_kernel(const __grid_constan
     for (int c0 = threadIdx.x - lane; c0 < chunks; c0 += blockDim.x) {  // warp-uniform bounds
       const int c = c0 + lane;
       const bool ok = c < chunks;
-      const uint4 v = c == c_first ? v_first : ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+      uint4 v = c == c_first ? v_first : ok ? ld_cached(xr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
       if (!p.quantize) {
+        if (p.a16_order) v = a16_order_chunks(v, lane);  // chunks c, c ^ 1: both in or both out (H % 16 == 0)
         if (!ok) continue;
 #pragma unroll
         for (int k = 0; k < kMaxK; ++k)
@@ -447,8 +460,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize, kSiluBlocksPerSm)
 #pragma unroll
         for (int i = 0; i < 8; ++i) h[i] = silu(gf[i]) * uf[i];
         if (!p.quantize) {
-          if (ok)
-            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = pack_bf16x8(h);
+          uint4 v = pack_bf16x8(h);
+          if (p.a16_order) v = a16_order_chunks(v, lane);  // chunks c, c ^ 1: both in or both out (I % 16 == 0)
+          if (ok) *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.h) + size_t(r) * I + size_t(c) * 8) = v;
         } else {
           float sc;
           const uint2 q = quantize_group_x8(h, &sc);
@@ -593,6 +607,8 @@ void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
+  WD_CHECK(!p.a16_order || (!p.quantize && p.hidden % 16 == 0),
+           "permute_rows: the W8A16 K order takes BF16 rows and H % 16 == 0; H = ", p.hidden);
   const unsigned threads = row_threads(p.hidden);
   const long wave = resident_blocks(permute_rows_kernel, int(threads), 0);
   launch_kernel(permute_rows_kernel, dim3(unsigned(std::min<long>(p.batch, wave))), dim3(threads), 0, stream, pdl, p);
@@ -605,6 +621,8 @@ void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl) {
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.gate_up && p.sorted_entries && p.meta && p.h && (!p.quantize || p.h_scales),
            "silu_mul: a required pointer is null");
+  WD_CHECK(!p.a16_order || (!p.quantize && p.intermediate % 16 == 0),
+           "silu_mul: the W8A16 K order takes BF16 h and I % 16 == 0; I = ", p.intermediate);
   // One wave of 256-thread blocks at most (a warp per item): the kernel
   // walks the items of the rows in use.
   const long resident = resident_blocks(silu_mul_kernel, kWarpsPerBlock * kWarpSize, 0);

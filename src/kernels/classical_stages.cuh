@@ -79,6 +79,7 @@ struct PermuteParams {
   int hidden;                // H (multiple of 8; of 128 when quantize)
   int top_k;                 // K
   int quantize;
+  int a16_order;             // BF16 rows in a16_k_position order (W8A16; H % 16 == 0)
 };
 void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl = false);
 
@@ -91,6 +92,7 @@ struct SiluMulParams {
   int max_rows;
   int intermediate;               // I (multiple of 8; of 128 when quantize)
   int quantize;
+  int a16_order;                  // BF16 h in a16_k_position order (W8A16; I % 16 == 0)
 };
 void silu_mul(const SiluMulParams& p, cudaStream_t stream, bool pdl = false);
 

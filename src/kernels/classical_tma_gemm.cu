@@ -160,6 +160,7 @@
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/tma.cuh"
+#include "warpdecode/classical.h"
 #include "warpdecode/error.h"
 
 namespace wd::kernels {
@@ -703,9 +704,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
   // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
   // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
-  // m16n8k16 A layout: the thread's two rows, k 2t4.. and 2t4 + 8..; two
-  // bytes a load from the 128-byte-swizzled row, chunk ks at (ks ^ g8) · 16:
-  // conflict-free). The A rows are the consumer's to choose: m64 block q =
+  // m16n8k16 A layout: the thread's two rows, the activations' positions
+  // 2t4.. and 2t4 + 8..). The activations are stored K-permuted
+  // (a16_k_position: stages 4 and 6, and this kernel's fused epilogue), so
+  // that those positions hold elements 4t4 .. 4t4 + 3 of the step, whose
+  // codes are one word of the row: an ldmatrix x4 reads two rows × two
+  // steps of them (load_words), where eight 2-byte loads did (session 25).
+  // The A rows are the consumer's to choose: m64 block q =
   // c · kMB + mb of the tile holds rows 64q.. (the fragment's rows g8 and
   // g8 + 8 are tile rows 64q + 16w4 + g8 and 8 further) or, SiLU·up fused,
   // the 32 neurons 32q.. with each neuron's gate row at fragment row g8 and
@@ -752,7 +757,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     if constexpr (kA16) {
       tma::wait(base + L::full(stage), phase);
       if constexpr (kGather) tma::fence_proxy_async();
-      const uint8_t* wt = base_ptr + L::w(stage);
       const uint8_t* wsc = base_ptr + L::w_scale(stage);
       const uint64_t db = wgmma::sw128_desc(base + L::a(stage));
       uint32_t codes[kMB][2];  // the two rows' four E8M0 codes (one per 32-K block)
@@ -768,28 +772,48 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
       auto run = [&](auto narrow_path) {
         constexpr bool kNarrow = decltype(narrow_path)::value;
-        auto decode = [&](int ks, uint32_t (&fr)[kMB][4]) {
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const uint8_t* row = wt + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 2 * t4;
-              const uint16_t lo = *reinterpret_cast<const uint16_t*>(row), hi = *reinterpret_cast<const uint16_t*>(row + 8);
-              if constexpr (kNarrow) {
-                const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
-                fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
-                fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
-              } else {
-                uint32_t m_lo, m_hi;
-                scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-                fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
-                fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
-              }
-            }
+        // Word w of the thread's row r (fragment rows g8, g8 + row2) of m64
+        // block mb in step ks: bytes 4t4 .. 4t4 + 3 of the row's 16 bytes of
+        // the step, the codes of K-permuted activations' positions 2t4, + 1
+        // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order).
+        auto decode = [&](int ks, int mb, int r, uint32_t w, uint32_t (&fr)[kMB][4]) {
+          if constexpr (kNarrow) {
+            const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), m);
+            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), m);
+          } else {
+            uint32_t m_lo, m_hi;
+            scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
+            fr[mb][r] = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
+            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
+          }
+        };
+        // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps
+        // - 1 (w[r + 2s]) by one ldmatrix of the E4M3 rows as 16-bit
+        // elements: lane l addresses row l & 7 of matrix l >> 3, which is row
+        // r = (l >> 3) & 1, step ks0 + (l >> 4); tile rows ≡ l & 7 (mod 8)
+        // keep the 128-byte swizzle's chunk (step ^ (l & 7)): conflict-free.
+        auto load_words = [&](auto steps, int ks0, int mb, uint32_t (&w)[4]) {
+          constexpr int kSteps = decltype(steps)::value;
+          const int j = lane & 7, i = lane >> 3;
+          const int row = row_of(mb) - g8 + j + (i & 1) * row2;
+          const uint32_t addr = base + L::w(stage) + row * kRowBytes + (((ks0 + (i >> 1)) ^ j) << 4);
+          if constexpr (kSteps == 2) ldmatrix_x4(w, addr);
+          else ldmatrix_x2(w[0], w[1], addr);
         };
         auto decode_group = [&](int grp) {
+          constexpr int kSteps = kGroupK == 1 ? 1 : 2;
 #pragma unroll
-          for (int s = 0; s < kGroupK; ++s) decode(kGroupK * grp + s, f[grp & 1][s]);
+          for (int s0 = 0; s0 < kGroupK; s0 += kSteps)
+#pragma unroll
+            for (int mb = 0; mb < kMB; ++mb) {
+              uint32_t w[4];
+              load_words(std::integral_constant<int, kSteps>{}, kGroupK * grp + s0, mb, w);
+#pragma unroll
+              for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) decode(kGroupK * grp + s0 + s, mb, r, w[r + 2 * s], f[grp & 1][s0 + s]);
+            }
         };
         decode_group(0);
 #pragma unroll
@@ -1112,10 +1136,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     } else if (fused && kA16) {
       // W8A16: fragment rows g8 and g8 + 8 are one neuron's gate and up
       // (row_of): elements 4i + j and 4i + 2 + j, token 8i + 2t4 + j. One
-      // BF16 a store: the neuron's h of two tokens are two rows apart.
+      // BF16 a store: the neuron's h of two tokens are two rows apart. h is
+      // the down GEMM's activations: K in a16_k_position order.
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb) {
-        const int n = tile_n(t) * (kRows / 2) + row_of(mb);
+        const int n = a16_k_position(tile_n(t) * (kRows / 2) + row_of(mb));
 #pragma unroll
         for (int i = 0; i < kN8; ++i)
 #pragma unroll

@@ -47,6 +47,18 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// ldmatrix (m8n8, 16-bit elements): lanes 8i..8i+7 give the 16-byte rows of
+// matrix i; lane 4g + t receives the word of row g holding elements 2t and
+// 2t + 1 of each matrix (bytes 4t..4t+3 of the row, whatever they hold).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
 // Asynchronous global -> shared copies (cp.async, sm_80+): no registers, all
 // in flight at once. pred = false writes zeros (rows or K past the end).
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {

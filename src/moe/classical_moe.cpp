@@ -568,7 +568,8 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     case ClassicalStage::kPermute: {
       WD_CHECK(x, "classical MoE: x is null");
       if (config.gathers_rows(w.format)) return;  // the gate_up GEMM reads x itself
-      kernels::PermuteParams p{x, ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0};
+      kernels::PermuteParams p{x,    ws.entry_row.data(), ws.a.data(), ws.a_scales.data(), B, H, K, w8a8 ? 1 : 0,
+                               config.bf16_activations ? 1 : 0};
       kernels::permute_rows(p, stream, config.pdl);
       return;
     }
@@ -606,7 +607,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     case ClassicalStage::kSiluMul: {
       if (config.fuse_silu) return;  // done by the gate_up GEMM
       kernels::SiluMulParams p{ws.gate_up.data(), ws.sorted_entries.data(), ws.meta.data(), ws.h.data(),
-                               ws.h_scales.data(), max_blocks * T, I, w8a8 ? 1 : 0};
+                               ws.h_scales.data(), max_blocks * T, I, w8a8 ? 1 : 0, config.bf16_activations ? 1 : 0};
       kernels::silu_mul(p, stream, config.pdl);
       return;
     }

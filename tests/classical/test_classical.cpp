@@ -196,12 +196,14 @@ Expected expected_align(const std::vector<int32_t>& ids, int E, int T, bool pair
   return x;
 }
 
-// Dequantized row r (length n) of a stage buffer: BF16, or E4M3 × group scale.
-std::vector<double> dequant_rows(const void* data, const float* scales, int rows, int n, bool w8a8) {
+// Dequantized row r (length n) of a stage buffer: BF16 (a16: W8A16's K
+// order, a16_k_position, back to element order), or E4M3 × group scale.
+std::vector<double> dequant_rows(const void* data, const float* scales, int rows, int n, bool w8a8, bool a16) {
   std::vector<double> out(size_t(rows) * n);
   if (!w8a8) {
     const auto h = download(static_cast<const uint16_t*>(data), size_t(rows) * n);
-    for (size_t i = 0; i < h.size(); ++i) out[i] = bf16_to_float(h[i]);
+    for (size_t i = 0; i < h.size(); ++i)
+      out[i] = bf16_to_float(h[i - i % n + size_t(a16 ? a16_k_position(int(i % n)) : int(i % n))]);
   } else {
     const auto q = download(static_cast<const uint8_t*>(data), size_t(rows) * n);
     const auto sc = download(scales, size_t(rows) * (n / 128));
@@ -286,7 +288,9 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     if (!w8a8) {
       const auto a = download(static_cast<const uint16_t*>(ws.a), size_t(ex.rows) * H);
       for (int row : valid_rows)
-        for (int h = 0; h < H; ++h) bad += a[size_t(row) * H + h] != x[size_t(ex.sorted[row] / K) * H + h];
+        for (int h = 0; h < H; ++h)
+          bad += a[size_t(row) * H + (cfg.bf16_activations ? a16_k_position(h) : h)] !=
+                 x[size_t(ex.sorted[row] / K) * H + h];
     } else {
       const auto a = download(static_cast<const uint8_t*>(ws.a), size_t(ex.rows) * H);
       const auto sc = download(ws.a_scales, size_t(ex.rows) * (H / 128));
@@ -323,7 +327,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   // gate_up's A: the permuted rows, or, gathering, x's rows in sorted order
   // (zeros for padding).
   auto gate_up_input = [&] {
-    if (!gathers) return dequant_rows(ws.a, ws.a_scales, ex.rows, H, w8a8);
+    if (!gathers) return dequant_rows(ws.a, ws.a_scales, ex.rows, H, w8a8, cfg.bf16_activations);
     std::vector<double> a(size_t(ex.rows) * H, 0.0);
     for (int row : valid_rows)
       for (int h = 0; h < H; ++h) a[size_t(row) * H + h] = bf16_to_float(x[size_t(ex.sorted[row] / K) * H + h]);
@@ -332,7 +336,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
   // 5 and 7: each GEMM against FP64 on the GPU's own inputs.
   auto check_gemm = [&](bool gate_up) {
     const int n = gate_up ? 2 * I : H, k = gate_up ? H : I;
-    const auto a = gate_up ? gate_up_input() : dequant_rows(ws.h, ws.h_scales, ex.rows, k, w8a8);
+    const auto a = gate_up ? gate_up_input() : dequant_rows(ws.h, ws.h_scales, ex.rows, k, w8a8, cfg.bf16_activations);
     const auto o = download(gate_up ? ws.gate_up : ws.partials, size_t(ex.rows) * n);
     check_rows(
         gate_up, n,
@@ -362,7 +366,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     // E4M3 step plus 4e-3 · 448 of the reference's; at most 5 % of the codes
     // not equal. A wrong group, token or neuron fails them by far.
     const auto a = gate_up_input();
-    const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
+    const auto h = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8, cfg.bf16_activations);
     std::vector<double> href(size_t(ex.rows) * I, 0.0);
     check_rows(
         true, I,
@@ -415,7 +419,7 @@ void check_stages(const MoeShape& s, WeightFormat f, int B, const ClassicalConfi
     EXPECT_EQ(download(static_cast<const uint8_t*>(ws.h), h_bytes), h_before) << what;
   } else {
     const auto gu = download(ws.gate_up, size_t(ex.rows) * 2 * I);
-    const auto hq = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8);
+    const auto hq = dequant_rows(ws.h, ws.h_scales, ex.rows, I, w8a8, cfg.bf16_activations);
     std::vector<double> ref, got;
     size_t code_mismatch = 0, codes = 0;
     const auto hcodes = w8a8 ? download(static_cast<const uint8_t*>(ws.h), size_t(ex.rows) * I) : std::vector<uint8_t>();

@@ -252,6 +252,29 @@ TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
             ClassicalMoe::wgmma_available());
 }
 
+// W8A16's activation K order: a permutation of each group of 16 that puts
+// elements 4t .. 4t + 3 (one word of a weight row's E4M3 codes) at the
+// positions a wgmma A fragment's thread t takes from a k16 step: 2t, 2t + 1
+// (low half of its register) and 2t + 8, 2t + 9 (high half).
+TEST(ClassicalConfig, A16KOrderPutsAThreadsFourCodesAtItsFragmentPositions) {
+  for (int g = 0; g < 3; ++g) {
+    std::vector<int> seen(16, 0);
+    for (int i = 0; i < 16; ++i) {
+      const int p = a16_k_position(16 * g + i);
+      ASSERT_GE(p, 16 * g);
+      ASSERT_LT(p, 16 * g + 16);
+      ++seen[p - 16 * g];
+    }
+    EXPECT_EQ(seen, std::vector<int>(16, 1)) << "group " << g;
+  }
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(a16_k_position(32 + 4 * t), 32 + 2 * t);
+    EXPECT_EQ(a16_k_position(32 + 4 * t + 1), 32 + 2 * t + 1);
+    EXPECT_EQ(a16_k_position(32 + 4 * t + 2), 32 + 2 * t + 8);
+    EXPECT_EQ(a16_k_position(32 + 4 * t + 3), 32 + 2 * t + 9);
+  }
+}
+
 // T = 144 is the TMA tile's with BF16 activations alone (BF16 weights, or
 // W8A16): for 2048 and 4096 tokens on E = 128, K = 8 (the table above),
 // where two 144-row tiles hold an expert's tokens and 128-row ones take
