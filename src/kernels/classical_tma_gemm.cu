@@ -776,16 +776,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // block mb in step ks: bytes 4t4 .. 4t4 + 3 of the row's 16 bytes of
         // the step, the codes of K-permuted activations' positions 2t4, + 1
         // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order).
-        auto decode = [&](int ks, int mb, int r, uint32_t w, uint32_t (&fr)[kMB][4]) {
+        // lo, hi: the word's low and high 16 bits, each in a low half.
+        auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t hi, uint32_t (&fr)[kMB][4]) {
           if constexpr (kNarrow) {
             const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
-            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), m);
-            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), m);
+            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
+            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
           } else {
             uint32_t m_lo, m_hi;
             scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-            fr[mb][r] = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
-            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
+            fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
+            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
           }
         };
         // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps
@@ -801,19 +802,41 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           if constexpr (kSteps == 2) ldmatrix_x4(w, addr);
           else ldmatrix_x2(w[0], w[1], addr);
         };
+        // T = 8 (128 rows, one m64 block a consumer) reads each half word
+        // by its own 2-byte load instead, zero-extended into a low half: the
+        // ldmatrix words' high halves cost a shift each (the E4M3 convert
+        // takes a low half), and there it measured slower (session 25 run
+        // 1: +6.5 to +9.1 % at 64 and 256 tokens, where T = 16 gained 3-5 %).
         auto decode_group = [&](int grp) {
-          constexpr int kSteps = kGroupK == 1 ? 1 : 2;
+          if constexpr (kT == 8) {
 #pragma unroll
-          for (int s0 = 0; s0 < kGroupK; s0 += kSteps)
+            for (int s = 0; s < kGroupK; ++s)
 #pragma unroll
-            for (int mb = 0; mb < kMB; ++mb) {
-              uint32_t w[4];
-              load_words(std::integral_constant<int, kSteps>{}, kGroupK * grp + s0, mb, w);
+              for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-              for (int s = 0; s < kSteps; ++s)
+                for (int r = 0; r < 2; ++r) {
+                  const int ks = kGroupK * grp + s;
+                  const uint8_t* row =
+                      base_ptr + L::w(stage) + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 4 * t4;
+                  const uint16_t lo = *reinterpret_cast<const uint16_t*>(row);
+                  const uint16_t hi = *reinterpret_cast<const uint16_t*>(row + 2);
+                  decode(ks, mb, r, lo, hi, f[grp & 1][s]);
+                }
+          } else {
+            constexpr int kSteps = kGroupK == 1 ? 1 : 2;
 #pragma unroll
-                for (int r = 0; r < 2; ++r) decode(kGroupK * grp + s0 + s, mb, r, w[r + 2 * s], f[grp & 1][s0 + s]);
-            }
+            for (int s0 = 0; s0 < kGroupK; s0 += kSteps)
+#pragma unroll
+              for (int mb = 0; mb < kMB; ++mb) {
+                uint32_t w[4];
+                load_words(std::integral_constant<int, kSteps>{}, kGroupK * grp + s0, mb, w);
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+                  for (int r = 0; r < 2; ++r)
+                    decode(kGroupK * grp + s0 + s, mb, r, w[r + 2 * s], w[r + 2 * s] >> 16, f[grp & 1][s0 + s]);
+              }
+          }
         };
         decode_group(0);
 #pragma unroll
