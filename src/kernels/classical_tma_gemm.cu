@@ -766,7 +766,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
-          narrow &= scales_narrow4(codes[mb][r]);
+          narrow &= scales_narrow4_120(codes[mb][r]);
         }
       // One BF16x2 multiply by the scale where every code of the warp's
       // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
@@ -776,17 +776,20 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // block mb in step ks: bytes 4t4 .. 4t4 + 3 of the row's 16 bytes of
         // the step, the codes of K-permuted activations' positions 2t4, + 1
         // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order).
-        // lo, hi: the word's low and high 16 bits, each in a low half.
-        auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t hi, uint32_t (&fr)[kMB][4]) {
+        // The low pair's codes are bytes sel_lo of lo, the high pair's
+        // bytes sel_hi of hi (e4m3x2_to_bf16x2_shift120's selectors).
+        auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t sel_lo, uint32_t hi, uint32_t sel_hi,
+                          uint32_t (&fr)[kMB][4]) {
+          const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo), v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
           if constexpr (kNarrow) {
-            const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
-            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
-            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
+            const uint32_t m = narrow_scale_factor120(codes[mb][r], ks >> 1);
+            fr[mb][r] = bf16x2_mul(v_lo, m);
+            fr[mb][2 + r] = bf16x2_mul(v_hi, m);
           } else {
             uint32_t m_lo, m_hi;
-            scale_factors((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-            fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
-            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
+            scale_factors120((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
+            fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
+            fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
           }
         };
         // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps
@@ -820,7 +823,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                       base_ptr + L::w(stage) + (row_of(mb) + r * row2) * kRowBytes + ((ks ^ g8) << 4) + 4 * t4;
                   const uint16_t lo = *reinterpret_cast<const uint16_t*>(row);
                   const uint16_t hi = *reinterpret_cast<const uint16_t*>(row + 2);
-                  decode(ks, mb, r, lo, hi, f[grp & 1][s]);
+                  decode(ks, mb, r, lo, 0x1404u, hi, 0x1404u, f[grp & 1][s]);
                 }
           } else {
             constexpr int kSteps = kGroupK == 1 ? 1 : 2;
@@ -834,7 +837,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                 for (int s = 0; s < kSteps; ++s)
 #pragma unroll
                   for (int r = 0; r < 2; ++r)
-                    decode(kGroupK * grp + s0 + s, mb, r, w[r + 2 * s], w[r + 2 * s] >> 16, f[grp & 1][s0 + s]);
+                    decode(kGroupK * grp + s0 + s, mb, r, w[r + 2 * s], 0x1404u, w[r + 2 * s], 0x3424u,
+                           f[grp & 1][s0 + s]);
               }
           }
         };

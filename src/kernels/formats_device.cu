@@ -5,6 +5,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/mxfp8_tiling.h"
+#include "kernels/mma.cuh"
 
 namespace wd::kernels {
 namespace {
@@ -26,6 +27,38 @@ __global__ void max_byte_kernel(const uint8_t* in, size_t n, uint32_t* out) {
 __global__ void e4m3_decode_kernel(const uint8_t* in, float* out, size_t n) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = e4m3_to_float(in[i]);
+}
+
+__global__ void mx8_bf16_decode_kernel(const uint32_t* words, const uint8_t* scales, size_t n_words,
+                                       Mx8Bf16Decode path, uint16_t* out) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_words) return;
+  const uint32_t w = words[i], c = scales[i], codes4 = c * 0x01010101u;
+  uint32_t lo = 0, hi = 0, m_lo = 0, m_hi = 0;
+  switch (path) {
+    case Mx8Bf16Decode::kConvertNarrow:
+      lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), narrow_scale_factor(codes4, 0));
+      hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), narrow_scale_factor(codes4, 3));
+      break;
+    case Mx8Bf16Decode::kConvertWide:
+      scale_factors(c, m_lo, m_hi);
+      lo = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
+      hi = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
+      break;
+    case Mx8Bf16Decode::kIntegerNarrow:
+      lo = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), narrow_scale_factor120(codes4, 1));
+      hi = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), narrow_scale_factor120(codes4, 2));
+      break;
+    case Mx8Bf16Decode::kIntegerWide:
+      scale_factors120(c, m_lo, m_hi);
+      lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), m_lo), m_hi);
+      hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), m_lo), m_hi);
+      break;
+  }
+  out[4 * i] = uint16_t(lo);
+  out[4 * i + 1] = uint16_t(lo >> 16);
+  out[4 * i + 2] = uint16_t(hi);
+  out[4 * i + 3] = uint16_t(hi >> 16);
 }
 
 __global__ void e4m3_encode_kernel(const float* in, uint8_t* out, size_t n) {
@@ -105,6 +138,16 @@ void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, 
 void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {
   if (n == 0) return;
   e4m3_decode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
+void mx8_bf16_decode(const uint8_t* codes, const uint8_t* scales, size_t n, Mx8Bf16Decode path, uint16_t* out,
+                     cudaStream_t stream) {
+  WD_CHECK(n % 4 == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0,
+           "mx8_bf16_decode: n = ", n, " must be a multiple of 4 and the codes 4-byte aligned");
+  if (n == 0) return;
+  mx8_bf16_decode_kernel<<<blocks_for(n / 4), kThreads, 0, stream>>>(reinterpret_cast<const uint32_t*>(codes), scales,
+                                                                     n / 4, path, out);
   WD_CUDA_CHECK_LAUNCH();
 }
 

@@ -124,6 +124,38 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32
   return bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(two), m_lo), m_hi);
 }
 
+// Integer decode (the W8A16 TMA tile): two E4M3 codes of w, which the
+// byte selector sel moves to bytes 1 and 3 (0x1404: w's bytes 0-1;
+// 0x3424: bytes 2-3) -> BF16x2 of their values × 2^-120, exactly. An E4M3 code's exponent and mantissa bits are a BF16's shifted
+// down four places with the exponent bias 120 apart (127 - 7), subnormals
+// included (they land on BF16 subnormals in the same ratio); its sign,
+// there at bit 11 (27), moves to 15 (31) by adding 15 × 2^11 (bits 12-14
+// are zero). Four integer instructions a pair and no convert: the hardware
+// E4M3 convert takes a register's low half, so a word's high pair costs a
+// shift more, and its F16 result a shift and two masks to become BF16.
+// The scale 2^(c-127) follows as × 2^(c-7), a BF16 normal for codes up to
+// kNarrowMaxCode120 (scales up to 2^7); wider codes take two multiplies
+// (scale_factors120). Exact where the product is a BF16 normal, as
+// e4m3x16_to_bf16x8 (codes 10 to 246).
+constexpr uint32_t kNarrowMaxCode120 = 134;
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32_t sel) {
+  const uint32_t a = __byte_perm(w, 0u, sel) >> 4;
+  return a + 15u * (a & 0x08000800u);
+}
+// Whether all four codes of a word are at most kNarrowMaxCode120.
+__device__ __forceinline__ bool scales_narrow4_120(uint32_t codes) { return __vcmpgtu4(codes, 0x86868686u) == 0; }
+static_assert(kNarrowMaxCode120 == 0x86, "scales_narrow4_120 compares bytes with 0x86");
+// The BF16x2 2^(c-7) of code c = byte j of a word of codes <= 134: c + 120
+// (no carry) into both halves' exponent fields.
+__device__ __forceinline__ uint32_t narrow_scale_factor120(uint32_t codes, int j) {
+  return __byte_perm(codes + 0x78787878u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
+}
+// Any code: × 2^(min(c, 134) - 7) then × 2^(max(c, 134) - 134).
+__device__ __forceinline__ void scale_factors120(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
+  m_lo = ((min(code, kNarrowMaxCode120) + 120u) << 7) * 0x10001u;
+  m_hi = ((max(code, kNarrowMaxCode120) - 7u) << 7) * 0x10001u;
+}
+
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   if constexpr (kNarrow) {

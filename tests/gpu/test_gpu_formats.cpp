@@ -59,6 +59,48 @@ TEST(GpuFormats, E4M3DecodeAllCodes) {
   }
 }
 
+// The tensor-core kernels' E4M3 × E8M0 -> BF16 decodes are exact: every
+// code (NaN aside) at every scale code where the product is a BF16 normal
+// (10 to 246; the narrow paths up to their limits, 142 and 134), sign and
+// E4M3 subnormals included, bit for bit against the host's FP32 product
+// rounded to BF16 (exact: four significant bits).
+TEST(GpuFormats, Mxfp8Bf16DecodesAreExact) {
+  WD_REQUIRE_GPU();
+  struct Path {
+    kernels::Mx8Bf16Decode path;
+    int max_code;
+    const char* name;
+  };
+  const Path paths[] = {{kernels::Mx8Bf16Decode::kConvertNarrow, 142, "convert, narrow"},
+                        {kernels::Mx8Bf16Decode::kConvertWide, 246, "convert, wide"},
+                        {kernels::Mx8Bf16Decode::kIntegerNarrow, 134, "integer, narrow"},
+                        {kernels::Mx8Bf16Decode::kIntegerWide, 246, "integer, wide"}};
+  for (const Path& p : paths) {
+    std::vector<uint8_t> codes, scales;
+    for (int c = 10; c <= p.max_code; ++c)
+      for (int i = 0; i < 256; ++i) {
+        codes.push_back(uint8_t(i));
+        if (i % 4 == 0) scales.push_back(uint8_t(c));
+      }
+    DeviceBuffer<uint8_t> dc(codes), ds(scales);
+    DeviceBuffer<uint16_t> out(codes.size());
+    out.fill_bytes(0x7F);
+    kernels::mx8_bf16_decode(dc.data(), ds.data(), codes.size(), p.path, out.data(), nullptr);
+    const auto got = out.download();
+    size_t bad = 0, checked = 0;
+    for (size_t i = 0; i < codes.size(); ++i) {
+      if ((codes[i] & 0x7F) == 0x7F) continue;  // NaN
+      const float want = e4m3_to_float(codes[i]) * e8m0_to_float(scales[i / 4]);
+      ++checked;
+      if (got[i] != float_to_bf16(want) && ++bad <= 5)
+        ADD_FAILURE() << p.name << ": code 0x" << std::hex << int(codes[i]) << " scale 0x" << int(scales[i / 4])
+                      << " gave 0x" << got[i] << ", want 0x" << float_to_bf16(want) << std::dec;
+    }
+    EXPECT_EQ(bad, 0u) << p.name << ", of " << checked;
+    EXPECT_GT(checked, 100u * 254u) << p.name;
+  }
+}
+
 TEST(GpuFormats, EncodeMatchesHostOnRandomAndSpecialValues) {
   WD_REQUIRE_GPU();
   std::mt19937 g(std::random_device{}());
