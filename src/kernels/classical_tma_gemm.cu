@@ -736,6 +736,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // 1: T = 128's GEMMs −0.5 to +3.4 %; T = 80 at 1024 tokens gate_up −4.5 %
   // on qwen3-30b-a3b, +6.6 % on qwen3-235b-a22b).
   constexpr int kGroupK = kT == 128 ? 1 : kT == 144 ? 2 : 4;
+  // The E4M3 -> BF16 decode: integer (e4m3x2_to_bf16x2_shift120: a byte
+  // permute, a shift, the sign moved by an add, then × 2^(c-7)) from T = 16
+  // on, where it measured 4-13 % faster than the hardware convert and its
+  // bit move (session 25 run 3: T = 16 −10 to −13 %, T = 80 −6 to −10 %, T =
+  // 144 −4 to −5 %); T = 8 keeps the convert (+1.5 to +4 % with the integer
+  // one: the whole slot is decode there, on the integer pipes).
+  constexpr bool kIntDecode = kT != 8;
   uint32_t f[2][kGroupK][kMB][4];
   static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
   auto fence_f = [&](int set) {
@@ -766,7 +773,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
-          narrow &= scales_narrow4_120(codes[mb][r]);
+          narrow &= kIntDecode ? scales_narrow4_120(codes[mb][r]) : scales_narrow4(codes[mb][r]);
         }
       // One BF16x2 multiply by the scale where every code of the warp's
       // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
@@ -776,20 +783,35 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // block mb in step ks: bytes 4t4 .. 4t4 + 3 of the row's 16 bytes of
         // the step, the codes of K-permuted activations' positions 2t4, + 1
         // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order).
-        // The low pair's codes are bytes sel_lo of lo, the high pair's
-        // bytes sel_hi of hi (e4m3x2_to_bf16x2_shift120's selectors).
+        // The integer decode (kIntDecode): the low pair's codes are bytes
+        // sel_lo of lo, the high pair's bytes sel_hi of hi (the selectors of
+        // e4m3x2_to_bf16x2_shift120). The convert decode: each pair in the
+        // low half of lo, hi.
         auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t sel_lo, uint32_t hi, uint32_t sel_hi,
                           uint32_t (&fr)[kMB][4]) {
-          const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo), v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
-          if constexpr (kNarrow) {
-            const uint32_t m = narrow_scale_factor120(codes[mb][r], ks >> 1);
-            fr[mb][r] = bf16x2_mul(v_lo, m);
-            fr[mb][2 + r] = bf16x2_mul(v_hi, m);
+          const uint32_t code = (codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu;
+          if constexpr (kIntDecode) {
+            const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo);
+            const uint32_t v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
+            if constexpr (kNarrow) {
+              const uint32_t m = narrow_scale_factor120(codes[mb][r], ks >> 1);
+              fr[mb][r] = bf16x2_mul(v_lo, m);
+              fr[mb][2 + r] = bf16x2_mul(v_hi, m);
+            } else {
+              uint32_t m_lo, m_hi;
+              scale_factors120(code, m_lo, m_hi);
+              fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
+              fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
+            }
+          } else if constexpr (kNarrow) {
+            const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
+            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
           } else {
             uint32_t m_lo, m_hi;
-            scale_factors120((codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu, m_lo, m_hi);
-            fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
-            fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
+            scale_factors(code, m_lo, m_hi);
+            fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
+            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
           }
         };
         // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps
@@ -805,13 +827,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           if constexpr (kSteps == 2) ldmatrix_x4(w, addr);
           else ldmatrix_x2(w[0], w[1], addr);
         };
-        // T = 8 (128 rows, one m64 block a consumer) reads each half word
-        // by its own 2-byte load instead, zero-extended into a low half: the
-        // ldmatrix words' high halves cost a shift each (the E4M3 convert
-        // takes a low half), and there it measured slower (session 25 run
-        // 1: +6.5 to +9.1 % at 64 and 256 tokens, where T = 16 gained 3-5 %).
+        // T = 8 (128 rows, one m64 block a consumer; the convert decode)
+        // reads each half word by its own 2-byte load instead, zero-extended
+        // into a low half: the convert takes a register's low half, so an
+        // ldmatrix word's high half costs a shift, and with the convert the
+        // ldmatrix measured slower there (session 25 run 1: +6.5 to +9.1 %
+        // at 64 and 256 tokens, where T = 16 gained 3-5 %).
         auto decode_group = [&](int grp) {
-          if constexpr (kT == 8) {
+          if constexpr (!kIntDecode) {
 #pragma unroll
             for (int s = 0; s < kGroupK; ++s)
 #pragma unroll
