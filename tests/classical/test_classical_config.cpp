@@ -252,6 +252,19 @@ TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
             ClassicalMoe::wgmma_available());
 }
 
+// W8A16 takes tiles of at least 16 rows from one token an expert on (B >=
+// 16 on E = 128, K = 8), the smallest T >= 2m above that, T = 8 below.
+TEST(ClassicalConfig, W8A16TilesAreSixteenRowsFromOneTokenAnExpert) {
+  for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    const MoeShape s = preset_shape(preset);
+    auto t = [&](int B) { return ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true, true).tile_tokens; };
+    EXPECT_EQ(t(1), 8) << preset;
+    EXPECT_EQ(t(15), 8) << preset;
+    for (int B : {16, 32, 64, 128}) EXPECT_EQ(t(B), 16) << preset << " B=" << B;
+    EXPECT_EQ(t(256), 32) << preset;
+  }
+}
+
 // W8A16's activation K order: a permutation of each group of 16 that puts
 // elements 4t .. 4t + 3 (one word of a weight row's E4M3 codes) at the
 // positions a wgmma A fragment's thread t takes from a k16 step: 2t, 2t + 1
