@@ -30,11 +30,12 @@ namespace wd {
 constexpr int kMxBlock = 32;         // elements per MXFP8 scale block
 constexpr float kE4M3Max = 448.0f;   // largest finite E4M3 value
 constexpr uint8_t kE8M0NaN = 0xFF;
-// The largest "narrow" E8M0 code (scale 2^15): every real checkpoint's
-// scales are narrow. Weights whose codes all are let the tensor-core kernels
-// decode on their short path without a per-item check
-// (MoeWeightsView::mx_scales_narrow, kernels/mma.cuh).
-constexpr uint8_t kMxNarrowMaxCode = 142;
+// The largest "narrow" E8M0 code (scale 2^7): every real checkpoint's
+// scales are narrow (weights below 448 · 2^7). Weights whose codes all are
+// let the tensor-core kernels decode on their short path without a per-item
+// check (MoeWeightsView::mx_scales_narrow, kernels/mma.cuh: the integer
+// decode's one multiply by 2^(c-7) needs c <= 134).
+constexpr uint8_t kMxNarrowMaxCode = 134;
 
 WD_HD uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)

@@ -89,7 +89,7 @@ struct MoeWeightsView {
   const uint8_t* gate_up_tiled = nullptr;
   const uint8_t* gate_up_tiled_scales = nullptr;
   // MXFP8 on the device: every E8M0 code of gate_up and down is at most
-  // kMxNarrowMaxCode (scales up to 2^15), so the tensor-core kernels skip
+  // kMxNarrowMaxCode (scales up to 2^7), so the tensor-core kernels skip
   // their per-item scale check. Set by DeviceMoeWeights, which measures it;
   // a view assembled by hand leaves it false (always safe). Setting it for
   // weights with a wider code gives wrong outputs.

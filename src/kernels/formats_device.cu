@@ -29,36 +29,55 @@ __global__ void e4m3_decode_kernel(const uint8_t* in, float* out, size_t n) {
   if (i < n) out[i] = e4m3_to_float(in[i]);
 }
 
-__global__ void mx8_bf16_decode_kernel(const uint32_t* words, const uint8_t* scales, size_t n_words,
-                                       Mx8Bf16Decode path, uint16_t* out) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n_words) return;
-  const uint32_t w = words[i], c = scales[i], codes4 = c * 0x01010101u;
-  uint32_t lo = 0, hi = 0, m_lo = 0, m_hi = 0;
-  switch (path) {
-    case Mx8Bf16Decode::kConvertNarrow:
-      lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), narrow_scale_factor(codes4, 0));
-      hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), narrow_scale_factor(codes4, 3));
-      break;
-    case Mx8Bf16Decode::kConvertWide:
-      scale_factors(c, m_lo, m_hi);
-      lo = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
-      hi = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
-      break;
-    case Mx8Bf16Decode::kIntegerNarrow:
-      lo = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), narrow_scale_factor120(codes4, 1));
-      hi = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), narrow_scale_factor120(codes4, 2));
-      break;
-    case Mx8Bf16Decode::kIntegerWide:
-      scale_factors120(c, m_lo, m_hi);
-      lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), m_lo), m_hi);
-      hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), m_lo), m_hi);
-      break;
+// One thread per 16 codes (one scale).
+__global__ void mx8_bf16_decode_kernel(const uint4* codes, const uint8_t* scales, size_t n16, Mx8Bf16Decode path,
+                                       uint16_t* out) {
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= n16) return;
+  const uint4 raw = codes[t];
+  const uint32_t c = scales[t];
+  if (path == Mx8Bf16Decode::kSixteenNarrow || path == Mx8Bf16Decode::kSixteenWide) {
+    uint32_t o[8];
+    if (path == Mx8Bf16Decode::kSixteenNarrow) e4m3x16_to_bf16x8<true>(raw, c, o);
+    else e4m3x16_to_bf16x8<false>(raw, c, o);
+    for (int k = 0; k < 8; ++k) {
+      out[16 * t + 2 * k] = uint16_t(o[k]);
+      out[16 * t + 2 * k + 1] = uint16_t(o[k] >> 16);
+    }
+    return;
   }
-  out[4 * i] = uint16_t(lo);
-  out[4 * i + 1] = uint16_t(lo >> 16);
-  out[4 * i + 2] = uint16_t(hi);
-  out[4 * i + 3] = uint16_t(hi >> 16);
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  for (int q = 0; q < 4; ++q) {
+    const size_t i = 4 * t + q;
+    const uint32_t w = words[q], codes4 = c * 0x01010101u;
+    uint32_t lo = 0, hi = 0, m_lo = 0, m_hi = 0;
+    switch (path) {
+      case Mx8Bf16Decode::kConvertNarrow:
+        lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), narrow_scale_factor(codes4, 0));
+        hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), narrow_scale_factor(codes4, 3));
+        break;
+      case Mx8Bf16Decode::kConvertWide:
+        scale_factors(c, m_lo, m_hi);
+        lo = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
+        hi = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
+        break;
+      case Mx8Bf16Decode::kIntegerNarrow:
+        lo = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), narrow_scale_factor120(codes4, 1));
+        hi = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), narrow_scale_factor120(codes4, 2));
+        break;
+      case Mx8Bf16Decode::kIntegerWide:
+        scale_factors120(c, m_lo, m_hi);
+        lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), m_lo), m_hi);
+        hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), m_lo), m_hi);
+        break;
+      default:
+        break;
+    }
+    out[4 * i] = uint16_t(lo);
+    out[4 * i + 1] = uint16_t(lo >> 16);
+    out[4 * i + 2] = uint16_t(hi);
+    out[4 * i + 3] = uint16_t(hi >> 16);
+  }
 }
 
 __global__ void e4m3_encode_kernel(const float* in, uint8_t* out, size_t n) {
@@ -143,11 +162,11 @@ void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {
 
 void mx8_bf16_decode(const uint8_t* codes, const uint8_t* scales, size_t n, Mx8Bf16Decode path, uint16_t* out,
                      cudaStream_t stream) {
-  WD_CHECK(n % 4 == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0,
-           "mx8_bf16_decode: n = ", n, " must be a multiple of 4 and the codes 4-byte aligned");
+  WD_CHECK(n % 16 == 0 && reinterpret_cast<uintptr_t>(codes) % 16 == 0,
+           "mx8_bf16_decode: n = ", n, " must be a multiple of 16 and the codes 16-byte aligned");
   if (n == 0) return;
-  mx8_bf16_decode_kernel<<<blocks_for(n / 4), kThreads, 0, stream>>>(reinterpret_cast<const uint32_t*>(codes), scales,
-                                                                     n / 4, path, out);
+  mx8_bf16_decode_kernel<<<blocks_for(n / 16), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(codes), scales,
+                                                                      n / 16, path, out);
   WD_CUDA_CHECK_LAUNCH();
 }
 

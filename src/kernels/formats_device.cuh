@@ -33,13 +33,22 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
                         uint8_t* scales_tiled, cudaStream_t stream);
 // The tensor-core kernels' exact E4M3 × E8M0 -> BF16 decodes (mma.cuh),
 // over whole buffers, for their tests: code i times the scale 2^(c - 127)
-// of c = scales[i / 4] (four codes a word share a scale, as in the kernels),
+// of c = scales[i / 16] (sixteen codes share a scale, as in the kernels),
 // out[i] the BF16 bits. kConvert*: the hardware E4M3 -> F16 convert and a
-// bit move (e4m3x2_to_bf16x2_pow2: the warp-decode kernels, the classical
-// stream tile); kInteger*: e4m3x2_to_bf16x2_shift120 (the W8A16 TMA tile).
-// *Narrow: one BF16 multiply (codes up to 142, resp. 134); *Wide: two
-// (any code). n % 4 == 0, codes 4-byte aligned.
-enum class Mx8Bf16Decode { kConvertNarrow, kConvertWide, kIntegerNarrow, kIntegerWide };
+// bit move (e4m3x2_to_bf16x2_pow2: the W8A16 TMA tile at T = 8);
+// kInteger*: e4m3x2_to_bf16x2_shift120 (the W8A16 TMA tile from T = 16);
+// *Narrow: one BF16 multiply (codes up to 142, resp. 134), *Wide: two (any
+// code). kSixteen*: e4m3x16_to_bf16x8 (the warp-decode tensor-core kernels
+// and the classical stream tile; narrow up to 134, wide through FP32).
+// n % 16 == 0, codes 16-byte aligned.
+enum class Mx8Bf16Decode {
+  kConvertNarrow,
+  kConvertWide,
+  kIntegerNarrow,
+  kIntegerWide,
+  kSixteenNarrow,
+  kSixteenWide
+};
 void mx8_bf16_decode(const uint8_t* codes, const uint8_t* scales, size_t n, Mx8Bf16Decode path, uint16_t* out,
                      cudaStream_t stream);
 // The largest of n bytes on the device (0 for n = 0); synchronises `stream`.

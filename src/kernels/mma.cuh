@@ -51,14 +51,19 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 // (scales_narrow), so that the decode of a whole item is one basic block:
 // a branch per row split it into small blocks whose dependency chains the
 // scheduler could not interleave (ncu, PERF_LOG v9).
-// - kNarrow (codes <= kNarrowMaxCode, scales up to 2^15: every real
-//   checkpoint): five instructions per pair. The hardware E4M3x2 -> F16x2
-//   convert; F16 -> BF16 bits by moving the exponent and mantissa down three
-//   places (the value × 2^-112: every E4M3 value, subnormals included, is an
-//   F16 normal, and lands on a BF16 normal); × 2^(c-15) in one BF16x2
-//   multiply (2^(c-15) must be a BF16: c <= 142).
+// - kNarrow (codes <= kNarrowMaxCode, scales up to 2^7: every real
+//   checkpoint): the integer decode, e4m3x2_to_bf16x2_shift120 below (a
+//   byte permute, a shift and an add a pair, the value × 2^-120), then ×
+//   2^(c-7) in one BF16x2 multiply (a BF16: c <= 134). Until session 25 the
+//   hardware E4M3x2 -> F16x2 convert and a bit move (the "convert" decode
+//   below, × 2^-112), a shift more for a word's high pair.
 // - otherwise: through FP32, exact over the same range.
 constexpr uint32_t kNarrowMaxCode = kMxNarrowMaxCode;
+static_assert(kMxNarrowMaxCode == 134, "the integer decode's one multiply by 2^(c-7) needs c <= 134");
+// The convert decode's narrow limit (× 2^(c-15) a BF16: c <= 142): the
+// W8A16 TMA tile at T = 8 (scales_narrow4, narrow_scale_factor,
+// scale_factors).
+constexpr uint32_t kConvertNarrowMaxCode = 142;
 
 __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
   return __all_sync(kFullMask, max_code <= kNarrowMaxCode);
@@ -103,12 +108,12 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_
 // every narrow code). scale_factors gives them for a code; one HMUL2 more
 // than the narrow path buys a decode without a branch (the W8A16 TMA tile).
 __device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
-  m_lo = ((min(code, kNarrowMaxCode) + 112u) << 7) * 0x10001u;
-  m_hi = ((max(code, kNarrowMaxCode) - 15u) << 7) * 0x10001u;
+  m_lo = ((min(code, kConvertNarrowMaxCode) + 112u) << 7) * 0x10001u;
+  m_hi = ((max(code, kConvertNarrowMaxCode) - 15u) << 7) * 0x10001u;
 }
-// Whether all four E8M0 codes of a word are narrow (<= kNarrowMaxCode).
+// Whether all four E8M0 codes of a word are at most kConvertNarrowMaxCode.
 __device__ __forceinline__ bool scales_narrow4(uint32_t codes) { return __vcmpgtu4(codes, 0x8E8E8E8Eu) == 0; }
-static_assert(kNarrowMaxCode == 0x8E, "scales_narrow4 compares bytes with 0x8E");
+static_assert(kConvertNarrowMaxCode == 0x8E, "scales_narrow4 compares bytes with 0x8E");
 // The BF16x2 2^(c-15) of code c = byte j of a word of narrow codes: c + 112
 // (no carry for c <= 142) moved to bits 7-14 of both halves, the BF16
 // exponent field (bytes 1 and 3 by one permute, then one place down).
@@ -137,7 +142,7 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32
 // kNarrowMaxCode120 (scales up to 2^7); wider codes take two multiplies
 // (scale_factors120). Exact where the product is a BF16 normal, as
 // e4m3x16_to_bf16x8 (codes 10 to 246).
-constexpr uint32_t kNarrowMaxCode120 = 134;
+constexpr uint32_t kNarrowMaxCode120 = kNarrowMaxCode;
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32_t sel) {
   const uint32_t a = __byte_perm(w, 0u, sel) >> 4;
   return a + 15u * (a & 0x08000800u);
@@ -159,13 +164,12 @@ __device__ __forceinline__ void scale_factors120(uint32_t code, uint32_t& m_lo, 
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   if constexpr (kNarrow) {
-    const uint32_t m = ((code + 112u) << 7) * 0x10001u;  // BF16x2 2^(c-15), 2^(c-15)
-    const __nv_bfloat162 mul = *reinterpret_cast<const __nv_bfloat162*>(&m);
-    e4m3x16_to_bf16x8_pow2(raw, out);  // values × 2^-112, then × 2^(c-15): × 2^(c-127)
+    const uint32_t m = ((code + 120u) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
+    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&out[i]), mul);
-      out[i] = *reinterpret_cast<const uint32_t*>(&r);
+    for (int i = 0; i < 4; ++i) {  // values × 2^-120, then × 2^(c-7): × 2^(c-127)
+      out[2 * i] = bf16x2_mul(e4m3x2_to_bf16x2_shift120(v[i], 0x1404u), m);
+      out[2 * i + 1] = bf16x2_mul(e4m3x2_to_bf16x2_shift120(v[i], 0x3424u), m);
     }
   } else {
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};

@@ -61,7 +61,7 @@ TEST(GpuFormats, E4M3DecodeAllCodes) {
 
 // The tensor-core kernels' E4M3 × E8M0 -> BF16 decodes are exact: every
 // code (NaN aside) at every scale code where the product is a BF16 normal
-// (10 to 246; the narrow paths up to their limits, 142 and 134), sign and
+// (10 to 246; the narrow paths up to their limits, 142 or 134), sign and
 // E4M3 subnormals included, bit for bit against the host's FP32 product
 // rounded to BF16 (exact: four significant bits).
 TEST(GpuFormats, Mxfp8Bf16DecodesAreExact) {
@@ -74,13 +74,15 @@ TEST(GpuFormats, Mxfp8Bf16DecodesAreExact) {
   const Path paths[] = {{kernels::Mx8Bf16Decode::kConvertNarrow, 142, "convert, narrow"},
                         {kernels::Mx8Bf16Decode::kConvertWide, 246, "convert, wide"},
                         {kernels::Mx8Bf16Decode::kIntegerNarrow, 134, "integer, narrow"},
-                        {kernels::Mx8Bf16Decode::kIntegerWide, 246, "integer, wide"}};
+                        {kernels::Mx8Bf16Decode::kIntegerWide, 246, "integer, wide"},
+                        {kernels::Mx8Bf16Decode::kSixteenNarrow, kMxNarrowMaxCode, "e4m3x16_to_bf16x8, narrow"},
+                        {kernels::Mx8Bf16Decode::kSixteenWide, 246, "e4m3x16_to_bf16x8, wide"}};
   for (const Path& p : paths) {
     std::vector<uint8_t> codes, scales;
     for (int c = 10; c <= p.max_code; ++c)
       for (int i = 0; i < 256; ++i) {
         codes.push_back(uint8_t(i));
-        if (i % 4 == 0) scales.push_back(uint8_t(c));
+        if (i % 16 == 0) scales.push_back(uint8_t(c));
       }
     DeviceBuffer<uint8_t> dc(codes), ds(scales);
     DeviceBuffer<uint16_t> out(codes.size());
@@ -90,10 +92,10 @@ TEST(GpuFormats, Mxfp8Bf16DecodesAreExact) {
     size_t bad = 0, checked = 0;
     for (size_t i = 0; i < codes.size(); ++i) {
       if ((codes[i] & 0x7F) == 0x7F) continue;  // NaN
-      const float want = e4m3_to_float(codes[i]) * e8m0_to_float(scales[i / 4]);
+      const float want = e4m3_to_float(codes[i]) * e8m0_to_float(scales[i / 16]);
       ++checked;
       if (got[i] != float_to_bf16(want) && ++bad <= 5)
-        ADD_FAILURE() << p.name << ": code 0x" << std::hex << int(codes[i]) << " scale 0x" << int(scales[i / 4])
+        ADD_FAILURE() << p.name << ": code 0x" << std::hex << int(codes[i]) << " scale 0x" << int(scales[i / 16])
                       << " gave 0x" << got[i] << ", want 0x" << float_to_bf16(want) << std::dec;
     }
     EXPECT_EQ(bad, 0u) << p.name << ", of " << checked;
