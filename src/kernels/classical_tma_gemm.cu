@@ -773,7 +773,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
-          narrow &= kIntDecode ? scales_narrow4_120(codes[mb][r]) : scales_narrow4(codes[mb][r]);
+          narrow &= kIntDecode ? scales_narrow4(codes[mb][r]) : scales_narrow4_convert(codes[mb][r]);
         }
       // One BF16x2 multiply by the scale where every code of the warp's
       // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
@@ -794,22 +794,22 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
             const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo);
             const uint32_t v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
             if constexpr (kNarrow) {
-              const uint32_t m = narrow_scale_factor120(codes[mb][r], ks >> 1);
+              const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
               fr[mb][r] = bf16x2_mul(v_lo, m);
               fr[mb][2 + r] = bf16x2_mul(v_hi, m);
             } else {
               uint32_t m_lo, m_hi;
-              scale_factors120(code, m_lo, m_hi);
+              scale_factors(code, m_lo, m_hi);
               fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
               fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
             }
           } else if constexpr (kNarrow) {
-            const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+            const uint32_t m = narrow_scale_factor_convert(codes[mb][r], ks >> 1);
             fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
             fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
           } else {
             uint32_t m_lo, m_hi;
-            scale_factors(code, m_lo, m_hi);
+            scale_factors_convert(code, m_lo, m_hi);
             fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
             fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
           }

@@ -61,8 +61,8 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 constexpr uint32_t kNarrowMaxCode = kMxNarrowMaxCode;
 static_assert(kMxNarrowMaxCode == 134, "the integer decode's one multiply by 2^(c-7) needs c <= 134");
 // The convert decode's narrow limit (× 2^(c-15) a BF16: c <= 142): the
-// W8A16 TMA tile at T = 8 (scales_narrow4, narrow_scale_factor,
-// scale_factors).
+// W8A16 TMA tile at T = 8 (scales_narrow4_convert, narrow_scale_factor_convert,
+// scale_factors_convert).
 constexpr uint32_t kConvertNarrowMaxCode = 142;
 
 __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
@@ -105,19 +105,19 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_
 // -> BF16x2, exact wherever e4m3x16_to_bf16x8 is, for every code on one path:
 // the pow2 decode (× 2^-112), then × 2^(min(c, 142) - 15) and
 // × 2^(max(c, 142) - 142), two BF16 powers of two (the second is 1 for
-// every narrow code). scale_factors gives them for a code; one HMUL2 more
+// every narrow code). scale_factors_convert gives them for a code; one HMUL2 more
 // than the narrow path buys a decode without a branch (the W8A16 TMA tile).
-__device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
+__device__ __forceinline__ void scale_factors_convert(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
   m_lo = ((min(code, kConvertNarrowMaxCode) + 112u) << 7) * 0x10001u;
   m_hi = ((max(code, kConvertNarrowMaxCode) - 15u) << 7) * 0x10001u;
 }
 // Whether all four E8M0 codes of a word are at most kConvertNarrowMaxCode.
-__device__ __forceinline__ bool scales_narrow4(uint32_t codes) { return __vcmpgtu4(codes, 0x8E8E8E8Eu) == 0; }
-static_assert(kConvertNarrowMaxCode == 0x8E, "scales_narrow4 compares bytes with 0x8E");
+__device__ __forceinline__ bool scales_narrow4_convert(uint32_t codes) { return __vcmpgtu4(codes, 0x8E8E8E8Eu) == 0; }
+static_assert(kConvertNarrowMaxCode == 0x8E, "scales_narrow4_convert compares bytes with 0x8E");
 // The BF16x2 2^(c-15) of code c = byte j of a word of narrow codes: c + 112
 // (no carry for c <= 142) moved to bits 7-14 of both halves, the BF16
 // exponent field (bytes 1 and 3 by one permute, then one place down).
-__device__ __forceinline__ uint32_t narrow_scale_factor(uint32_t codes, int j) {
+__device__ __forceinline__ uint32_t narrow_scale_factor_convert(uint32_t codes, int j) {
   return __byte_perm(codes + 0x70707070u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
 }
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
@@ -129,36 +129,38 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32
   return bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(two), m_lo), m_hi);
 }
 
-// Integer decode (the W8A16 TMA tile): two E4M3 codes of w, which the
-// byte selector sel moves to bytes 1 and 3 (0x1404: w's bytes 0-1;
-// 0x3424: bytes 2-3) -> BF16x2 of their values × 2^-120, exactly. An E4M3 code's exponent and mantissa bits are a BF16's shifted
-// down four places with the exponent bias 120 apart (127 - 7), subnormals
-// included (they land on BF16 subnormals in the same ratio); its sign,
-// there at bit 11 (27), moves to 15 (31) by adding 15 × 2^11 (bits 12-14
-// are zero). Four integer instructions a pair and no convert: the hardware
-// E4M3 convert takes a register's low half, so a word's high pair costs a
-// shift more, and its F16 result a shift and two masks to become BF16.
+// The integer decode (warp decode's MXFP8 kernels through e4m3x16_to_bf16x8,
+// the W8A16 TMA tile from T = 16): two E4M3 codes of w, which the byte
+// selector sel moves to bytes 1 and 3 (0x1404: w's bytes 0-1; 0x3424:
+// bytes 2-3) -> BF16x2 of their values × 2^-120, exactly. An E4M3 code's
+// exponent and mantissa bits are a BF16's shifted down four places with
+// the exponent bias 120 apart (127 - 7), subnormals included (they land on
+// BF16 subnormals in the same ratio); its sign, there at bit 11 (27),
+// moves to 15 (31) by adding 15 × 2^11 (bits 12-14 are zero). Four integer
+// instructions a pair and no convert: the hardware E4M3 convert takes a
+// register's low half, so a word's high pair costs a shift more, and its
+// F16 result a shift and two masks to become BF16 (session 25: the integer
+// decode measured 4-13 % faster in the W8A16 tile, 2-6 % in warp decode).
 // The scale 2^(c-127) follows as × 2^(c-7), a BF16 normal for codes up to
-// kNarrowMaxCode120 (scales up to 2^7); wider codes take two multiplies
-// (scale_factors120). Exact where the product is a BF16 normal, as
-// e4m3x16_to_bf16x8 (codes 10 to 246).
-constexpr uint32_t kNarrowMaxCode120 = kNarrowMaxCode;
+// kNarrowMaxCode (scales up to 2^7); wider codes take two multiplies
+// (scale_factors). Exact where the product is a BF16 normal (codes 10 to
+// 246).
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32_t sel) {
   const uint32_t a = __byte_perm(w, 0u, sel) >> 4;
   return a + 15u * (a & 0x08000800u);
 }
-// Whether all four codes of a word are at most kNarrowMaxCode120.
-__device__ __forceinline__ bool scales_narrow4_120(uint32_t codes) { return __vcmpgtu4(codes, 0x86868686u) == 0; }
-static_assert(kNarrowMaxCode120 == 0x86, "scales_narrow4_120 compares bytes with 0x86");
+// Whether all four codes of a word are at most kNarrowMaxCode.
+__device__ __forceinline__ bool scales_narrow4(uint32_t codes) { return __vcmpgtu4(codes, 0x86868686u) == 0; }
+static_assert(kNarrowMaxCode == 0x86, "scales_narrow4 compares bytes with 0x86");
 // The BF16x2 2^(c-7) of code c = byte j of a word of codes <= 134: c + 120
 // (no carry) into both halves' exponent fields.
-__device__ __forceinline__ uint32_t narrow_scale_factor120(uint32_t codes, int j) {
+__device__ __forceinline__ uint32_t narrow_scale_factor(uint32_t codes, int j) {
   return __byte_perm(codes + 0x78787878u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
 }
 // Any code: × 2^(min(c, 134) - 7) then × 2^(max(c, 134) - 134).
-__device__ __forceinline__ void scale_factors120(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
-  m_lo = ((min(code, kNarrowMaxCode120) + 120u) << 7) * 0x10001u;
-  m_hi = ((max(code, kNarrowMaxCode120) - 7u) << 7) * 0x10001u;
+__device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
+  m_lo = ((min(code, kNarrowMaxCode) + 120u) << 7) * 0x10001u;
+  m_hi = ((max(code, kNarrowMaxCode) - 7u) << 7) * 0x10001u;
 }
 
 template <bool kNarrow>
