@@ -743,6 +743,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // 144 −4 to −5 %); T = 8 keeps the convert (+1.5 to +4 % with the integer
   // one: the whole slot is decode there, on the integer pipes).
   constexpr bool kIntDecode = kT != 8;
+  constexpr uint32_t kBias = kIntDecode ? kIntBias : kConvertBias;  // the decoded values are × 2^-kBias
   uint32_t f[2][kGroupK][kMB][4];
   static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
   auto fence_f = [&](int set) {
@@ -773,7 +774,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
-          narrow &= kIntDecode ? scales_narrow4(codes[mb][r]) : scales_narrow4_convert(codes[mb][r]);
+          narrow &= scales_narrow4<kBias>(codes[mb][r]);
         }
       // One BF16x2 multiply by the scale where every code of the warp's
       // rows is narrow (real checkpoints), two otherwise: a warp-uniform path.
@@ -786,7 +787,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // The integer decode (kIntDecode): the low pair's codes are bytes
         // sel_lo of lo, the high pair's bytes sel_hi of hi (the selectors of
         // e4m3x2_to_bf16x2_shift120). The convert decode: each pair in the
-        // low half of lo, hi.
+        // low half of lo, hi. Either leaves the values × 2^-kBias; the scale
+        // follows in one multiply (narrow) or two. The two decodes keep their
+        // own branches: merged, the T = 8 kernel's PTX comes out in another
+        // order, a form never measured on the device.
         auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t sel_lo, uint32_t hi, uint32_t sel_hi,
                           uint32_t (&fr)[kMB][4]) {
           const uint32_t code = (codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu;
@@ -794,24 +798,24 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
             const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo);
             const uint32_t v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
             if constexpr (kNarrow) {
-              const uint32_t m = narrow_scale_factor(codes[mb][r], ks >> 1);
+              const uint32_t m = narrow_scale_factor<kBias>(codes[mb][r], ks >> 1);
               fr[mb][r] = bf16x2_mul(v_lo, m);
               fr[mb][2 + r] = bf16x2_mul(v_hi, m);
             } else {
               uint32_t m_lo, m_hi;
-              scale_factors(code, m_lo, m_hi);
+              scale_factors<kBias>(code, m_lo, m_hi);
               fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
               fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
             }
           } else if constexpr (kNarrow) {
-            const uint32_t m = narrow_scale_factor_convert(codes[mb][r], ks >> 1);
+            const uint32_t m = narrow_scale_factor<kBias>(codes[mb][r], ks >> 1);
             fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
             fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
           } else {
             uint32_t m_lo, m_hi;
-            scale_factors_convert(code, m_lo, m_hi);
-            fr[mb][r] = e4m3x2_to_bf16x2_scaled(lo, m_lo, m_hi);
-            fr[mb][2 + r] = e4m3x2_to_bf16x2_scaled(hi, m_lo, m_hi);
+            scale_factors<kBias>(code, m_lo, m_hi);
+            fr[mb][r] = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m_lo), m_hi);
+            fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m_lo), m_hi);
           }
         };
         // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps

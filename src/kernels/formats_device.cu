@@ -53,20 +53,20 @@ __global__ void mx8_bf16_decode_kernel(const uint4* codes, const uint8_t* scales
     uint32_t lo = 0, hi = 0, m_lo = 0, m_hi = 0;
     switch (path) {
       case Mx8Bf16Decode::kConvertNarrow:
-        lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), narrow_scale_factor_convert(codes4, 0));
-        hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), narrow_scale_factor_convert(codes4, 3));
+        lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), narrow_scale_factor<kConvertBias>(codes4, 0));
+        hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), narrow_scale_factor<kConvertBias>(codes4, 3));
         break;
       case Mx8Bf16Decode::kConvertWide:
-        scale_factors_convert(c, m_lo, m_hi);
-        lo = e4m3x2_to_bf16x2_scaled(w, m_lo, m_hi);
-        hi = e4m3x2_to_bf16x2_scaled(w >> 16, m_lo, m_hi);
+        scale_factors<kConvertBias>(c, m_lo, m_hi);
+        lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(w), m_lo), m_hi);
+        hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(w >> 16), m_lo), m_hi);
         break;
       case Mx8Bf16Decode::kIntegerNarrow:
-        lo = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), narrow_scale_factor(codes4, 1));
-        hi = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), narrow_scale_factor(codes4, 2));
+        lo = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), narrow_scale_factor<kIntBias>(codes4, 1));
+        hi = bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), narrow_scale_factor<kIntBias>(codes4, 2));
         break;
       case Mx8Bf16Decode::kIntegerWide:
-        scale_factors(c, m_lo, m_hi);
+        scale_factors<kIntBias>(c, m_lo, m_hi);
         lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x1404u), m_lo), m_hi);
         hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_shift120(w, 0x3424u), m_lo), m_hi);
         break;

@@ -58,12 +58,18 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 //   hardware E4M3x2 -> F16x2 convert and a bit move (the "convert" decode
 //   below, × 2^-112), a shift more for a word's high pair.
 // - otherwise: through FP32, exact over the same range.
+//
+// Both decodes leave the E4M3 value × 2^-kBias (the integer decode kIntBias
+// = 120, the hardware convert kConvertBias = 112) and multiply by the BF16
+// 2^(c-127+kBias), whose exponent field c + kBias must stay below 255: a
+// narrow code is at most kNarrowMax<kBias> = 254 - kBias (134, resp. 142).
+// The scale helpers below (scales_narrow4, narrow_scale_factor,
+// scale_factors) take the bias as their template argument.
+constexpr uint32_t kIntBias = 120, kConvertBias = 112;
+template <uint32_t kBias>
+constexpr uint32_t kNarrowMax = 254 - kBias;
 constexpr uint32_t kNarrowMaxCode = kMxNarrowMaxCode;
-static_assert(kMxNarrowMaxCode == 134, "the integer decode's one multiply by 2^(c-7) needs c <= 134");
-// The convert decode's narrow limit (× 2^(c-15) a BF16: c <= 142): the
-// W8A16 TMA tile at T = 8 (scales_narrow4_convert, narrow_scale_factor_convert,
-// scale_factors_convert).
-constexpr uint32_t kConvertNarrowMaxCode = 142;
+static_assert(kMxNarrowMaxCode == kNarrowMax<kIntBias>, "the integer decode's one multiply by 2^(c-7) needs c <= 134");
 
 __device__ __forceinline__ bool scales_narrow(uint32_t max_code) {
   return __all_sync(kFullMask, max_code <= kNarrowMaxCode);
@@ -101,32 +107,32 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8_pow2(const uint4& raw, uint32_
   for (int i = 0; i < 8; ++i) out[i] = e4m3x2_to_bf16x2_pow2(v[i / 2] >> (16 * (i % 2)));
 }
 
-// Two E4M3 codes (the low 16 bits of `two`) times the E8M0 scale 2^(c-127)
-// -> BF16x2, exact wherever e4m3x16_to_bf16x8 is, for every code on one path:
-// the pow2 decode (× 2^-112), then × 2^(min(c, 142) - 15) and
-// × 2^(max(c, 142) - 142), two BF16 powers of two (the second is 1 for
-// every narrow code). scale_factors_convert gives them for a code; one HMUL2 more
-// than the narrow path buys a decode without a branch (the W8A16 TMA tile).
-__device__ __forceinline__ void scale_factors_convert(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
-  m_lo = ((min(code, kConvertNarrowMaxCode) + 112u) << 7) * 0x10001u;
-  m_hi = ((max(code, kConvertNarrowMaxCode) - 15u) << 7) * 0x10001u;
+// Any code, after a decode that left the value × 2^-kBias: the BF16x2
+// factors 2^(min(c, L) - 127 + kBias) and 2^(max(c, L) - L), L =
+// kNarrowMax<kBias> (the second is 1 for every narrow code): two multiplies
+// and no branch (the W8A16 TMA tile's wide path).
+template <uint32_t kBias>
+__device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
+  constexpr uint32_t kMax = kNarrowMax<kBias>;
+  m_lo = ((min(code, kMax) + kBias) << 7) * 0x10001u;
+  m_hi = ((max(code, kMax) - (kMax - 127u)) << 7) * 0x10001u;
 }
-// Whether all four E8M0 codes of a word are at most kConvertNarrowMaxCode.
-__device__ __forceinline__ bool scales_narrow4_convert(uint32_t codes) { return __vcmpgtu4(codes, 0x8E8E8E8Eu) == 0; }
-static_assert(kConvertNarrowMaxCode == 0x8E, "scales_narrow4_convert compares bytes with 0x8E");
-// The BF16x2 2^(c-15) of code c = byte j of a word of narrow codes: c + 112
-// (no carry for c <= 142) moved to bits 7-14 of both halves, the BF16
-// exponent field (bytes 1 and 3 by one permute, then one place down).
-__device__ __forceinline__ uint32_t narrow_scale_factor_convert(uint32_t codes, int j) {
-  return __byte_perm(codes + 0x70707070u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
+// Whether all four E8M0 codes of a word are at most kNarrowMax<kBias>.
+template <uint32_t kBias>
+__device__ __forceinline__ bool scales_narrow4(uint32_t codes) {
+  return __vcmpgtu4(codes, kNarrowMax<kBias> * 0x01010101u) == 0;
+}
+// The BF16x2 2^(c-127+kBias) of code c = byte j of a word of narrow codes:
+// c + kBias (no carry) moved to bits 7-14 of both halves, the BF16 exponent
+// field (bytes 1 and 3 by one permute, then one place down).
+template <uint32_t kBias>
+__device__ __forceinline__ uint32_t narrow_scale_factor(uint32_t codes, int j) {
+  return __byte_perm(codes + kBias * 0x01010101u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
 }
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   const __nv_bfloat162 r =
       __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
   return *reinterpret_cast<const uint32_t*>(&r);
-}
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_scaled(uint32_t two, uint32_t m_lo, uint32_t m_hi) {
-  return bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(two), m_lo), m_hi);
 }
 
 // The integer decode (warp decode's MXFP8 kernels through e4m3x16_to_bf16x8,
@@ -149,24 +155,11 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32
   const uint32_t a = __byte_perm(w, 0u, sel) >> 4;
   return a + 15u * (a & 0x08000800u);
 }
-// Whether all four codes of a word are at most kNarrowMaxCode.
-__device__ __forceinline__ bool scales_narrow4(uint32_t codes) { return __vcmpgtu4(codes, 0x86868686u) == 0; }
-static_assert(kNarrowMaxCode == 0x86, "scales_narrow4 compares bytes with 0x86");
-// The BF16x2 2^(c-7) of code c = byte j of a word of codes <= 134: c + 120
-// (no carry) into both halves' exponent fields.
-__device__ __forceinline__ uint32_t narrow_scale_factor(uint32_t codes, int j) {
-  return __byte_perm(codes + 0x78787878u, 0u, 0x0404u | (j << 4) | (j << 12)) >> 1;
-}
-// Any code: × 2^(min(c, 134) - 7) then × 2^(max(c, 134) - 134).
-__device__ __forceinline__ void scale_factors(uint32_t code, uint32_t& m_lo, uint32_t& m_hi) {
-  m_lo = ((min(code, kNarrowMaxCode) + 120u) << 7) * 0x10001u;
-  m_hi = ((max(code, kNarrowMaxCode) - 7u) << 7) * 0x10001u;
-}
 
 template <bool kNarrow>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
   if constexpr (kNarrow) {
-    const uint32_t m = ((code + 120u) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
+    const uint32_t m = ((code + kIntBias) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {  // values × 2^-120, then × 2^(c-7): × 2^(c-127)
