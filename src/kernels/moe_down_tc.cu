@@ -34,6 +34,10 @@ struct Item {
   int u;                // unit
 };
 
+// How a walk folds a tile into the warp's accumulators: shared memory, one
+// column at a time (a token routed twice to an expert), or registers (kSmall).
+enum WalkKind { kWalkShared, kWalkDup, kWalkByToken };
+
 // The most tiles a group of ne entries on na distinct experts makes:
 // Σ ceil(count / 8) <= (ne + 7·na) / 8.
 __host__ __device__ constexpr int max_tiles(int ne, int na) { return (ne + 7 * na) / 8; }
@@ -58,9 +62,18 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // warp's vote on its codes (the same decode: the same bits): one unit a
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
 // (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it.
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
-__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
-moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
+//
+// kSmall (batch <= 8, one group of at most 8 tokens): an expert's tokens
+// all fit one tile, so a tile's column c is token c itself (not its rank
+// among the expert's tokens) and lane (g, q) owns tokens 2q, 2q + 1 of
+// rows g, g + 8 in every tile: the warp's accumulators are four registers
+// a lane, folded with the same FMAs in the same (ascending expert) order as
+// the shared-memory accumulators of the general walk, so the bits are the
+// same; the fold loses its shared-memory read-modify-write and its
+// dependent bookkeeping load. A batch with a token routed twice to one
+// expert takes the general walk.
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly, bool kSmall>
+__device__ __forceinline__ void moe_down_tc_body(const DownParams& p, int units_arg) {
   const int units = kUnits > 0 ? kUnits : units_arg;
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -190,6 +203,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     __syncthreads();
     // 6. Each entry into its tile and column: its position among the expert's
     // entries (ascending token), 8 per tile.
+    // kSmall without duplicates: one tile an expert, column = token.
+    const bool by_token = kSmall && !dup;
     for (int i = threadIdx.x; i < ne; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
@@ -197,10 +212,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
+      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + (by_token ? t : pos % 8);
       if (pos % 8 == 0) {
         s_texp[n] = e;
-        for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;  // the tile's empty columns
+        if (by_token) {  // the tile's empty columns
+          for (int c = 0; c < 8; ++c)
+            if (!(s_tokmask[e] >> c & 1ull)) s_tent[n * 8 + c] = i;
+        } else {
+          for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;
+        }
       }
       s_tent[slot] = i;
       s_ttok[slot] = t;
@@ -257,9 +277,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // scale path is chosen per item (scales_narrow), the duplicate-token
     // fold per walk, and empty columns fold into junk columns.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    auto compute = [&](const Item<kMx8>& it, auto narrow, auto dup_walk) {
+    // The by-token walk's accumulators: rows g, g + 8 (c / 2) of tokens 2q, 2q + 1 (c % 2).
+    float racc[4] = {0.f, 0.f, 0.f, 0.f};
+    auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
-      constexpr bool kDup = decltype(dup_walk)::value;
+      constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
+      constexpr bool kByToken = decltype(walk_kind)::value == kWalkByToken;
       const bool first = it.u == 0;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
@@ -297,7 +320,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
           acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
           acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc], acc[8 * ga]);
         };
-        if constexpr (!kDup) {
+        if constexpr (kByToken) {
+          // Columns 2q, 2q + 1 are tokens 2q, 2q + 1, or empty (s_ttok = G + column).
+#pragma unroll
+          for (int cc = 0; cc < 2; ++cc) {
+            const int slot = it.n * 8 + 2 * q + cc;
+            const float rw = s_tw[slot];
+            if (s_ttok[slot] == 2 * q + cc) {
+              racc[cc] = __fmaf_rn(rw, tile[cc], racc[cc]);
+              racc[2 + cc] = __fmaf_rn(rw, tile[2 + cc], racc[2 + cc]);
+            }
+          }
+        } else if constexpr (!kDup) {
           fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
           fold(1);
           __syncwarp();  // a token's column, hence its lane, may differ in the next tile
@@ -311,15 +345,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     };
     // One step of the walk: the loads of the item two ahead, then the
     // compute of this one.
-    auto step = [&](const Item<kMx8>& cur, Item<kMx8>& ahead, auto dup_walk) {
+    // The by-token walk loads h one item ahead (next), not two (ahead): h
+    // comes from L2, and the ring then holds two items' h, not three (the
+    // registers that keep its block at kSmallMaxRegs).
+    auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
-      load_h(ahead);
+      if constexpr (decltype(walk_kind)::value == kWalkByToken) load_h(next);
+      else load_h(ahead);
       advance();
       if constexpr (kNarrowOnly)
-        compute(cur, std::true_type{}, dup_walk);
+        compute(cur, std::true_type{}, walk_kind);
       else
         with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
-                              [&](auto narrow) { compute(cur, narrow, dup_walk); });
+                              [&](auto narrow) { compute(cur, narrow, walk_kind); });
     };
 
     Item<kMx8> buf[3];
@@ -334,21 +372,31 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     waited = true;
     load_h(buf[0]);
-    load_h(buf[1]);
+    if (!by_token) load_h(buf[1]);
     // Items in threes (the ring of three buffers), then the last one or two:
     // no bounds test inside a three.
-    auto walk = [&](auto dup_walk) {
+    auto walk = [&](auto walk_kind) {
       int n = 0;
       for (; n + 3 <= items; n += 3) {
-        step(buf[0], buf[2], dup_walk);
-        step(buf[1], buf[0], dup_walk);
-        step(buf[2], buf[1], dup_walk);
+        step(buf[0], buf[1], buf[2], walk_kind);
+        step(buf[1], buf[2], buf[0], walk_kind);
+        step(buf[2], buf[0], buf[1], walk_kind);
       }
-      if (n < items) step(buf[0], buf[2], dup_walk);
-      if (n + 1 < items) step(buf[1], buf[0], dup_walk);
+      if (n < items) step(buf[0], buf[1], buf[2], walk_kind);
+      if (n + 1 < items) step(buf[1], buf[2], buf[0], walk_kind);
     };
-    if (dup) walk(std::true_type{});
-    else walk(std::false_type{});
+    if (dup) {
+      walk(std::integral_constant<int, kWalkDup>{});
+    } else if (by_token) {
+      walk(std::integral_constant<int, kWalkByToken>{});
+      for (int c = 0; c < 2; ++c)
+        if (2 * q + c < nb) {
+          s_acc[(warp * kTile + g) * ga + 2 * q + c] = racc[c];
+          s_acc[(warp * kTile + g + 8) * ga + 2 * q + c] = racc[2 + c];
+        }
+    } else {
+      walk(std::integral_constant<int, kWalkShared>{});
+    }
     __syncthreads();
 
     // The warps' accumulators summed in warp order; then the residual.
@@ -360,6 +408,24 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     __syncthreads();
   }
+}
+
+// The general kernel at up to 168 registers (one 12-warp block an SM); the
+// kSmall one capped at kSmallMaxRegs: uncapped, ptxas runs its items
+// further ahead (no shared-memory fold orders them) at 157 registers, and
+// its block (160 × 384 allocated) no longer fits an SM beside a moe_gate_up_tc
+// block (104 × 128) still running under PDL, which B <= 8 depends on
+// (PERF_LOG session 20: +5 % on the layer at B = 1-4 from that alone).
+constexpr int kSmallMaxRegs = 144;
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
+__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
+moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
+  moe_down_tc_body<kMx8, kTiled, kUnits, kNarrowOnly, false>(p, units_arg);
+}
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
+__global__ void __maxnreg__(kMx8 ? kSmallMaxRegs : 168)
+moe_down_tc_small_kernel(const __grid_constant__ DownParams p, int units_arg) {
+  moe_down_tc_body<kMx8, kTiled, kUnits, kNarrowOnly, true>(p, units_arg);
 }
 
 size_t smem_bytes(const DownParams& p, int slices) {
@@ -375,10 +441,13 @@ void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
-  auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
+  const bool small = p.batch <= 8;
+  auto* k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 0> : &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (units == 1) {
-    if constexpr (!kMx8) k = &moe_down_tc_kernel<kMx8, kTiled, 1>;
-    else if (p.scales_narrow) k = &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
+    if constexpr (!kMx8)
+      k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 1> : &moe_down_tc_kernel<kMx8, kTiled, 1>;
+    else if (p.scales_narrow)
+      k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 1, true> : &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,

@@ -301,6 +301,11 @@ void check_odd_routings(KernelFamily family) {
         {"all experts distinct", 16, [K](int b, int k) { return b * K + k; }},
         {"repeated experts across tokens", 37, [](int b, int k) { return (b % 3) * 5 + k * 11; }},
         {"one expert twice in a token", 9, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
+        // B <= 8: the tensor-core down kernel's by-token walk (a full tile, an
+        // expert of one token) and its fallback for a repeated expert.
+        {"8 tokens on the same 8 experts", 8, [](int, int k) { return 3 + 7 * k; }},
+        {"some experts shared, 5 tokens", 5, [](int b, int k) { return (b % 2) * 9 + k * 5 + (k > 5 ? b : 0); }},
+        {"one expert twice in a token", 5, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
     };
     for (const auto& o : odds) {
       HostRouting r;
@@ -626,7 +631,7 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
-                         {1, 2, 9, 37, 64, 65, 80});
+                         {1, 2, 7, 8, 9, 37, 64, 65, 80});
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
