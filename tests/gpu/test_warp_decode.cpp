@@ -635,8 +635,8 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
-// B = 70 takes two walks of the token groups, the repeated expert the slow
-// bookkeeping path. Shallow and deep loads (H = 512: MXFP8 gate_up's deep
+// B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
+// the slow bookkeeping path, B <= 8 the down kernel's by-token walk. Shallow and deep loads (H = 512: MXFP8 gate_up's deep
 // rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
@@ -646,10 +646,10 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
     WarpDecodeMoe moe(s, 70);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
                                         tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
-      for (int B : {1, 9, 70}) {
+      for (int B : {1, 5, 8, 9, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-        if (B == 9) r.ids[1] = r.ids[0];
+        if (B == 5 || B == 9) r.ids[1] = r.ids[0];
         run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
       }
     }
