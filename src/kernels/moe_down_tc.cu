@@ -71,9 +71,12 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // the shared-memory accumulators of the general walk, so the bits are the
 // same; the fold loses its shared-memory read-modify-write and its
 // dependent bookkeeping load. A batch with a token routed twice to one
-// expert takes the general walk.
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly, bool kSmall>
-__device__ __forceinline__ void moe_down_tc_body(const DownParams& p, int units_arg) {
+// expert takes the general walk. Launched with one unit a warp only
+// (launch()); ptxas gives it about 163 registers: one block an SM, as the
+// general kernel. Capped at 144 it measured slower (PERF_LOG session 26).
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, bool kSmall = false>
+__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
+moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int units = kUnits > 0 ? kUnits : units_arg;
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -346,8 +349,8 @@ __device__ __forceinline__ void moe_down_tc_body(const DownParams& p, int units_
     // One step of the walk: the loads of the item two ahead, then the
     // compute of this one.
     // The by-token walk loads h one item ahead (next), not two (ahead): h
-    // comes from L2, and the ring then holds two items' h, not three (the
-    // registers that keep its block at kSmallMaxRegs).
+    // comes from L2, one item's compute covers its latency, and the ring
+    // holds two items' h, not three (not measured apart from the walk).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
       if constexpr (decltype(walk_kind)::value == kWalkByToken) load_h(next);
@@ -410,24 +413,6 @@ __device__ __forceinline__ void moe_down_tc_body(const DownParams& p, int units_
   }
 }
 
-// The general kernel at up to 168 registers (one 12-warp block an SM); the
-// kSmall one capped at kSmallMaxRegs: uncapped, ptxas runs its items
-// further ahead (no shared-memory fold orders them) at 157 registers, and
-// its block (160 × 384 allocated) no longer fits an SM beside a moe_gate_up_tc
-// block (104 × 128) still running under PDL, which B <= 8 depends on
-// (PERF_LOG session 20: +5 % on the layer at B = 1-4 from that alone).
-constexpr int kSmallMaxRegs = 144;
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
-__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
-moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
-  moe_down_tc_body<kMx8, kTiled, kUnits, kNarrowOnly, false>(p, units_arg);
-}
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false>
-__global__ void __maxnreg__(kMx8 ? kSmallMaxRegs : 168)
-moe_down_tc_small_kernel(const __grid_constant__ DownParams p, int units_arg) {
-  moe_down_tc_body<kMx8, kTiled, kUnits, kNarrowOnly, true>(p, units_arg);
-}
-
 size_t smem_bytes(const DownParams& p, int slices) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
@@ -441,13 +426,16 @@ void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
   const size_t smem = smem_bytes(p, slices);
+  // kSmall only with one unit a warp (qwen3-30b-a3b): with two
+  // (qwen3-235b-a22b) a tile is folded every second item, and the by-token
+  // walk measured +4-5 % on MXFP8 down at B = 1-4 (PERF_LOG session 26).
   const bool small = p.batch <= 8;
-  auto* k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 0> : &moe_down_tc_kernel<kMx8, kTiled, 0>;
+  auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (units == 1) {
     if constexpr (!kMx8)
-      k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 1> : &moe_down_tc_kernel<kMx8, kTiled, 1>;
+      k = small ? &moe_down_tc_kernel<kMx8, kTiled, 1, false, true> : &moe_down_tc_kernel<kMx8, kTiled, 1>;
     else if (p.scales_narrow)
-      k = small ? &moe_down_tc_small_kernel<kMx8, kTiled, 1, true> : &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
+      k = small ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, true> : &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,

@@ -636,8 +636,9 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
-// the slow bookkeeping path, B <= 8 the down kernel's by-token walk. Shallow and deep loads (H = 512: MXFP8 gate_up's deep
-// rounds apply).
+// the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk
+// (I = 192: one unit a warp). Shallow and deep loads (H = 512: MXFP8
+// gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
