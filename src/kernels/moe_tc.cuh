@@ -25,8 +25,10 @@
 //   of them: the expert's 16×(its K range) weight tile times the tokens' h
 //   (hi and lo, two MMAs) into an FP32 tile, then
 //   acc[row][token] += w·tile in shared memory (each warp its own
-//   accumulator, each (row, token) owned by one lane at a time). The S
-//   accumulators are summed in warp order: y = Σ (+ residual).
+//   accumulator, each (row, token) owned by one lane at a time; for B <= 8
+//   with one K unit a warp, column = token and the accumulators are
+//   registers: the same FMAs, the same bits). The S accumulators are
+//   summed in warp order: y = Σ (+ residual).
 //
 // Numerics, and batch invariance: y[b] = Σ over the S K ranges in warp order
 // of (Σ over b's experts in ascending id of w·tile), tile being the hi-chain
