@@ -78,6 +78,10 @@ template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, bool kSm
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int units = kUnits > 0 ? kUnits : units_arg;
+  // The general walk folds each tile one tile late (below), except in the
+  // MXFP8 kernel with the runtime unit count and the per-item scale vote,
+  // where it measured +9 to +15 % on down (PERF_LOG session 26).
+  constexpr bool kLateFold = !(kMx8 && kUnits == 0);
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
@@ -282,11 +286,35 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
     // The by-token walk's accumulators: rows g, g + 8 (c / 2) of tokens 2q, 2q + 1 (c % 2).
     float racc[4] = {0.f, 0.f, 0.f, 0.f};
+    // The general walk's pending tile: tile + tile_lo of tile pn, not yet
+    // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
+    // the accumulators unchanged.
+    int pn = 0;
+    auto fold_pending = [&]() {
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) {
+        const int slot = pn * 8 + 2 * q + cc;
+        const float rw = s_tw[slot];
+        float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+        acc[0] = __fmaf_rn(rw, tile[cc] + tile_lo[cc], acc[0]);
+        acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc] + tile_lo[2 + cc], acc[8 * ga]);
+      }
+    };
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
       constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
       constexpr bool kByToken = decltype(walk_kind)::value == kWalkByToken;
       const bool first = it.u == 0;
+      if constexpr (!kDup && !kByToken && kLateFold) {
+        // The general walk folds each tile one tile late: at the first item
+        // of the next tile, before its MMAs reuse the accumulators, so that
+        // the fold's FMAs read MMA results issued a step earlier and this
+        // item's MMAs run under the fold. The same FMAs in the same order.
+        if (first) {
+          fold_pending();
+          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
+        }
+      }
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         tile[c] = first ? 0.0f : tile[c];
@@ -313,8 +341,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }
       if (it.u == units - 1) {
+        if constexpr (kByToken || kDup || !kLateFold) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
+          for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
+        }
         // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
         auto fold = [&](int cc) {
           const int slot = it.n * 8 + 2 * q + cc;
@@ -334,6 +364,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
               racc[2 + cc] = __fmaf_rn(rw, tile[2 + cc], racc[2 + cc]);
             }
           }
+        } else if constexpr (!kDup && kLateFold) {
+          pn = it.n;  // folded at the next tile's first item (or after the walk)
         } else if constexpr (!kDup) {
           fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
           fold(1);
@@ -399,6 +431,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         }
     } else {
       walk(std::integral_constant<int, kWalkShared>{});
+      if constexpr (kLateFold) fold_pending();
     }
     __syncthreads();
 
