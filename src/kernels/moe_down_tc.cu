@@ -71,7 +71,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // the shared-memory accumulators of the general walk, so the bits are the
 // same; the fold loses its shared-memory read-modify-write and its
 // dependent bookkeeping load. A batch with a token routed twice to one
-// expert takes the general walk. Launched with one unit a warp only
+// expert takes the duplicate-token walk instead. Launched with one unit a warp only
 // (launch()); ptxas gives it about 163 registers: one block an SM, as the
 // general kernel. Capped at 144 it measured slower (PERF_LOG session 26).
 template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, bool kSmall = false>
