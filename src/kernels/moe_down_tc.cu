@@ -291,15 +291,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
     // the accumulators unchanged.
     int pn = 0;
+    // acc[row][token] += w · v for rows g, g + 8 of the token in column
+    // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
+    // of a tile: c is row g + 8·(c/2), column 2q + c%2.
+    auto fold_shared = [&](int n, int cc, auto v) {
+      const int slot = n * 8 + 2 * q + cc;
+      const float rw = s_tw[slot];
+      float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+      acc[0] = __fmaf_rn(rw, v(cc), acc[0]);
+      acc[8 * ga] = __fmaf_rn(rw, v(2 + cc), acc[8 * ga]);
+    };
     auto fold_pending = [&]() {
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) {
-        const int slot = pn * 8 + 2 * q + cc;
-        const float rw = s_tw[slot];
-        float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
-        acc[0] = __fmaf_rn(rw, tile[cc] + tile_lo[cc], acc[0]);
-        acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc] + tile_lo[2 + cc], acc[8 * ga]);
-      }
+      for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
     };
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
@@ -347,14 +351,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         }
-        // acc[row][token] += w · tile: C fragment c is row g + 8·(c/2), column 2q + c%2.
-        auto fold = [&](int cc) {
-          const int slot = it.n * 8 + 2 * q + cc;
-          const float rw = s_tw[slot];
-          float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
-          acc[0] = __fmaf_rn(rw, tile[cc], acc[0]);
-          acc[8 * ga] = __fmaf_rn(rw, tile[2 + cc], acc[8 * ga]);
-        };
+        auto fold = [&](int cc) { fold_shared(it.n, cc, [&](int c) { return tile[c]; }); };
         if constexpr (kByToken) {
           // Columns 2q, 2q + 1 are tokens 2q, 2q + 1, or empty (s_ttok = G + column).
 #pragma unroll
