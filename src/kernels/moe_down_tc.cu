@@ -35,12 +35,24 @@ struct Item {
 };
 
 // How a walk folds a tile into the warp's accumulators: shared memory, one
-// column at a time (a token routed twice to an expert), or registers (kSmall).
-enum WalkKind { kWalkShared, kWalkDup, kWalkByToken };
+// column at a time (a token routed twice to an expert), or registers
+// (kRegTok > 0).
+enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters };
+
+// Tokens t with (t / 2) % 4 == 0 among a group's 64: the quad walk's lane
+// quad q owns (kQuadMask << 2q).
+constexpr unsigned long long kQuadMask = 0x0303030303030303ull;
 
 // The most tiles a group of ne entries on na distinct experts makes:
-// Σ ceil(count / 8) <= (ne + 7·na) / 8.
-__host__ __device__ constexpr int max_tiles(int ne, int na) { return (ne + 7 * na) / 8; }
+// Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (below) makes at most
+// Σ ceil(count / 2) <= (ne + na) / 2.
+__host__ __device__ constexpr int max_tiles(int ne, int na, bool quad) {
+  return quad && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
+}
+
+// Token j (< kRegTok) of lane quad q in the register walks: tokens 2q, 2q + 1
+// of each octet of the group. kRegTok = 2 is the by-token walk's pair.
+__device__ __forceinline__ int lane_token(int q, int j) { return 8 * (j / 2) + 2 * q + j % 2; }
 
 // Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
 template <bool kMx8>
@@ -63,18 +75,28 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
 // (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it.
 //
-// kSmall (batch <= 8, one group of at most 8 tokens): an expert's tokens
-// all fit one tile, so a tile's column c is token c itself (not its rank
-// among the expert's tokens) and lane (g, q) owns tokens 2q, 2q + 1 of
-// rows g, g + 8 in every tile: the warp's accumulators are four registers
-// a lane, folded with the same FMAs in the same (ascending expert) order as
-// the shared-memory accumulators of the general walk, so the bits are the
-// same; the fold loses its shared-memory read-modify-write and its
-// dependent bookkeeping load. A batch with a token routed twice to one
-// expert takes the duplicate-token walk instead. Launched with one unit a warp only
-// (launch()); ptxas gives it about 163 registers: one block an SM, as the
-// general kernel. Capped at 144 it measured slower (PERF_LOG session 26).
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, bool kSmall = false>
+// kRegTok > 0: the warp's accumulators in registers, kRegTok tokens a lane
+// (rows g and g + 8 of each), folded with the same FMAs in the same
+// (ascending expert) order as the shared-memory accumulators of the general
+// walk, so the bits are the same; the fold loses its shared-memory
+// read-modify-write, its dependent bookkeeping load and its ordering of
+// every tile after the previous one. A batch with a token routed twice to
+// one expert takes the duplicate-token walk instead. Launched with one unit
+// a warp only (launch()).
+// - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
+//   tokens): an expert's tokens all fit one tile, so a tile's column c is
+//   token c itself (not its rank among the expert's tokens) and lane (g, q)
+//   owns tokens 2q, 2q + 1: one candidate token a column. ptxas gives it
+//   about 163 registers: one block an SM, as the general kernel. Capped at
+//   144 it measured slower (PERF_LOG session 26).
+// - kRegTok = 4, 8, the quad walk (batch <= 16, 32): token t belongs to
+//   lane quad (t / 2) % 4 (lane_token), and an expert's k-th token of quad
+//   q (ascending) sits in its tile k / 2, column 2q + k % 2. An expert then
+//   takes as many tiles as its fullest quad needs (ceil(count / 2)), not
+//   ceil(count / 8): more tiles only where an expert has three tokens in
+//   one quad. The fold tests each column's token against the lane's
+//   kRegTok (predicated FMAs).
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int units = kUnits > 0 ? kUnits : units_arg;
@@ -91,6 +113,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int G = min(p.batch, kGroup);   // tokens per group
   const int ga = G + 8;                 // accumulator row: G tokens, 8 junk columns
   const int ne_max = G * K, na_max = min(E, ne_max);
+  static_assert(kRegTok == 0 || kRegTok == 2 || kRegTok == 4 || kRegTok == 8, "kRegTok: 0, 2, 4 or 8");
+  constexpr bool kQuad = kRegTok > 2;
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
   const auto* w = static_cast<const uint8_t*>(p.weights);
@@ -134,7 +158,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
-  const int t_max = max_tiles(ne_max, na_max);
+  const int t_max = max_tiles(ne_max, na_max, kQuad);
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
   int* s_ttok = s_tent + t_max * 8;        // t_max × 8
@@ -183,7 +207,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     __syncthreads();
     auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
-    // 4. The distinct experts in ascending id, with their token counts.
+    // The quad walk without duplicates: tiles by lane quad (above).
+    const bool quad = kQuad && !dup;
+    // 4. The distinct experts in ascending id, with their token counts (the
+    // quad walk: their tile counts).
     for (int e = threadIdx.x; e < E; e += blockDim.x)
       if (s_bits[e >> 5] >> (e & 31) & 1u) {
         const int j = rank(e);
@@ -192,15 +219,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
           cnt = 0;
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         }
+        if (quad) {
+          cnt = 0;
+          for (int qq = 0; qq < 4; ++qq) cnt = max(cnt, (__popcll(s_tokmask[e] & kQuadMask << 2 * qq) + 1) / 2);
+        }
         s_cnt[j] = cnt;
       }
     __syncthreads();
-    // 5. Each expert's first tile (exclusive prefix of its ceil(count / 8) tiles).
+    // 5. Each expert's first tile (exclusive prefix of its tiles: ceil(count / 8), the quad walk s_cnt).
     const int na = s_na;
     if (warp == 0) {
       int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
-        const int c = base + lane < na ? (s_cnt[base + lane] + 7) / 8 : 0;
+        const int c = base + lane < na ? (quad ? s_cnt[base + lane] : (s_cnt[base + lane] + 7) / 8) : 0;
         const int incl = warp_inclusive_sum(c, lane);
         if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
         carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
@@ -210,9 +241,31 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     __syncthreads();
     // 6. Each entry into its tile and column: its position among the expert's
     // entries (ascending token), 8 per tile.
-    // kSmall without duplicates: one tile an expert, column = token.
-    const bool by_token = kSmall && !dup;
-    for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+    // kRegTok = 2 without duplicates: one tile an expert, column = token.
+    const bool by_token = kRegTok == 2 && !dup;
+    if (quad) {
+      // The expert's lowest token claims its tiles; every column reads its
+      // h until an entry takes the column (after the barrier).
+      for (int i = threadIdx.x; i < ne; i += blockDim.x) {
+        const int e = s_ids[i], t = i / K;
+        if (s_tokmask[e] & ((1ull << t) - 1ull)) continue;
+        const int j = rank(e);
+        for (int n = s_tfirst[j]; n < s_tfirst[j] + s_cnt[j]; ++n) {
+          s_texp[n] = e;
+          for (int c = 0; c < 8; ++c) s_tent[n * 8 + c] = i;
+        }
+      }
+      __syncthreads();
+    }
+    for (int i = threadIdx.x; i < ne && quad; i += blockDim.x) {
+      const int e = s_ids[i], t = i / K, qt = t / 2 % 4;
+      const int k = __popcll(s_tokmask[e] & kQuadMask << 2 * qt & ((1ull << t) - 1ull));
+      const int slot = (s_tfirst[rank(e)] + k / 2) * 8 + 2 * qt + k % 2;
+      s_tent[slot] = i;
+      s_ttok[slot] = t;
+      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    for (int i = threadIdx.x; i < ne && !quad; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
       if (dup) {
@@ -285,8 +338,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // (scales_narrow), the duplicate-token fold per walk, and empty columns
     // fold into junk columns.
     float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-    // The by-token walk's accumulators: rows g, g + 8 (c / 2) of tokens 2q, 2q + 1 (c % 2).
-    float racc[4] = {0.f, 0.f, 0.f, 0.f};
+    // The register walks' accumulators: rows g, g + 8 of the lane's tokens lane_token(q, j).
+    constexpr int kRegs = kRegTok > 0 ? kRegTok : 1;
+    float racc[2][kRegs];
+#pragma unroll
+    for (int j = 0; j < kRegs; ++j) racc[0][j] = racc[1][j] = 0.0f;
     // The general walk's pending tile: tile + tile_lo of tile pn, not yet
     // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
     // the accumulators unchanged.
@@ -308,9 +364,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
       constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
-      constexpr bool kByToken = decltype(walk_kind)::value == kWalkByToken;
+      constexpr bool kRegisters = decltype(walk_kind)::value == kWalkRegisters;
       const bool first = it.u == 0;
-      if constexpr (!kDup && !kByToken && kLateFold) {
+      if constexpr (!kDup && !kRegisters && kLateFold) {
         // The general walk folds each tile one tile late: at the first item
         // of the next tile, before its MMAs reuse the accumulators, so that
         // the fold's FMAs read MMA results issued a step earlier instead of
@@ -347,21 +403,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }
       if (it.u == units - 1) {
-        if constexpr (kByToken || kDup || !kLateFold) {
+        if constexpr (kRegisters || kDup || !kLateFold) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         }
         auto fold = [&](int cc) { fold_shared(it.n, cc, [&](int c) { return tile[c]; }); };
-        if constexpr (kByToken) {
-          // Columns 2q, 2q + 1 are tokens 2q, 2q + 1, or empty (s_ttok = G + column).
+        if constexpr (kRegisters) {
+          // Column 2q + cc holds one of the lane's tokens or none (s_ttok =
+          // G + column). The by-token walk: token 2q + cc (j = cc) or none.
 #pragma unroll
           for (int cc = 0; cc < 2; ++cc) {
             const int slot = it.n * 8 + 2 * q + cc;
             const float rw = s_tw[slot];
-            if (s_ttok[slot] == 2 * q + cc) {
-              racc[cc] = __fmaf_rn(rw, tile[cc], racc[cc]);
-              racc[2 + cc] = __fmaf_rn(rw, tile[2 + cc], racc[2 + cc]);
-            }
+            const int tok = s_ttok[slot];
+#pragma unroll
+            for (int j = 0; j < kRegTok; ++j)
+              if ((kRegTok > 2 || j == cc) && tok == lane_token(q, j)) {
+                racc[0][j] = __fmaf_rn(rw, tile[cc], racc[0][j]);
+                racc[1][j] = __fmaf_rn(rw, tile[2 + cc], racc[1][j]);
+              }
           }
         } else if constexpr (!kDup && kLateFold) {
           pn = it.n;  // folded at the next tile's first item (or after the walk)
@@ -379,12 +439,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     };
     // One step of the walk: the loads of the item two ahead, then the
     // compute of this one.
-    // The by-token walk loads h one item ahead (next), not two (ahead): h
+    // The register walks load h one item ahead (next), not two (ahead): h
     // comes from L2, one item's compute covers its latency, and the ring
-    // holds two items' h, not three (not measured apart from the walk).
+    // holds two items' h, not three (the by-token walk: a quarter of its
+    // gain, PERF_LOG session 26).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
-      if constexpr (decltype(walk_kind)::value == kWalkByToken) load_h(next);
+      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next);
       else load_h(ahead);
       advance();
       if constexpr (kNarrowOnly)
@@ -406,7 +467,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     waited = true;
     load_h(buf[0]);
-    if (!by_token) load_h(buf[1]);
+    const bool registers = kRegTok > 0 && !dup;
+    if (!registers) load_h(buf[1]);
     // Items in threes (the ring of three buffers), then the last one or two:
     // no bounds test inside a three.
     auto walk = [&](auto walk_kind) {
@@ -421,12 +483,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     };
     if (dup) {
       walk(std::integral_constant<int, kWalkDup>{});
-    } else if (by_token) {
-      walk(std::integral_constant<int, kWalkByToken>{});
-      for (int c = 0; c < 2; ++c)
-        if (2 * q + c < nb) {
-          s_acc[(warp * kTile + g) * ga + 2 * q + c] = racc[c];
-          s_acc[(warp * kTile + g + 8) * ga + 2 * q + c] = racc[2 + c];
+    } else if (registers) {
+      walk(std::integral_constant<int, kWalkRegisters>{});
+#pragma unroll
+      for (int j = 0; j < kRegs; ++j)
+        if (const int t = lane_token(q, j); t < nb) {
+          s_acc[(warp * kTile + g) * ga + t] = racc[0][j];
+          s_acc[(warp * kTile + g + 8) * ga + t] = racc[1][j];
         }
     } else {
       walk(std::integral_constant<int, kWalkShared>{});
@@ -445,29 +508,45 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   }
 }
 
-size_t smem_bytes(const DownParams& p, int slices) {
+// The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0.
+int register_tokens(const DownParams& p, int units) {
+  if (units != 1) return 0;
+  return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : p.batch <= 32 ? 8 : 0;
+}
+
+size_t smem_bytes(const DownParams& p, int slices, bool quad) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
   return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
-         size_t(max_tiles(ne, na)) * (4 + 8 * 12);
+         size_t(max_tiles(ne, na, quad)) * (4 + 8 * 12);
+}
+
+template <bool kMx8, bool kTiled, bool kNarrowOnly>
+auto* register_kernel(int reg_tok) {
+  switch (reg_tok) {
+    case 2: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 2>;
+    case 4: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 4>;
+    case 8: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 8>;
+    default: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 0>;
+  }
 }
 
 template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  const size_t smem = smem_bytes(p, slices);
-  // kSmall only with one unit a warp (qwen3-30b-a3b): with two
+  // The register walks only with one unit a warp (qwen3-30b-a3b): with two
   // (qwen3-235b-a22b) a tile is folded every second item, and the by-token
   // walk measured +4-5 % on MXFP8 down at B = 1-4 (PERF_LOG session 26).
-  const bool small = p.batch <= 8;
+  const int reg_tok = register_tokens(p, units);
+  const size_t smem = smem_bytes(p, slices, reg_tok > 2);
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (units == 1) {
     if constexpr (!kMx8)
-      k = small ? &moe_down_tc_kernel<kMx8, kTiled, 1, false, true> : &moe_down_tc_kernel<kMx8, kTiled, 1>;
+      k = register_kernel<kMx8, kTiled, false>(reg_tok);
     else if (p.scales_narrow)
-      k = small ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, true> : &moe_down_tc_kernel<kMx8, kTiled, 1, true>;
+      k = register_kernel<kMx8, kTiled, true>(reg_tok);
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
@@ -495,7 +574,8 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  WD_CHECK(smem_bytes(p, down_tc_slices(p.intermediate)) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
+  const int slices = down_tc_slices(p.intermediate);
+  WD_CHECK(smem_bytes(p, slices, register_tokens(p, p.intermediate / kUnit / slices) > 2) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
            ", K = ", p.top_k, " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");

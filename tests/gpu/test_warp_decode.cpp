@@ -306,6 +306,11 @@ void check_odd_routings(KernelFamily family) {
         {"8 tokens on the same 8 experts", 8, [](int, int k) { return 3 + 7 * k; }},
         {"some experts shared, 5 tokens", 5, [](int b, int k) { return (b % 2) * 9 + k * 5 + (k > 5 ? b : 0); }},
         {"one expert twice in a token", 5, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
+        // 9 <= B <= 32: the quad walk (four tiles an expert when every quad
+        // is full), its shared experts and its fallback for a repeated expert.
+        {"32 tokens on the same 8 experts", 32, [](int, int k) { return 90 + 3 * k; }},
+        {"some experts shared, 13 tokens", 13, [](int b, int k) { return (b % 3) * 7 + k * 5 + (k > 4 ? b : 0); }},
+        {"one expert twice in a token", 24, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
     };
     for (const auto& o : odds) {
       HostRouting r;
@@ -631,13 +636,13 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
-                         {1, 2, 7, 8, 9, 37, 64, 65, 80});
+                         {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
-// the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk
-// (I = 192: one unit a warp). Shallow and deep loads (H = 512: MXFP8
+// the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
+// B = 16 and 32 its quad walk (I = 192: one unit a warp). Shallow and deep loads (H = 512: MXFP8
 // gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
@@ -647,7 +652,7 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
     WarpDecodeMoe moe(s, 70);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
                                         tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
-      for (int B : {1, 5, 8, 9, 70}) {
+      for (int B : {1, 5, 8, 9, 16, 32, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         if (B == 5 || B == 9) r.ids[1] = r.ids[0];
