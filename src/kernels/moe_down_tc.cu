@@ -50,6 +50,12 @@ __host__ __device__ constexpr int max_tiles(int ne, int na, bool quad) {
   return quad && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
 }
 
+// Floats per row of a warp's shared-memory accumulators for a group of G
+// tokens: G tokens and 8 junk columns, rounded up to an odd count, so that
+// the fold's 8 rows g of one column fall in 8 banks (an even stride that is
+// a multiple of 32 put them in one: an 8-way conflict at G = 24 and 56).
+__host__ __device__ constexpr int acc_stride(int G) { return (G + 8) | 1; }
+
 // Token j (< kRegTok) of lane quad q in the register walks: tokens 2q, 2q + 1
 // of each octet of the group. kRegTok = 2 is the by-token walk's pair.
 __device__ __forceinline__ int lane_token(int q, int j) { return 8 * (j / 2) + 2 * q + j % 2; }
@@ -89,13 +95,15 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 //   owns tokens 2q, 2q + 1: one candidate token a column. ptxas gives it
 //   about 163 registers: one block an SM, as the general kernel. Capped at
 //   144 it measured slower (PERF_LOG session 26).
-// - kRegTok = 4, 8, the quad walk (batch <= 16, 32): token t belongs to
+// - kRegTok = 4, the quad walk (9 <= batch <= 16): token t belongs to
 //   lane quad (t / 2) % 4 (lane_token), and an expert's k-th token of quad
 //   q (ascending) sits in its tile k / 2, column 2q + k % 2. An expert then
 //   takes as many tiles as its fullest quad needs (ceil(count / 2)), not
 //   ceil(count / 8): more tiles only where an expert has three tokens in
-//   one quad. The fold tests each column's token against the lane's
-//   kRegTok (predicated FMAs).
+//   one quad. The fold tests each column's token against the lane's four
+//   (predicated FMAs): down −10 to −12 % at B = 12-16. With eight tokens a
+//   lane (batch <= 32) the fold's 32 predicated FMAs cost what the
+//   registers save: level to +1.6 % at B = 20-32 (PERF_LOG session 27).
 template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
@@ -111,9 +119,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
   const int G = min(p.batch, kGroup);   // tokens per group
-  const int ga = G + 8;                 // accumulator row: G tokens, 8 junk columns
+  const int ga = acc_stride(G);         // accumulator row: G tokens, 8 junk columns, odd
   const int ne_max = G * K, na_max = min(E, ne_max);
-  static_assert(kRegTok == 0 || kRegTok == 2 || kRegTok == 4 || kRegTok == 8, "kRegTok: 0, 2, 4 or 8");
+  static_assert(kRegTok == 0 || kRegTok == 2 || kRegTok == 4, "kRegTok: 0, 2 or 4");
   constexpr bool kQuad = kRegTok > 2;
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
@@ -144,7 +152,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
-  // (slices × 16 rows × (G + 8): columns G + c are junk, the target of an
+  // (slices × 16 rows × acc_stride(G): columns G + c are junk, the target of an
   // MMA column c without a token, so that the fold has no branch and no
   // two lanes share an address); the group's expert ids; per
   // distinct expert (ascending id) its token count and first tile. Then the
@@ -511,14 +519,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0.
 int register_tokens(const DownParams& p, int units) {
   if (units != 1) return 0;
-  return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : p.batch <= 32 ? 8 : 0;
+  return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
 size_t smem_bytes(const DownParams& p, int slices, bool quad) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
-  return size_t(p.experts) * 8 + size_t(slices) * kTile * (G + 8) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
+  return size_t(p.experts) * 8 + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
          size_t(max_tiles(ne, na, quad)) * (4 + 8 * 12);
 }
 
@@ -527,7 +535,6 @@ auto* register_kernel(int reg_tok) {
   switch (reg_tok) {
     case 2: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 2>;
     case 4: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 4>;
-    case 8: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 8>;
     default: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 0>;
   }
 }
