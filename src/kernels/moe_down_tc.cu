@@ -79,7 +79,8 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // weights narrow), where every item takes the narrow decode without the
 // warp's vote on its codes (the same decode: the same bits): one unit a
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
-// (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it.
+// (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it
+// in the general walk; kUnits = 2 has it in the register walks (below).
 //
 // kRegTok > 0: the warp's accumulators in registers, kRegTok tokens a lane
 // (rows g and g + 8 of each), folded with the same FMAs in the same
@@ -88,7 +89,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // read-modify-write, its dependent bookkeeping load and its ordering of
 // every tile after the previous one. A batch with a token routed twice to
 // one expert takes the duplicate-token walk instead. Launched with one unit
-// a warp only (launch()).
+// a warp, and with two for MXFP8 with narrow scales (register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
 //   tokens): an expert's tokens all fit one tile, so a tile's column c is
 //   token c itself (not its rank among the expert's tokens) and lane (g, q)
@@ -517,8 +518,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 }
 
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0.
-int register_tokens(const DownParams& p, int units) {
-  if (units != 1) return 0;
+// With one unit a warp (qwen3-30b-a3b); with two (qwen3-235b-a22b) only for
+// MXFP8 weights with narrow scales, in a kernel with the unit count fixed at
+// two: layer −1.4 to −2.9 % at B = 1-16, where the runtime count's kernel
+// measured +4-5 % on down with the by-token walk, and BF16 +0.6 to +1.0 %
+// (PERF_LOG sessions 26 and 27).
+int register_tokens(const DownParams& p, int units, bool mx8) {
+  if (!(units == 1 || (units == 2 && mx8 && p.scales_narrow))) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
@@ -530,12 +536,13 @@ size_t smem_bytes(const DownParams& p, int slices, bool quad) {
          size_t(max_tiles(ne, na, quad)) * (4 + 8 * 12);
 }
 
-template <bool kMx8, bool kTiled, bool kNarrowOnly>
-auto* register_kernel(int reg_tok) {
+// kUnits units a warp: the register walk reg_tok, or the general walk (0).
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly>
+auto* fixed_units_kernel(int reg_tok) {
   switch (reg_tok) {
-    case 2: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 2>;
-    case 4: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 4>;
-    default: return &moe_down_tc_kernel<kMx8, kTiled, 1, kNarrowOnly, 0>;
+    case 2: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 2>;
+    case 4: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 4>;
+    default: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 0>;
   }
 }
 
@@ -543,17 +550,15 @@ template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, cudaStream_t stream) {
   const int slices = down_tc_slices(p.intermediate);
   const int units = p.intermediate / kUnit / slices;
-  // The register walks only with one unit a warp (qwen3-30b-a3b): with two
-  // (qwen3-235b-a22b) a tile is folded every second item, and the by-token
-  // walk measured +4-5 % on MXFP8 down at B = 1-4 (PERF_LOG session 26).
-  const int reg_tok = register_tokens(p, units);
+  const int reg_tok = register_tokens(p, units, kMx8);
   const size_t smem = smem_bytes(p, slices, reg_tok > 2);
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
-  if (units == 1) {
-    if constexpr (!kMx8)
-      k = register_kernel<kMx8, kTiled, false>(reg_tok);
-    else if (p.scales_narrow)
-      k = register_kernel<kMx8, kTiled, true>(reg_tok);
+  if constexpr (!kMx8) {
+    if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, false>(reg_tok);
+  } else if (p.scales_narrow) {
+    if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, true>(reg_tok);
+    if (units == 2 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 2>;
+    if (units == 2 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 4>;
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
@@ -582,8 +587,9 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
   const int slices = down_tc_slices(p.intermediate);
-  WD_CHECK(smem_bytes(p, slices, register_tokens(p, p.intermediate / kUnit / slices) > 2) <= 200 * 1024, "moe_down_tc: E = ", p.experts,
-           ", K = ", p.top_k, " need more shared memory than a block may use");
+  const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
+  WD_CHECK(smem_bytes(p, slices, reg_tok > 2) <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+           " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
   if (format == WeightFormat::kBF16) p.tiled ? launch<false, true>(p, stream) : launch<false, false>(p, stream);

@@ -368,8 +368,8 @@ TEST(WarpDecode, FusedResidualAdd) {
 // of batches of other tokens, under every configuration given: bit for bit.
 // Beyond 64 tokens, every other configuration puts the token past the first
 // 64 (the tensor-core moe_down's second walk). Then run to run at B = 64.
-void check_batch_invariance(const std::vector<WarpDecodeConfig>& configs, const std::vector<int>& batches) {
-  const MoeShape s = preset_shape("qwen3-30b-a3b");
+void check_batch_invariance(const std::vector<WarpDecodeConfig>& configs, const std::vector<int>& batches,
+                            const MoeShape& s = preset_shape("qwen3-30b-a3b")) {
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
@@ -538,9 +538,11 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   WD_REQUIRE_GPU();
   // I = 192: 3 K ranges of one unit; tiny: I = 128, 2 ranges; E = 20, K = 6:
   // many tokens share experts. H = 512 takes MXFP8 gate_up's deep rounds,
-  // H = 256 (tiny) falls back from them. PDL, the L2 policy, deep loads and
-  // the tiled down weights vary with B.
-  check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny")}, KernelFamily::kTensorCores,
+  // H = 256 (tiny) falls back from them. I = 896: 7 K ranges of two units
+  // (MXFP8 B <= 16: the down kernel's register walks with two units). PDL,
+  // the L2 policy, deep loads and the tiled down weights vary with B.
+  check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny"), make_shape(256, 896, 20, 6)},
+                    KernelFamily::kTensorCores,
                     [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0, B % 3 == 1); });
 }
 
@@ -637,12 +639,16 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
+  // Two units a warp (I = 896): MXFP8's register walks up to B = 16.
+  check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
+                         {1, 8, 9, 16, 17, 64}, make_shape(512, 896, 128, 8));
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
 // the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
-// B = 16 and 32 its quad walk (I = 192: one unit a warp). Shallow and deep loads (H = 512: MXFP8
+// B = 16 its quad walk (I = 192: one unit a warp; I = 896, MXFP8: both
+// with two units). Shallow and deep loads (H = 512: MXFP8
 // gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
@@ -660,6 +666,16 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
       }
     }
   }
+  const MoeShape s2 = make_shape(256, 896, 20, 6);
+  const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
+  WarpDecodeMoe moe(s2, 16);
+  for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true)})
+    for (int B : {1, 9, 16}) {
+      const auto x = synthetic_input(B, s2.hidden, fresh_seed(), InputKind::kGaussian);
+      auto r = random_routing(B, s2.experts, s2.top_k, fresh_seed());
+      if (B == 9) r.ids[1] = r.ids[0];
+      run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
+    }
 }
 
 // Tiled-only weights (DeviceWeightsOptions::tiled_only()), BF16 and MXFP8:
