@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "kernels/mma.cuh"
 #include "warpdecode/formats.h"
 
 namespace {
@@ -48,16 +49,15 @@ __global__ void mma_kernel(const uint8_t* a, const uint8_t* b, const float* c, f
   const uint32_t a0 = word(A + g * kK + 4 * q), a1 = word(A + (g + 8) * kK + 4 * q);
   const uint32_t a2 = word(A + g * kK + 16 + 4 * q), a3 = word(A + (g + 8) * kK + 16 + 4 * q);
   const uint32_t b0 = word(B + g * kK + 4 * q), b1 = word(B + g * kK + 16 + 4 * q);
-  // C / D: c0, c1 row g, columns 2q, 2q+1; c2, c3 row g+8.
-  float d[4] = {C[g * kN + 2 * q], C[g * kN + 2 * q + 1], C[(g + 8) * kN + 2 * q], C[(g + 8) * kN + 2 * q + 1]};
+  // C / D element i of a lane: row g + 8·(i / 2), column 2q + i % 2.
+  auto at = [&](int i) { return (g + 8 * (i / 2)) * kN + 2 * q + i % 2; };
+  float d[4], e[4];
+  for (int i = 0; i < 4; ++i) d[i] = e[i] = C[at(i)];
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  float* D = d_fp8 + size_t(tile) * kM * kN;
-  D[g * kN + 2 * q] = d[0], D[g * kN + 2 * q + 1] = d[1], D[(g + 8) * kN + 2 * q] = d[2];
-  D[(g + 8) * kN + 2 * q + 1] = d[3];
 
   // BF16 fragments (m16n8k16): a0 (row g, k 2q, 2q+1), a1 (row g+8), a2 (row
   // g, k 2q+8, 2q+9), a3 (row g+8); b0 (k 2q, 2q+1, column g), b1 (k 2q+8,
@@ -65,20 +65,16 @@ __global__ void mma_kernel(const uint8_t* a, const uint8_t* b, const float* c, f
   // the top 16 bits).
   auto bf = [](uint8_t code) { return uint32_t(__float_as_uint(wd::e4m3_to_float(code)) >> 16); };
   auto pair = [&](const uint8_t* p) { return bf(p[0]) | bf(p[1]) << 16; };
-  float e[4] = {C[g * kN + 2 * q], C[g * kN + 2 * q + 1], C[(g + 8) * kN + 2 * q], C[(g + 8) * kN + 2 * q + 1]};
   for (int k0 = 0; k0 < kK; k0 += 16) {
     const uint32_t x0 = pair(A + g * kK + k0 + 2 * q), x1 = pair(A + (g + 8) * kK + k0 + 2 * q);
     const uint32_t x2 = pair(A + g * kK + k0 + 8 + 2 * q), x3 = pair(A + (g + 8) * kK + k0 + 8 + 2 * q);
     const uint32_t y0 = pair(B + g * kK + k0 + 2 * q), y1 = pair(B + g * kK + k0 + 8 + 2 * q);
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(e[0]), "+f"(e[1]), "+f"(e[2]), "+f"(e[3])
-        : "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(y0), "r"(y1));
+    wd::kernels::mma_bf16(e, x0, x1, x2, x3, y0, y1);
   }
-  float* E = d_bf16 + size_t(tile) * kM * kN;
-  E[g * kN + 2 * q] = e[0], E[g * kN + 2 * q + 1] = e[1], E[(g + 8) * kN + 2 * q] = e[2];
-  E[(g + 8) * kN + 2 * q + 1] = e[3];
+  for (int i = 0; i < 4; ++i) {
+    d_fp8[size_t(tile) * kM * kN + at(i)] = d[i];
+    d_bf16[size_t(tile) * kM * kN + at(i)] = e[i];
+  }
 }
 
 struct Case {
