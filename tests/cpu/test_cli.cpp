@@ -56,6 +56,13 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("check --preset tiny --hidden 100", "multiple of 32");
   expect_error("check --preset tiny --format fp4", "unknown format 'fp4'");
   expect_error("frobnicate", "subcommand");
+  // Batch lists are parsed before anything needs a GPU.
+  expect_error("accuracy --preset tiny --batch 8-4", "batch '8-4'");
+  expect_error("accuracy --preset tiny --drift-batch 0", "batch '0'");
+#ifdef WD_HAVE_CUDA
+  expect_error("bench-moe --batch 1-64:0", "batch '1-64:0'");
+  expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
+#endif
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "kernels/bandwidth.cuh"
 #include "classical_path.h"
 #include "moe_bench.h"
+#include "tools/warpdecode/batch_list.h"
 #include "tools/warpdecode/commands.h"
 #include "warpdecode/error.h"
 
@@ -109,7 +110,6 @@ std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, int batch, W
 void run(const Opts& o) {
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
-  for (int b : o.batches) WD_CHECK(b >= 1 && b <= 4096, "batch = ", b, " must be in [1, 4096]");
   WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
   std::vector<WeightFormat> formats;
   for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
@@ -279,7 +279,7 @@ void add_bench_moe(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("--preset", o->presets, "Shape presets (repeat or comma-separate)")->delimiter(',')->capture_default_str();
   cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128 (classical path only)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--batch,-b", o->batches, "Batch sizes")->delimiter(',')->capture_default_str();
+  add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
   cmd->add_option("--json", o->json, "Also write the figures as JSON to this file");
   cmd->add_option("--calls", o->calls, "Layer calls per timed graph")->capture_default_str();
   cmd->add_option("--replays", o->replays, "Timed graph replays (median reported)")->capture_default_str();
@@ -307,7 +307,7 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
-  cmd->add_option("--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)")->delimiter(',');
+  add_batch_list(cmd, "--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)");
   cmd->callback([o] { run(*o); });
 }
 
