@@ -517,14 +517,17 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   }
 }
 
-// The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0.
-// With one unit a warp (qwen3-30b-a3b); with two (qwen3-235b-a22b) only for
-// MXFP8 weights with narrow scales, in a kernel with the unit count fixed at
+// The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0
+// (MXFP8 weights without narrow scales: the runtime-count kernel, no
+// register walk). With one unit a warp (qwen3-30b-a3b); with two
+// (qwen3-235b-a22b) only for MXFP8, in a kernel with the unit count fixed at
 // two: layer −1.4 to −2.9 % at B = 1-16, where the runtime count's kernel
 // measured +4-5 % on down with the by-token walk, and BF16 +0.6 to +1.0 %
-// (PERF_LOG sessions 26 and 27).
+// (PERF_LOG sessions 26 and 27). The shared memory a launch asks for
+// follows (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
-  if (!(units == 1 || (units == 2 && mx8 && p.scales_narrow))) return 0;
+  if (mx8 && !p.scales_narrow) return 0;
+  if (!(units == 1 || (units == 2 && mx8))) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
