@@ -16,6 +16,11 @@
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
+#     everyb: bench-moe at every batch (EVERYB_BATCHES, default 1-64; EVERYB_PRESETS,
+#            default qwen3-30b-a3b; EVERYB_FORMATS, default mxfp8,bf16), tiled-only,
+#            no tests: % of the read bandwidth per B, and every B slower than a larger
+#            one by more than 2 % (a cliff the ladder 1, 2, 4, … 64 steps over: PERF_LOG
+#            session 27's bank conflict at B = 24 and 56)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json), the prefill table
 #             with stages (h200-moe-prefill.json) and the crossover tune
@@ -256,6 +261,16 @@ if [ "$MODE" = compare ]; then
     grep -E "^# measured" "$LOG/compare-$p.log" | head -2
     grep -vE "^#" "$LOG/compare-$p.log" | awk '{printf "%-22s %-6s %4s %-26s %9s %7s %6s\n", $1, $2, $3, $4, $5, $(NF-1), $NF}'
   done
+  finish
+fi
+
+if [ "$MODE" = everyb ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode" bench-moe --preset "${EVERYB_PRESETS:-qwen3-30b-a3b}" --format "${EVERYB_FORMATS:-mxfp8,bf16}" \
+    --batch "${EVERYB_BATCHES:-1-64}" --tiled-only --no-classical --no-router "$@" --json "$OUT/every-b.json" >"$LOG/every-b.log" 2>&1
+  note "every-b       rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/every-b.json"
+  grep -E "^# measured" "$LOG/every-b.log"
+  python3 scripts/every_b_summary.py "$OUT/every-b.json"
   finish
 fi
 
