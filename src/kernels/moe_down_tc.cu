@@ -223,14 +223,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     for (int e = threadIdx.x; e < E; e += blockDim.x)
       if (s_bits[e >> 5] >> (e & 31) & 1u) {
         const int j = rank(e);
-        int cnt = __popcll(s_tokmask[e]);
-        if (dup) {
-          cnt = 0;
-          for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
-        }
-        if (quad) {
-          cnt = 0;
+        int cnt = 0;
+        if (quad) {  // its fullest quad's tiles
           for (int qq = 0; qq < 4; ++qq) cnt = max(cnt, (__popcll(s_tokmask[e] & kQuadMask << 2 * qq) + 1) / 2);
+        } else if (dup) {
+          for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
+        } else {
+          cnt = __popcll(s_tokmask[e]);
         }
         s_cnt[j] = cnt;
       }

@@ -306,8 +306,10 @@ void check_odd_routings(KernelFamily family) {
         {"8 tokens on the same 8 experts", 8, [](int, int k) { return 3 + 7 * k; }},
         {"some experts shared, 5 tokens", 5, [](int b, int k) { return (b % 2) * 9 + k * 5 + (k > 5 ? b : 0); }},
         {"one expert twice in a token", 5, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
-        // 9 <= B <= 32: the quad walk (four tiles an expert when every quad
-        // is full), its shared experts and its fallback for a repeated expert.
+        // B = 13: the quad walk (9 <= B <= 16) on shared experts; B = 24 with
+        // a repeated expert: the duplicate-token walk; B = 32: the general
+        // walk with four full tiles an expert (the quad walk up to B = 32 was
+        // measured and not kept, but these cases stay).
         {"32 tokens on the same 8 experts", 32, [](int, int k) { return 90 + 3 * k; }},
         {"some experts shared, 13 tokens", 13, [](int b, int k) { return (b % 3) * 7 + k * 5 + (k > 4 ? b : 0); }},
         {"one expert twice in a token", 24, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
