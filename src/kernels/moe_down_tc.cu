@@ -526,7 +526,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 // follows (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if (mx8 && !p.scales_narrow) return 0;
-  if (!(units == 1 || (units == 2 && mx8))) return 0;
+  if (!(units == 1 || ((units == 2 || units == 4) && mx8))) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
@@ -561,6 +561,8 @@ void launch(const DownParams& p, cudaStream_t stream) {
     if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, true>(reg_tok);
     if (units == 2 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 2>;
     if (units == 2 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 4>;
+    if (units == 4 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 2>;
+    if (units == 4 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 4>;
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,

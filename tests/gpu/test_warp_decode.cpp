@@ -186,7 +186,7 @@ void check_real_shapes(KernelFamily family) {
   coder.experts = 16;  // tensor cores: I = 2560, 10 K ranges of 4 units
   const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 32, 64}},
                         {preset_shape("qwen3-235b-a22b"), {1, 16}},  // tensor cores: 12 ranges of 2 units
-                        {coder, {1, 5}}};
+                        {coder, {1, 5, 12}}};  // MXFP8 B = 5 / 12: the four-unit register walks
   for (const auto& c : cases)
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
       const Layer layer = Layer::make(c.s, f, fresh_seed());
@@ -641,16 +641,17 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
-  // Two units a warp (I = 896): MXFP8's register walks up to B = 16.
-  check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
-                         {1, 8, 9, 16, 17, 64}, make_shape(512, 896, 128, 8));
+  // Two and four units a warp (I = 896, 2560): MXFP8's register walks up to B = 16.
+  for (const MoeShape& s : {make_shape(512, 896, 128, 8), make_shape(256, 2560, 64, 8)})
+    check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
+                           {1, 8, 9, 16, 17, 64}, s);
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
 // the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
-// B = 16 its quad walk (I = 192: one unit a warp; I = 896, MXFP8: both
-// with two units). Shallow and deep loads (H = 512: MXFP8
+// B = 16 its quad walk (I = 192: one unit a warp; I = 896 and 2560, MXFP8:
+// both with two and four units). Shallow and deep loads (H = 512: MXFP8
 // gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
@@ -668,16 +669,17 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
       }
     }
   }
-  const MoeShape s2 = make_shape(256, 896, 20, 6);
-  const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
-  WarpDecodeMoe moe(s2, 16);
-  for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true)})
-    for (int B : {1, 9, 16}) {
-      const auto x = synthetic_input(B, s2.hidden, fresh_seed(), InputKind::kGaussian);
-      auto r = random_routing(B, s2.experts, s2.top_k, fresh_seed());
-      if (B == 9) r.ids[1] = r.ids[0];
-      run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
-    }
+  for (const MoeShape& s2 : {make_shape(256, 896, 20, 6), make_shape(256, 2560, 20, 6)}) {
+    const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
+    WarpDecodeMoe moe(s2, 16);
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true)})
+      for (int B : {1, 9, 16}) {
+        const auto x = synthetic_input(B, s2.hidden, fresh_seed(), InputKind::kGaussian);
+        auto r = random_routing(B, s2.experts, s2.top_k, fresh_seed());
+        if (B == 9) r.ids[1] = r.ids[0];
+        run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
+      }
+  }
 }
 
 // Tiled-only weights (DeviceWeightsOptions::tiled_only()), BF16 and MXFP8:
