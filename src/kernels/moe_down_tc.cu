@@ -89,7 +89,8 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // read-modify-write, its dependent bookkeeping load and its ordering of
 // every tile after the previous one. A batch with a token routed twice to
 // one expert takes the duplicate-token walk instead. Launched with one unit
-// a warp, and with two for MXFP8 with narrow scales (register_tokens()).
+// a warp, and with two or four for MXFP8 with narrow scales
+// (register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
 //   tokens): an expert's tokens all fit one tile, so a tile's column c is
 //   token c itself (not its rank among the expert's tokens) and lane (g, q)
@@ -519,11 +520,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0
 // (MXFP8 weights without narrow scales: the runtime-count kernel, no
 // register walk). With one unit a warp (qwen3-30b-a3b); with two
-// (qwen3-235b-a22b) only for MXFP8, in a kernel with the unit count fixed at
-// two: layer −1.4 to −2.9 % at B = 1-16, where the runtime count's kernel
-// measured +4-5 % on down with the by-token walk, and BF16 +0.6 to +1.0 %
-// (PERF_LOG sessions 26 and 27). The shared memory a launch asks for
-// follows (smem_bytes: the quad walk's tile bound).
+// (qwen3-235b-a22b) or four (qwen3-coder-480b-a35b) only for MXFP8, in a
+// kernel with the unit count fixed: two units, layer −1.4 to −2.9 % at
+// B = 1-16, where the runtime count's kernel measured +4-5 % on down with
+// the by-token walk, and BF16 +0.6 to +1.0 %; four units, layer −1.7 to
+// −2.8 % (down −4.7 to −6.5 %) at B = 1-16 (PERF_LOG sessions 26-28). The
+// shared memory a launch asks for follows (smem_bytes: the quad walk's tile
+// bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if (mx8 && !p.scales_narrow) return 0;
   if (!(units == 1 || ((units == 2 || units == 4) && mx8))) return 0;
