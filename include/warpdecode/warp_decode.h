@@ -130,9 +130,6 @@ struct WarpDecodeConfig {
                                      // weights (warpdecode/down_tiling.h) where it has them
   bool tc_tiled_gate_up = false;     // tensor cores, MXFP8: moe_gate_up_tc streams the view's tiled gate_up
                                      // weights (warpdecode/gate_up_tiling.h) where it has them
-  int tc_down_blocks = 0;            // tensor cores: moe_down_tc's grid, each block walking row tiles
-                                     // in turn; 0: one wave (at most one block a row tile). The bits
-                                     // do not depend on it (a test knob)
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::

@@ -66,7 +66,6 @@ struct DownParams {
   int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
   int tiled;               // moe_down_tc, MXFP8: weights and scales in the tiled layout (warpdecode/down_tiling.h)
   int scales_narrow;       // moe_down_tc, MXFP8: every scale code <= kMxNarrowMaxCode (MoeWeightsView::mx_scales_narrow)
-  int max_blocks;          // moe_down_tc: at most this many blocks (0: one wave), each walking row tiles in turn
 };
 
 // The most shared memory moe_down stages h in (bytes).

@@ -2,7 +2,6 @@
 // numerics, mma.cuh for the fragment layout and the K permutation.
 #include "kernels/moe_tc.cuh"
 
-#include <algorithm>
 #include <type_traits>
 
 #include "core/cuda_check.h"
@@ -115,15 +114,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
   // where it measured +9 to +15 % on down (PERF_LOG session 26).
   constexpr bool kLateFold = !(kMx8 && kUnits == 0);
-  // Blocks walk several row tiles in turn (the grid: one wave) except with
-  // one unit a warp: there ptxas's 168 registers are spent (the by-token
-  // walks spill with the loop), and the shape it serves (qwen3-30b-a3b: 128
-  // row tiles) fits one wave of an H200 anyway. launch() sizes the grid.
-  constexpr bool kRowLoop = kUnits != 1;
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slices = blockDim.x / kWarpSize;
   const int g = lane / 4, q = lane % 4;
+  const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
   const int G = min(p.batch, kGroup);   // tokens per group
   const int ga = acc_stride(G);         // accumulator row: G tokens, 8 junk columns, odd
@@ -133,38 +128,29 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const uint64_t pol = l2_stream_policy(p.evict_first != 0);
   constexpr int kElemBytes = kMx8 ? 1 : 2;
   const auto* w = static_cast<const uint8_t*>(p.weights);
-  // Per expert, lane (g, q) reads row d0 + g (+8) of the block's row tile
-  // (d0 = kTile·rt) from its K range on: its first byte and first scale in
-  // expert 0 (an expert's weights and scales are below 4 GiB: moe_down_tc
-  // checks).
+  // Per expert, lane (g, q) reads row d0 + g (+8) from its K range on: its
+  // first byte and first scale in expert 0 (an expert's weights and scales
+  // are below 4 GiB: moe_down_tc checks).
   const uint32_t expert_bytes = uint32_t(H) * I * kElemBytes, expert_scales = uint32_t(H) * (I / kMxBlock);
   // Per item (expert e, unit u): + e·expert_bytes + u·unit_bytes; row g + 8
   // at + row8_bytes; likewise for the scales.
   // A unit's chunk c (BF16: c < 2) of rows g, g+8 at + c·chunk_bytes.
-  const uint8_t* a_lane = nullptr;
+  const uint8_t* a_lane;
   const uint8_t* s_lane = nullptr;
-  int d0 = 0;
   uint32_t unit_bytes, row8_bytes, unit_scales = 0, row8_scales = 0;
   constexpr uint32_t chunk_bytes = kTiled ? kDownTileBytes : 64;
   if constexpr (kTiled) {
+    // Items of 64 bytes of 16 rows; a unit is kElemBytes of them.
+    const size_t item0 = (size_t(blockIdx.x) * I + kw) * kElemBytes / kUnit;  // item (0, blockIdx.x, kw·bytes / 64)
+    a_lane = w + item0 * kDownTileBytes + 16 * lane;
+    if constexpr (kMx8) s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
     unit_bytes = kDownTileBytes * kElemBytes, row8_bytes = 512, unit_scales = kDownTileScales, row8_scales = 16;
   } else {
+    a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
+    if constexpr (kMx8) s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
     unit_bytes = kUnit * kElemBytes, row8_bytes = 8 * I * kElemBytes;
     unit_scales = kUnit / kMxBlock, row8_scales = 8 * (I / kMxBlock);
   }
-  auto set_row_tile = [&](unsigned rt) {
-    d0 = rt * kTile;
-    if constexpr (kTiled) {
-      // Items of 64 bytes of 16 rows; a unit is kElemBytes of them.
-      const size_t item0 = (size_t(rt) * I + kw) * kElemBytes / kUnit;  // item (0, rt, kw·bytes / 64)
-      a_lane = w + item0 * kDownTileBytes + 16 * lane;
-      if constexpr (kMx8) s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
-    } else {
-      a_lane = w + (size_t(d0 + g) * I + kw) * kElemBytes + q * 16;
-      if constexpr (kMx8) s_lane = p.scales + size_t(d0 + g) * (I / kMxBlock) + (kw + 16 * q) / kMxBlock;
-    }
-  };
-  if constexpr (!kRowLoop) set_row_tile(blockIdx.x);
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
   // tokens routed to it (bit t = token b0 + t); the warps' accumulators
@@ -311,238 +297,223 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     __syncthreads();
 
-    // Each of the block's row tiles in turn walks the group's tiles: the
-    // bookkeeping above is the block's, once a group, whatever its row tiles
-    // (kRowLoop; else the block's one row tile, blockIdx.x).
-    auto walk_row_tile = [&](unsigned rt, bool next_tile) {
-      if constexpr (kRowLoop) set_row_tile(rt);
-      // The warp's walk: items (tile n, unit u) in order, two in flight ahead
-      // of the one being computed.
-      const int tiles = s_tiles, items = tiles * units;
-      int ln = 0, lu = 0;  // the next item to load
-      auto advance = [&]() {
-        if (++lu == units) {
-          lu = 0;
-          ln = min(ln + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
-        }
-      };
-      // Loads are unconditional: past the last item they re-read the last
-      // expert, and a column without a token reads another column's token (its
-      // products land in a column that is never folded). A load under a
-      // condition makes the compiler merge the buffer's old and new values with
-      // register moves, and a move of a register with a load in flight waits
-      // for the load, which undoes the pipelining (seen in the SASS stall
-      // samples).
-      auto load_a = [&](Item<kMx8>& it) {
-        it.n = ln;
-        it.u = lu;
-        const uint32_t e = s_texp[ln];
-        const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * unit_bytes;
-  #pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-  #pragma unroll
-          for (int c = 0; c < Item<kMx8>::kChunks; ++c)
-            it.a[hh][c] = ld_stream(a + hh * row8_bytes + chunk_bytes * c, pol);
-        if constexpr (kMx8) {
-          const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * unit_scales;
-          it.sc[0] = ld_byte(sc);
-          it.sc[1] = ld_byte(sc + row8_scales);
-        }
-      };
-      // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
-      const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
-      auto load_h = [&](Item<kMx8>& it) {
-        const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
-  #pragma unroll
-        for (int m = 0; m < 2; ++m) {
-          it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
-          it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
-        }
-      };
-      // Two accumulators, the hi and the lo products: two independent MMA
-      // chains, summed (hi + lo) once per tile. One item's compute is one
-      // basic block (no branch inside but the fold's tests of u, which fold
-      // away with one unit a warp): the scale path is chosen per item
-      // (scales_narrow), the duplicate-token fold per walk, and empty columns
-      // fold into junk columns.
-      float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
-      // The register walks' accumulators: rows g, g + 8 of the lane's tokens lane_token(q, j).
-      constexpr int kRegs = kRegTok > 0 ? kRegTok : 1;
-      float racc[2][kRegs];
-  #pragma unroll
-      for (int j = 0; j < kRegs; ++j) racc[0][j] = racc[1][j] = 0.0f;
-      // The general walk's pending tile: tile + tile_lo of tile pn, not yet
-      // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
-      // the accumulators unchanged.
-      int pn = 0;
-      // acc[row][token] += w · v for rows g, g + 8 of the token in column
-      // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
-      // of a tile: c is row g + 8·(c/2), column 2q + c%2.
-      auto fold_shared = [&](int n, int cc, auto v) {
-        const int slot = n * 8 + 2 * q + cc;
-        const float rw = s_tw[slot];
-        float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
-        acc[0] = __fmaf_rn(rw, v(cc), acc[0]);
-        acc[8 * ga] = __fmaf_rn(rw, v(2 + cc), acc[8 * ga]);
-      };
-      auto fold_pending = [&]() {
-  #pragma unroll
-        for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
-      };
-      auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
-        [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
-        constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
-        constexpr bool kRegisters = decltype(walk_kind)::value == kWalkRegisters;
-        const bool first = it.u == 0;
-        if constexpr (!kDup && !kRegisters && kLateFold) {
-          // The general walk folds each tile one tile late: at the first item
-          // of the next tile, before its MMAs reuse the accumulators, so that
-          // the fold's FMAs read MMA results issued a step earlier instead of
-          // waiting for the tile's own MMA chains. The same FMAs in the same
-          // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
-          if (first) {
-            fold_pending();
-            __syncwarp();  // a token's column, hence its lane, may differ in the next tile
-          }
-        }
-  #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          tile[c] = first ? 0.0f : tile[c];
-          tile_lo[c] = first ? 0.0f : tile_lo[c];
-        }
-        uint32_t a[2][8];
-  #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          if constexpr (kMx8) {
-            e4m3x16_to_bf16x8<kNarrow>(it.a[hh][0], it.sc[hh], a[hh]);
-          } else {
-  #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              a[hh][4 * c] = it.a[hh][c].x; a[hh][4 * c + 1] = it.a[hh][c].y;
-              a[hh][4 * c + 2] = it.a[hh][c].z; a[hh][4 * c + 3] = it.a[hh][c].w;
-            }
-          }
-        }
-        const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
-        const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
-  #pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
-          mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
-        }
-        if (it.u == units - 1) {
-          if constexpr (kRegisters || kDup || !kLateFold) {
-  #pragma unroll
-            for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
-          }
-          auto fold = [&](int cc) { fold_shared(it.n, cc, [&](int c) { return tile[c]; }); };
-          if constexpr (kRegisters) {
-            // Column 2q + cc holds one of the lane's tokens or none (s_ttok =
-            // G + column). The by-token walk: token 2q + cc (j = cc) or none.
-  #pragma unroll
-            for (int cc = 0; cc < 2; ++cc) {
-              const int slot = it.n * 8 + 2 * q + cc;
-              const float rw = s_tw[slot];
-              const int tok = s_ttok[slot];
-  #pragma unroll
-              for (int j = 0; j < kRegTok; ++j)
-                if ((kRegTok > 2 || j == cc) && tok == lane_token(q, j)) {
-                  racc[0][j] = __fmaf_rn(rw, tile[cc], racc[0][j]);
-                  racc[1][j] = __fmaf_rn(rw, tile[2 + cc], racc[1][j]);
-                }
-            }
-          } else if constexpr (!kDup && kLateFold) {
-            pn = it.n;  // folded at the next tile's first item (or after the walk)
-          } else if constexpr (!kDup) {
-            fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
-            fold(1);
-            __syncwarp();  // a token's column, hence its lane, may differ in the next tile
-          } else {
-            for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
-              if (q == col / 2) fold(col % 2);
-              __syncwarp();
-            }
-          }
-        }
-      };
-      // One step of the walk: the loads of the item two ahead, then the
-      // compute of this one.
-      // The register walks load h one item ahead (next), not two (ahead): h
-      // comes from L2, one item's compute covers its latency, and the ring
-      // holds two items' h, not three (the by-token walk: a quarter of its
-      // gain, PERF_LOG session 26).
-      auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
-        load_a(ahead);
-        if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next);
-        else load_h(ahead);
-        advance();
-        if constexpr (kNarrowOnly)
-          compute(cur, std::true_type{}, walk_kind);
-        else
-          with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
-                                [&](auto narrow) { compute(cur, narrow, walk_kind); });
-      };
-
-      Item<kMx8> buf[3];
-      load_a(buf[0]);
-      advance();
-      load_a(buf[1]);
-      advance();
-      // Everything above reads routing and weights only; h is moe_gate_up's output.
-      if (!waited) {
-        if (p.programmatic_launch) wait_for_previous_kernel();
-        allow_next_kernel();  // the next layer's router streams its weights while this layer ends
+    // The warp's walk: items (tile n, unit u) in order, two in flight ahead
+    // of the one being computed.
+    const int tiles = s_tiles, items = tiles * units;
+    int ln = 0, lu = 0;  // the next item to load
+    auto advance = [&]() {
+      if (++lu == units) {
+        lu = 0;
+        ln = min(ln + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
       }
-      waited = true;
-      load_h(buf[0]);
-      const bool registers = kRegTok > 0 && !dup;
-      if (!registers) load_h(buf[1]);
-      // Items in threes (the ring of three buffers), then the last one or two:
-      // no bounds test inside a three.
-      auto walk = [&](auto walk_kind) {
-        int n = 0;
-        for (; n + 3 <= items; n += 3) {
-          step(buf[0], buf[1], buf[2], walk_kind);
-          step(buf[1], buf[2], buf[0], walk_kind);
-          step(buf[2], buf[0], buf[1], walk_kind);
-        }
-        if (n < items) step(buf[0], buf[1], buf[2], walk_kind);
-        if (n + 1 < items) step(buf[1], buf[2], buf[0], walk_kind);
-      };
-      if (dup) {
-        walk(std::integral_constant<int, kWalkDup>{});
-      } else if (registers) {
-        walk(std::integral_constant<int, kWalkRegisters>{});
-  #pragma unroll
-        for (int j = 0; j < kRegs; ++j)
-          if (const int t = lane_token(q, j); t < nb) {
-            s_acc[(warp * kTile + g) * ga + t] = racc[0][j];
-            s_acc[(warp * kTile + g + 8) * ga + t] = racc[1][j];
-          }
-      } else {
-        walk(std::integral_constant<int, kWalkShared>{});
-        if constexpr (kLateFold) fold_pending();
-      }
-      __syncthreads();
-
-      // The warps' accumulators summed in warp order; then the residual. Each
-      // accumulator is read by one thread, which clears it for the block's
-      // next row tile (junk columns are never read: they need no clearing).
-      for (int o = threadIdx.x; o < kTile * nb; o += blockDim.x) {
-        const int row = o / nb, t = o % nb;
-        float v = s_acc[row * ga + t];
-        for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
-        if (next_tile)
-          for (int s = 0; s < slices; ++s) s_acc[(s * kTile + row) * ga + t] = 0.0f;
-        store_down_output(p, size_t(b0 + t) * H + d0 + row, v);
-      }
-      __syncthreads();
     };
-    if constexpr (kRowLoop) {
-      for (unsigned rt = blockIdx.x; rt < unsigned(H / kTile); rt += gridDim.x) walk_row_tile(rt, rt + gridDim.x < unsigned(H / kTile));
-    } else {
-      walk_row_tile(blockIdx.x, false);
+    // Loads are unconditional: past the last item they re-read the last
+    // expert, and a column without a token reads another column's token (its
+    // products land in a column that is never folded). A load under a
+    // condition makes the compiler merge the buffer's old and new values with
+    // register moves, and a move of a register with a load in flight waits
+    // for the load, which undoes the pipelining (seen in the SASS stall
+    // samples).
+    auto load_a = [&](Item<kMx8>& it) {
+      it.n = ln;
+      it.u = lu;
+      const uint32_t e = s_texp[ln];
+      const uint8_t* a = a_lane + uint64_t(e) * expert_bytes + lu * unit_bytes;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int c = 0; c < Item<kMx8>::kChunks; ++c)
+          it.a[hh][c] = ld_stream(a + hh * row8_bytes + chunk_bytes * c, pol);
+      if constexpr (kMx8) {
+        const uint8_t* sc = s_lane + uint64_t(e) * expert_scales + lu * unit_scales;
+        it.sc[0] = ld_byte(sc);
+        it.sc[1] = ld_byte(sc + row8_scales);
+      }
+    };
+    // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
+    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
+    auto load_h = [&](Item<kMx8>& it) {
+      const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
+      }
+    };
+    // Two accumulators, the hi and the lo products: two independent MMA
+    // chains, summed (hi + lo) once per tile. One item's compute is one
+    // basic block (no branch inside but the fold's tests of u, which fold
+    // away with one unit a warp): the scale path is chosen per item
+    // (scales_narrow), the duplicate-token fold per walk, and empty columns
+    // fold into junk columns.
+    float tile[4] = {0.f, 0.f, 0.f, 0.f}, tile_lo[4] = {0.f, 0.f, 0.f, 0.f};
+    // The register walks' accumulators: rows g, g + 8 of the lane's tokens lane_token(q, j).
+    constexpr int kRegs = kRegTok > 0 ? kRegTok : 1;
+    float racc[2][kRegs];
+#pragma unroll
+    for (int j = 0; j < kRegs; ++j) racc[0][j] = racc[1][j] = 0.0f;
+    // The general walk's pending tile: tile + tile_lo of tile pn, not yet
+    // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
+    // the accumulators unchanged.
+    int pn = 0;
+    // acc[row][token] += w · v for rows g, g + 8 of the token in column
+    // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
+    // of a tile: c is row g + 8·(c/2), column 2q + c%2.
+    auto fold_shared = [&](int n, int cc, auto v) {
+      const int slot = n * 8 + 2 * q + cc;
+      const float rw = s_tw[slot];
+      float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+      acc[0] = __fmaf_rn(rw, v(cc), acc[0]);
+      acc[8 * ga] = __fmaf_rn(rw, v(2 + cc), acc[8 * ga]);
+    };
+    auto fold_pending = [&]() {
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
+    };
+    auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
+      [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
+      constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
+      constexpr bool kRegisters = decltype(walk_kind)::value == kWalkRegisters;
+      const bool first = it.u == 0;
+      if constexpr (!kDup && !kRegisters && kLateFold) {
+        // The general walk folds each tile one tile late: at the first item
+        // of the next tile, before its MMAs reuse the accumulators, so that
+        // the fold's FMAs read MMA results issued a step earlier instead of
+        // waiting for the tile's own MMA chains. The same FMAs in the same
+        // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
+        if (first) {
+          fold_pending();
+          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        tile[c] = first ? 0.0f : tile[c];
+        tile_lo[c] = first ? 0.0f : tile_lo[c];
+      }
+      uint32_t a[2][8];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        if constexpr (kMx8) {
+          e4m3x16_to_bf16x8<kNarrow>(it.a[hh][0], it.sc[hh], a[hh]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            a[hh][4 * c] = it.a[hh][c].x; a[hh][4 * c + 1] = it.a[hh][c].y;
+            a[hh][4 * c + 2] = it.a[hh][c].z; a[hh][4 * c + 3] = it.a[hh][c].w;
+          }
+        }
+      }
+      const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
+      const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
+        mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
+      }
+      if (it.u == units - 1) {
+        if constexpr (kRegisters || kDup || !kLateFold) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
+        }
+        auto fold = [&](int cc) { fold_shared(it.n, cc, [&](int c) { return tile[c]; }); };
+        if constexpr (kRegisters) {
+          // Column 2q + cc holds one of the lane's tokens or none (s_ttok =
+          // G + column). The by-token walk: token 2q + cc (j = cc) or none.
+#pragma unroll
+          for (int cc = 0; cc < 2; ++cc) {
+            const int slot = it.n * 8 + 2 * q + cc;
+            const float rw = s_tw[slot];
+            const int tok = s_ttok[slot];
+#pragma unroll
+            for (int j = 0; j < kRegTok; ++j)
+              if ((kRegTok > 2 || j == cc) && tok == lane_token(q, j)) {
+                racc[0][j] = __fmaf_rn(rw, tile[cc], racc[0][j]);
+                racc[1][j] = __fmaf_rn(rw, tile[2 + cc], racc[1][j]);
+              }
+          }
+        } else if constexpr (!kDup && kLateFold) {
+          pn = it.n;  // folded at the next tile's first item (or after the walk)
+        } else if constexpr (!kDup) {
+          fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
+          fold(1);
+          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
+        } else {
+          for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
+            if (q == col / 2) fold(col % 2);
+            __syncwarp();
+          }
+        }
+      }
+    };
+    // One step of the walk: the loads of the item two ahead, then the
+    // compute of this one.
+    // The register walks load h one item ahead (next), not two (ahead): h
+    // comes from L2, one item's compute covers its latency, and the ring
+    // holds two items' h, not three (the by-token walk: a quarter of its
+    // gain, PERF_LOG session 26).
+    auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
+      load_a(ahead);
+      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next);
+      else load_h(ahead);
+      advance();
+      if constexpr (kNarrowOnly)
+        compute(cur, std::true_type{}, walk_kind);
+      else
+        with_scale_path<kMx8>(kMx8 ? max(cur.sc[0], cur.sc[1]) : 0u,
+                              [&](auto narrow) { compute(cur, narrow, walk_kind); });
+    };
+
+    Item<kMx8> buf[3];
+    load_a(buf[0]);
+    advance();
+    load_a(buf[1]);
+    advance();
+    // Everything above reads routing and weights only; h is moe_gate_up's output.
+    if (!waited) {
+      if (p.programmatic_launch) wait_for_previous_kernel();
+      allow_next_kernel();  // the next layer's router streams its weights while this layer ends
     }
+    waited = true;
+    load_h(buf[0]);
+    const bool registers = kRegTok > 0 && !dup;
+    if (!registers) load_h(buf[1]);
+    // Items in threes (the ring of three buffers), then the last one or two:
+    // no bounds test inside a three.
+    auto walk = [&](auto walk_kind) {
+      int n = 0;
+      for (; n + 3 <= items; n += 3) {
+        step(buf[0], buf[1], buf[2], walk_kind);
+        step(buf[1], buf[2], buf[0], walk_kind);
+        step(buf[2], buf[0], buf[1], walk_kind);
+      }
+      if (n < items) step(buf[0], buf[1], buf[2], walk_kind);
+      if (n + 1 < items) step(buf[1], buf[2], buf[0], walk_kind);
+    };
+    if (dup) {
+      walk(std::integral_constant<int, kWalkDup>{});
+    } else if (registers) {
+      walk(std::integral_constant<int, kWalkRegisters>{});
+#pragma unroll
+      for (int j = 0; j < kRegs; ++j)
+        if (const int t = lane_token(q, j); t < nb) {
+          s_acc[(warp * kTile + g) * ga + t] = racc[0][j];
+          s_acc[(warp * kTile + g + 8) * ga + t] = racc[1][j];
+        }
+    } else {
+      walk(std::integral_constant<int, kWalkShared>{});
+      if constexpr (kLateFold) fold_pending();
+    }
+    __syncthreads();
+
+    // The warps' accumulators summed in warp order; then the residual.
+    for (int o = threadIdx.x; o < kTile * nb; o += blockDim.x) {
+      const int row = o / nb, t = o % nb;
+      float v = s_acc[row * ga + t];
+      for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
+      store_down_output(p, size_t(b0 + t) * H + d0 + row, v);
+    }
+    __syncthreads();
   }
 }
 
@@ -596,16 +567,8 @@ void launch(const DownParams& p, cudaStream_t stream) {
     if (units == 4 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 2>;
     if (units == 4 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 4>;
   }
-  // One wave of blocks, each walking its row tiles in turn (H / kTile of them
-  // in all): more row tiles than the card holds blocks (qwen3-235b-a22b,
-  // qwen3-coder-480b-a35b: one block an SM) then cost one block's start
-  // and bookkeeping, not one a row tile.
-  const long row_tiles = p.hidden / kTile;
-  const long blocks = units == 1 ? row_tiles  // kRowLoop false: a block a row tile
-                                 : std::min(row_tiles, p.max_blocks > 0 ? long(p.max_blocks)
-                                                                        : resident_blocks(k, slices * kWarpSize, smem));
   ensure_dynamic_smem(k, smem);
-  launch_kernel(k, dim3(unsigned(blocks)), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
+  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
                 units);
 }
 
@@ -625,7 +588,6 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            p.intermediate, " do not fit the tensor-core kernels; use the scalar kernels (tensor_cores = false)");
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxExperts, "moe_down_tc: E = ", p.experts, " out of range");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16, "moe_down_tc: K = ", p.top_k, " must be in [1, 16]");
-  WD_CHECK(p.max_blocks >= 0, "moe_down_tc: max_blocks = ", p.max_blocks, " must be >= 0 (0: one wave)");
   WD_CHECK(p.weights && p.h && p.ids && p.route_w && p.y, "moe_down_tc: a required pointer is null");
   WD_CHECK(format == WeightFormat::kBF16 || (format == WeightFormat::kMXFP8 && p.scales),
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");

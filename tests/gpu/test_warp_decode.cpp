@@ -123,12 +123,6 @@ WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep =
   return c;
 }
 
-// cfg with moe_down_tc's grid fixed at n blocks (each walking row tiles in turn).
-WarpDecodeConfig with_down_blocks(WarpDecodeConfig cfg, int n) {
-  cfg.tc_down_blocks = n;
-  return cfg;
-}
-
 // The token (xt, rt) placed at position pos of a batch of B fresh tokens:
 // how many of its outputs differ, bit for bit, from `alone`.
 size_t bits_changed_in_batch(const WarpDecodeMoe& moe, const Layer& layer, const std::vector<uint16_t>& xt,
@@ -548,15 +542,10 @@ TEST(WarpDecodeTensorCores, EveryBatchFrom1To70AndLargerOnSmallShapes) {
   // many tokens share experts. H = 512 takes MXFP8 gate_up's deep rounds,
   // H = 256 (tiny) falls back from them. I = 896: 7 K ranges of two units
   // (MXFP8 B <= 16: the down kernel's register walks with two units). PDL,
-  // the L2 policy, deep loads, the tiled down weights and the down kernel's
-  // grid (one wave, or 3 blocks that walk every row tile between them where
-  // a warp has more than one unit: I = 896) vary with B.
+  // the L2 policy, deep loads and the tiled down weights vary with B.
   check_every_batch({make_shape(512, 192, 20, 6), preset_shape("tiny"), make_shape(256, 896, 20, 6)},
-                    KernelFamily::kTensorCores, [](int B) {
-                      WarpDecodeConfig c = tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0, B % 3 == 1);
-                      c.tc_down_blocks = B % 4 == 3 ? 3 : 0;
-                      return c;
-                    });
+                    KernelFamily::kTensorCores,
+                    [](int B) { return tc_config(B % 2 == 0, B % 3 != 0, B % 4 < 2, B % 5 != 0, B % 3 == 1); });
 }
 
 // MXFP8 weights with E8M0 codes above 142 (scales above 2^15, which no real
@@ -652,12 +641,9 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
-  // Two and four units a warp (I = 896, 2560): MXFP8's register walks up to
-  // B = 16. The second configuration's down blocks walk several row tiles
-  // each (5 blocks; with one unit a warp a block has one row tile, so not on
-  // qwen3-30b-a3b above): the bits do not depend on the grid.
+  // Two and four units a warp (I = 896, 2560): MXFP8's register walks up to B = 16.
   for (const MoeShape& s : {make_shape(512, 896, 128, 8), make_shape(256, 2560, 64, 8)})
-    check_batch_invariance({tc_config(true, false, true, true, true), with_down_blocks(tc_config(true, true, true, true, false), 5)},
+    check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
                            {1, 8, 9, 16, 17, 64}, s);
 }
 
@@ -665,8 +651,7 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
 // the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
 // B = 16 its quad walk (I = 192: one unit a warp; I = 896 and 2560, MXFP8:
-// both with two and four units, where the second configuration's down
-// blocks walk several row tiles each). Shallow and deep loads (H = 512: MXFP8
+// both with two and four units). Shallow and deep loads (H = 512: MXFP8
 // gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
@@ -687,7 +672,7 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   for (const MoeShape& s2 : {make_shape(256, 896, 20, 6), make_shape(256, 2560, 20, 6)}) {
     const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
     WarpDecodeMoe moe(s2, 16);
-    for (const WarpDecodeConfig& cfg : {tc_config(), with_down_blocks(tc_config(true, true, false, true), 3)})
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true)})
       for (int B : {1, 9, 16}) {
         const auto x = synthetic_input(B, s2.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s2.experts, s2.top_k, fresh_seed());
