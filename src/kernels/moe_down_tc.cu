@@ -19,6 +19,16 @@ constexpr int kTile = 16;       // output rows per block
 constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
+// The warps (H/16 blocks × K ranges) of a grid that an H200 runs in one wave:
+// 132 SMs × 12 warps of up to 168 registers. down_tc_slices() gives a warp
+// more units of I rather than overflow it: qwen3-235b-a22b 6 K ranges of 4
+// units (two 6-warp blocks an SM, 256 blocks in one wave) instead of 12 of
+// 2 (one 12-warp block an SM, two waves): layer −7.8 % at B = 1 (MXFP8; down
+// −15 %), −1.7 to −4.1 % at B = 2-16, level above; BF16 −3.6 % at B = 1,
+// down −2.5 to −9 % at every B (PERF_LOG session 28). A rule of the shape
+// alone, so that the bits do not depend on the card (another card runs the
+// same grid in more or fewer waves).
+constexpr long kDownWaveWarps = 132 * 12;
 
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
@@ -553,7 +563,7 @@ auto* fixed_units_kernel(int reg_tok) {
 
 template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, cudaStream_t stream) {
-  const int slices = down_tc_slices(p.intermediate);
+  const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int units = p.intermediate / kUnit / slices;
   const int reg_tok = register_tokens(p, units, kMx8);
   const size_t smem = smem_bytes(p, slices, reg_tok > 2);
@@ -574,9 +584,13 @@ void launch(const DownParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-int down_tc_slices(int intermediate) {
-  if (intermediate <= 0 || intermediate % kUnit != 0) return 0;
-  const int n = intermediate / kUnit;
+int down_tc_slices(int hidden, int intermediate) {
+  if (hidden <= 0 || intermediate <= 0 || intermediate % kUnit != 0) return 0;
+  const int n = intermediate / kUnit, row_tiles = hidden / kTile;
+  // The most K ranges whose grid still fits one wave of warps ...
+  for (int u = 1; u <= n; ++u)
+    if (n % u == 0 && n / u <= kMaxSlices && long(row_tiles) * (n / u) <= kDownWaveWarps) return n / u;
+  // ... or, where none does, the most K ranges.
   for (int u = 1; u <= n; ++u)
     if (n % u == 0 && n / u <= kMaxSlices) return n / u;
   return 0;
@@ -593,7 +607,7 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  const int slices = down_tc_slices(p.intermediate);
+  const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
   WD_CHECK(smem_bytes(p, slices, reg_tok > 2) <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");

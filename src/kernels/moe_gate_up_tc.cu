@@ -274,7 +274,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
 bool gate_up_tc_deep_fits(int hidden) { return hidden % (kSlices * 2 * Chunk<true>::kElems) == 0; }
 
 bool tensor_core_shape_ok(int hidden, int intermediate) {
-  return hidden > 0 && hidden % (kSlices * 64) == 0 && down_tc_slices(intermediate) > 0;
+  return hidden > 0 && hidden % (kSlices * 64) == 0 && down_tc_slices(hidden, intermediate) > 0;
 }
 
 void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {

@@ -18,7 +18,7 @@
 //   warp order, then h = silu(gate)·up is written, split into BF16 hi + lo
 //   (mma.cuh split_bf16): per (token, slot), I BF16 hi then I BF16 lo, the
 //   same bytes as the scalar kernels' FP32 (B, K, I).
-// moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(I)). Block x owns
+// moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(H, I)). Block x owns
 //   output rows [16x, 16x+16) for every token; warp s owns a K range of I.
 //   Per group of up to 64 tokens the block lists the group's distinct experts
 //   (ascending id) and, for each, its tokens (ascending); each warp walks all
@@ -40,9 +40,11 @@
 // batch invariant, not equal to each other (KernelFamily, warp_decode.h).
 //
 // Shapes: H % 256 == 0 and I % 64 == 0. The I/64 units are split into the
-// most equal K ranges that is at most 12 (every Qwen3-MoE shape: 12, 12, 10
-// ranges; a prime count above 12 gets one range, i.e. one warp per block:
-// valid, slow). tensor_core_shape_ok() says whether a shape qualifies.
+// most equal K ranges, at most 12, whose grid (H/16 blocks of that many
+// warps) an H200 runs in one wave (at most 132 × 12 warps), else the most
+// at most 12 (Qwen3-MoE: qwen3-30b-a3b 12 ranges of 1 unit,
+// qwen3-235b-a22b 6 of 4, qwen3-coder-480b-a35b 4 of 10; a prime count
+// above 12 gets one range, i.e. one warp per block: valid, slow). tensor_core_shape_ok() says whether a shape qualifies.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -52,8 +54,8 @@
 
 namespace wd::kernels {
 
-// Warps (K ranges of I) per moe_down_tc block for a given I; 0 if none fits.
-int down_tc_slices(int intermediate);
+// Warps (K ranges of I) per moe_down_tc block for a shape; 0 if none fits.
+int down_tc_slices(int hidden, int intermediate);
 
 bool tensor_core_shape_ok(int hidden, int intermediate);
 

@@ -183,9 +183,9 @@ void check_real_shapes(KernelFamily family) {
     std::vector<int> batches;
   };
   MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
-  coder.experts = 16;  // tensor cores: I = 2560, 10 K ranges of 4 units
+  coder.experts = 16;  // tensor cores: I = 2560, H = 6144: 4 K ranges of 10 units
   const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 32, 64}},
-                        {preset_shape("qwen3-235b-a22b"), {1, 16}},  // tensor cores: 12 ranges of 2 units
+                        {preset_shape("qwen3-235b-a22b"), {1, 16}},  // tensor cores: 6 ranges of 4 units
                         {coder, {1, 5, 12}}};  // MXFP8 B = 5 / 12: the four-unit register walks
   for (const auto& c : cases)
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
