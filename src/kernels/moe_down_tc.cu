@@ -89,8 +89,9 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // weights narrow), where every item takes the narrow decode without the
 // warp's vote on its codes (the same decode: the same bits): one unit a
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
-// (qwen3-235b-a22b; PERF_LOG session 16, e7), so only kUnits = 1 has it
-// in the general walk; kUnits = 2 has it in the register walks (below).
+// (qwen3-235b-a22b then with 2 units; PERF_LOG session 16, e7), so only
+// kUnits = 1 has it in the general walk; kUnits = 2 and 4 have it in the
+// register walks (below).
 //
 // kRegTok > 0: the warp's accumulators in registers, kRegTok tokens a lane
 // (rows g and g + 8 of each), folded with the same FMAs in the same
@@ -529,14 +530,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0
 // (MXFP8 weights without narrow scales: the runtime-count kernel, no
-// register walk). With one unit a warp (qwen3-30b-a3b); with two
-// (qwen3-235b-a22b) or four (qwen3-coder-480b-a35b) only for MXFP8, in a
-// kernel with the unit count fixed: two units, layer −1.4 to −2.9 % at
-// B = 1-16, where the runtime count's kernel measured +4-5 % on down with
-// the by-token walk, and BF16 +0.6 to +1.0 %; four units, layer −1.7 to
-// −2.8 % (down −4.7 to −6.5 %) at B = 1-16 (PERF_LOG sessions 26-28). The
-// shared memory a launch asks for follows (smem_bytes: the quad walk's tile
-// bound).
+// register walk). With one unit a warp (qwen3-30b-a3b); with two or four
+// (qwen3-235b-a22b: four since down_tc_slices' one-wave rule) only for
+// MXFP8, in a kernel with the unit count fixed: two units, layer −1.4 to
+// −2.9 % at B = 1-16 (qwen3-235b-a22b's earlier 12 ranges of 2), where the
+// runtime count's kernel measured +4-5 % on down with the by-token walk,
+// and BF16 +0.6 to +1.0 %; four units, layer −1.7 to −2.8 % (down −4.7 to
+// −6.5 %) at B = 1-16 (qwen3-coder-480b-a35b's earlier 10 ranges of 4;
+// PERF_LOG sessions 26-28). Other counts (the coder's 10) take the runtime
+// count's general walk. The shared memory a launch asks for follows
+// (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if (mx8 && !p.scales_narrow) return 0;
   if (!(units == 1 || ((units == 2 || units == 4) && mx8))) return 0;
