@@ -9,6 +9,9 @@
 
 #if defined(WD_HAVE_CUDA)
 #include "warpdecode/warp_decode.h"
+#if WD_HAVE_CUDA
+#include "kernels/moe_tc.cuh"
+#endif
 
 namespace wd {
 namespace {
@@ -25,6 +28,24 @@ TEST(WarpDecodeConfig, TensorCoresFitEveryQwen3Shape) {
   // I/64 = 13 units: one K range of 13 (slow, one warp per block, but valid).
   EXPECT_TRUE(WarpDecodeConfig::tensor_cores_fit(make_shape(256, 64 * 13, 20, 6)));
 }
+
+#if WD_HAVE_CUDA
+// moe_down_tc's K ranges (warps a block, kernels/moe_tc.cuh): the most, at
+// most 12, whose grid (H/16 blocks) fits one wave of 132 × 12 warps; else
+// the most at most 12. A rule of the shape alone: the bits do not depend on
+// the card.
+TEST(WarpDecodeConfig, DownKernelGridFitsOneWaveOfWarps) {
+  using wd::kernels::down_tc_slices;
+  EXPECT_EQ(down_tc_slices(2048, 768), 12);    // qwen3-30b-a3b: 128 blocks of 12 units of 1
+  EXPECT_EQ(down_tc_slices(4096, 1536), 6);    // qwen3-235b-a22b: 256 × 6 of 4, not 12 of 2
+  EXPECT_EQ(down_tc_slices(6144, 2560), 4);    // qwen3-coder-480b-a35b: 384 × 4 of 10, not 10 of 4
+  EXPECT_EQ(down_tc_slices(512, 896), 7);      // few blocks: the most ranges (7 of 2)
+  EXPECT_EQ(down_tc_slices(40960, 768), 12);   // 2560 blocks: no count fits one wave, the most
+  EXPECT_EQ(down_tc_slices(256, 64 * 13), 1);  // 13 units: one range of 13
+  EXPECT_EQ(down_tc_slices(256, 96), 0);       // I % 64 != 0
+  EXPECT_EQ(down_tc_slices(0, 768), 0);
+}
+#endif
 
 TEST(WarpDecodeConfig, DefaultFamilyIsTheTensorCoresWhereTheShapeFits) {
   for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
