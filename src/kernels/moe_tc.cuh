@@ -25,10 +25,11 @@
 //   of them: the expert's 16×(its K range) weight tile times the tokens' h
 //   (hi and lo, two MMAs) into an FP32 tile, then
 //   acc[row][token] += w·tile in shared memory (each warp its own
-//   accumulator, each (row, token) owned by one lane at a time; for B <= 8
-//   with one K unit a warp, column = token and the accumulators are
-//   registers: the same FMAs, the same bits). The S accumulators are
-//   summed in warp order: y = Σ (+ residual).
+//   accumulator, each (row, token) owned by one lane at a time; for B <= 16
+//   with one K unit a warp (BF16, or MXFP8 with narrow scales) or two or
+//   four (MXFP8 with narrow scales), the accumulators are registers: the
+//   same FMAs, the same bits). The S accumulators are summed in warp order:
+//   y = Σ (+ residual).
 //
 // Numerics, and batch invariance: y[b] = Σ over the S K ranges in warp order
 // of (Σ over b's experts in ascending id of w·tile), tile being the hi-chain
@@ -44,7 +45,8 @@
 // warps) an H200 runs in one wave (at most 132 × 12 warps), else the most
 // at most 12 (Qwen3-MoE: qwen3-30b-a3b 12 ranges of 1 unit,
 // qwen3-235b-a22b 6 of 4, qwen3-coder-480b-a35b 4 of 10; a prime count
-// above 12 gets one range, i.e. one warp per block: valid, slow). tensor_core_shape_ok() says whether a shape qualifies.
+// above 12 gets one range, i.e. one warp per block: valid, slow).
+// tensor_core_shape_ok() says whether a shape qualifies.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -8,10 +8,8 @@
 #include "warpdecode/layout.h"
 
 #if defined(WD_HAVE_CUDA)
-#include "warpdecode/warp_decode.h"
-#if WD_HAVE_CUDA
 #include "kernels/moe_tc.cuh"
-#endif
+#include "warpdecode/warp_decode.h"
 
 namespace wd {
 namespace {
@@ -29,7 +27,6 @@ TEST(WarpDecodeConfig, TensorCoresFitEveryQwen3Shape) {
   EXPECT_TRUE(WarpDecodeConfig::tensor_cores_fit(make_shape(256, 64 * 13, 20, 6)));
 }
 
-#if WD_HAVE_CUDA
 // moe_down_tc's K ranges (warps a block, kernels/moe_tc.cuh): the most, at
 // most 12, whose grid (H/16 blocks) fits one wave of 132 × 12 warps; else
 // the most at most 12. A rule of the shape alone: the bits do not depend on
@@ -45,7 +42,6 @@ TEST(WarpDecodeConfig, DownKernelGridFitsOneWaveOfWarps) {
   EXPECT_EQ(down_tc_slices(256, 96), 0);       // I % 64 != 0
   EXPECT_EQ(down_tc_slices(0, 768), 0);
 }
-#endif
 
 TEST(WarpDecodeConfig, DefaultFamilyIsTheTensorCoresWhereTheShapeFits) {
   for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
