@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
@@ -23,6 +25,19 @@ namespace wd::kernels {
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// f(std::integral_constant<int, i>{}) for i = 0 .. N-1, in order, written out
+// at compile time: an index into a register array stays a constant (a
+// runtime index, even in a loop the compiler unrolls later, may put the
+// array in local memory or reorder what is around it).
+template <int... Is, class F>
+__device__ __forceinline__ void for_each_index_impl(std::integer_sequence<int, Is...>, F&& f) {
+  (f(std::integral_constant<int, Is>{}), ...);
+}
+template <int N, class F>
+__device__ __forceinline__ void for_each_index(F&& f) {
+  for_each_index_impl(std::make_integer_sequence<int, N>{}, f);
+}
 
 // Programmatic dependent launch (sm_90+; launch.cuh launches with it): a
 // kernel launched with the programmatic-serialization attribute may start

@@ -457,12 +457,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         }
       }
     };
-    // One step of the walk: the loads of the item two ahead, then the
+    // The ring: kRing items, the weights of kRing - 1 items ahead of the
+    // one computed in flight.
+    constexpr int kRing = 3;
+    // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
-    // The register walks load h one item ahead (next), not two (ahead): h
-    // comes from L2, one item's compute covers its latency, and the ring
-    // holds two items' h, not three (the by-token walk: a quarter of its
-    // gain, PERF_LOG session 26).
+    // The register walks load h one item ahead (next), not as far as the
+    // weights (ahead): h comes from L2, one item's compute covers its
+    // latency, and the ring holds two items' h, not kRing (the by-token
+    // walk: a quarter of its gain, PERF_LOG session 26).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
       if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next);
@@ -475,11 +478,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
                               [&](auto narrow) { compute(cur, narrow, walk_kind); });
     };
 
-    Item<kMx8> buf[3];
-    load_a(buf[0]);
-    advance();
-    load_a(buf[1]);
-    advance();
+    // The ring's positions are compile-time constants (for_each_index), so
+    // that the buffers stay registers and every step is written out as if
+    // by hand.
+    Item<kMx8> buf[kRing];
+    auto ring_step = [&](auto i, auto walk_kind) {
+      constexpr int j = decltype(i)::value;
+      step(buf[j], buf[(j + 1) % kRing], buf[(j + kRing - 1) % kRing], walk_kind);
+    };
+    for_each_index<kRing - 1>([&](auto i) {
+      load_a(buf[decltype(i)::value]);
+      advance();
+    });
     // Everything above reads routing and weights only; h is moe_gate_up's output.
     if (!waited) {
       if (p.programmatic_launch) wait_for_previous_kernel();
@@ -488,18 +498,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     waited = true;
     load_h(buf[0]);
     const bool registers = kRegTok > 0 && !dup;
-    if (!registers) load_h(buf[1]);
-    // Items in threes (the ring of three buffers), then the last one or two:
-    // no bounds test inside a three.
+    if (!registers)
+      for_each_index<kRing - 1>([&](auto i) {
+        if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value]);
+      });
+    // Items kRing at a time (a turn of the ring), then the last kRing - 1 or
+    // fewer: no bounds test inside a turn.
     auto walk = [&](auto walk_kind) {
       int n = 0;
-      for (; n + 3 <= items; n += 3) {
-        step(buf[0], buf[1], buf[2], walk_kind);
-        step(buf[1], buf[2], buf[0], walk_kind);
-        step(buf[2], buf[0], buf[1], walk_kind);
-      }
-      if (n < items) step(buf[0], buf[1], buf[2], walk_kind);
-      if (n + 1 < items) step(buf[1], buf[2], buf[0], walk_kind);
+      for (; n + kRing <= items; n += kRing) for_each_index<kRing>([&](auto i) { ring_step(i, walk_kind); });
+      for_each_index<kRing - 1>([&](auto i) {
+        if (n + decltype(i)::value < items) ring_step(i, walk_kind);
+      });
     };
     if (dup) {
       walk(std::integral_constant<int, kWalkDup>{});
@@ -542,7 +552,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 // (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if (mx8 && !p.scales_narrow) return 0;
-  if (!(units == 1 || ((units == 2 || units == 4) && mx8))) return 0;
+  if (!(units == 1 || ((units == 2 || units == 4 || units == 10) && mx8))) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
@@ -564,12 +574,10 @@ auto* fixed_units_kernel(int reg_tok) {
   }
 }
 
+// slices: down_tc_slices(H, I); reg_tok: register_tokens(); smem: smem_bytes() (moe_down_tc checked it).
 template <bool kMx8, bool kTiled>
-void launch(const DownParams& p, cudaStream_t stream) {
-  const int slices = down_tc_slices(p.hidden, p.intermediate);
+void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
-  const int reg_tok = register_tokens(p, units, kMx8);
-  const size_t smem = smem_bytes(p, slices, reg_tok > 2);
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if constexpr (!kMx8) {
     if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, false>(reg_tok);
@@ -579,6 +587,8 @@ void launch(const DownParams& p, cudaStream_t stream) {
     if (units == 2 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 4>;
     if (units == 4 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 2>;
     if (units == 4 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 4>;
+    if (units == 10 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 10, true, 2>;
+    if (units == 10 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 10, true, 4>;
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
@@ -612,12 +622,14 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
-  WD_CHECK(smem_bytes(p, slices, reg_tok > 2) <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+  const size_t smem = smem_bytes(p, slices, reg_tok > 2);
+  WD_CHECK(smem <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
-  if (format == WeightFormat::kBF16) p.tiled ? launch<false, true>(p, stream) : launch<false, false>(p, stream);
-  else p.tiled ? launch<true, true>(p, stream) : launch<true, false>(p, stream);
+  auto* go = format == WeightFormat::kBF16 ? (p.tiled ? &launch<false, true> : &launch<false, false>)
+                                           : (p.tiled ? &launch<true, true> : &launch<true, false>);
+  go(p, slices, reg_tok, smem, stream);
 }
 
 }  // namespace wd::kernels

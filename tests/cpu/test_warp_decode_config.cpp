@@ -39,6 +39,7 @@ TEST(WarpDecodeConfig, DownKernelGridFitsOneWaveOfWarps) {
   EXPECT_EQ(down_tc_slices(512, 896), 7);      // few blocks: the most ranges (7 of 2)
   EXPECT_EQ(down_tc_slices(40960, 768), 12);   // 2560 blocks: no count fits one wave, the most
   EXPECT_EQ(down_tc_slices(256, 64 * 13), 1);  // 13 units: one range of 13
+  EXPECT_EQ(down_tc_slices(256, 7040), 11);    // 110 units: 11 of 10 (the GPU tests' ten-unit shape)
   EXPECT_EQ(down_tc_slices(256, 96), 0);       // I % 64 != 0
   EXPECT_EQ(down_tc_slices(0, 768), 0);
 }
