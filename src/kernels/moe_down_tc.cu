@@ -90,7 +90,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // warp's vote on its codes (the same decode: the same bits): one unit a
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
 // (qwen3-235b-a22b then with 2 units; PERF_LOG session 16, e7), so only
-// kUnits = 1 has it in the general walk; kUnits = 2 and 4 have it in the
+// kUnits = 1 has it in the general walk; kUnits = 2, 4 and 10 have it in the
 // register walks (below).
 //
 // kRegTok > 0: the warp's accumulators in registers, kRegTok tokens a lane
@@ -100,7 +100,7 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // read-modify-write, its dependent bookkeeping load and its ordering of
 // every tile after the previous one. A batch with a token routed twice to
 // one expert takes the duplicate-token walk instead. Launched with one unit
-// a warp, and with two or four for MXFP8 with narrow scales
+// a warp, and with two, four or ten for MXFP8 with narrow scales
 // (register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
 //   tokens): an expert's tokens all fit one tile, so a tile's column c is
@@ -458,8 +458,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       }
     };
     // The ring: kRing items, the weights of kRing - 1 items ahead of the
-    // one computed in flight.
-    constexpr int kRing = 3;
+    // one computed in flight. Four in the register walks with four units a
+    // warp or more (their h stays one ahead: 155-158 registers): a warp's
+    // chain is 4 × 8 items or more at B = 1, and three in flight instead of
+    // two took their down −7 to −12 % (qwen3-235b-a22b, B = 1-16); five (at
+    // the 168-register cap) lost it again (PERF_LOG session 29). One unit a
+    // warp has no registers left for a fourth.
+    constexpr int kRing = kRegTok > 0 && kUnits >= 4 ? 4 : 3;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
     // The register walks load h one item ahead (next), not as far as the
@@ -541,13 +546,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0
 // (MXFP8 weights without narrow scales: the runtime-count kernel, no
 // register walk). With one unit a warp (qwen3-30b-a3b); with two or four
-// (qwen3-235b-a22b: four since down_tc_slices' one-wave rule) only for
-// MXFP8, in a kernel with the unit count fixed: two units, layer −1.4 to
-// −2.9 % at B = 1-16 (qwen3-235b-a22b's earlier 12 ranges of 2), where the
-// runtime count's kernel measured +4-5 % on down with the by-token walk,
-// and BF16 +0.6 to +1.0 %; four units, layer −1.7 to −2.8 % (down −4.7 to
-// −6.5 %) at B = 1-16 (qwen3-coder-480b-a35b's earlier 10 ranges of 4;
-// PERF_LOG sessions 26-28). Other counts (the coder's 10) take the runtime
+// (qwen3-235b-a22b: four since down_tc_slices' one-wave rule) or ten
+// (qwen3-coder-480b-a35b) only for MXFP8, in a kernel with the unit count
+// fixed: two units, layer −1.4 to −2.9 % at B = 1-16 (qwen3-235b-a22b's
+// earlier 12 ranges of 2), where the runtime count's kernel measured +4-5 %
+// on down with the by-token walk, and BF16 +0.6 to +1.0 %; four units,
+// layer −1.7 to −2.8 % (down −4.7 to −6.5 %) at B = 1-16 (the coder's
+// earlier 10 ranges of 4); ten, layer −1.1 to −3.4 % (down −3 to −6.4 %)
+// at B = 1-16 (PERF_LOG sessions 26-29). Other counts take the runtime
 // count's general walk. The shared memory a launch asks for follows
 // (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
