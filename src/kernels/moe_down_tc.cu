@@ -89,9 +89,12 @@ __device__ __forceinline__ int h_offset(int q, int m) {
 // weights narrow), where every item takes the narrow decode without the
 // warp's vote on its codes (the same decode: the same bits): one unit a
 // warp measured −1.4 to −2.3 % on down, the runtime count +7 to +9 %
-// (qwen3-235b-a22b then with 2 units; PERF_LOG session 16, e7), so only
-// kUnits = 1 has it in the general walk; kUnits = 2, 4 and 10 have it in the
-// register walks (below).
+// (qwen3-235b-a22b then with 2 units; PERF_LOG session 16, e7), so
+// kUnits = 1 has it in the general walk, kUnits = 2 in the register walks
+// (below) only, and kUnits = 4 and 10 in both, with a deeper ring (kRing:
+// two units' fixed-count general walk measured +0.2 to +3 % with the ring
+// of three, session 27; four and ten units with four, −0.1 to −6 % on the
+// layer, session 29).
 //
 // kRegTok > 0: the warp's accumulators in registers, kRegTok tokens a lane
 // (rows g and g + 8 of each), folded with the same FMAs in the same
@@ -458,13 +461,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       }
     };
     // The ring: kRing items, the weights of kRing - 1 items ahead of the
-    // one computed in flight. Four in the register walks with four units a
-    // warp or more (their h stays one ahead: 155-158 registers): a warp's
-    // chain is 4 × 8 items or more at B = 1, and three in flight instead of
-    // two took their down −7 to −12 % (qwen3-235b-a22b, B = 1-16); five (at
-    // the 168-register cap) lost it again (PERF_LOG session 29). One unit a
-    // warp has no registers left for a fourth.
-    constexpr int kRing = kRegTok > 0 && kUnits >= 4 ? 4 : 3;
+    // one computed in flight. Four with four units a warp or more (the
+    // fixed-count MXFP8 kernels: 150-160 registers), whose chain is 4 × 8
+    // items or more at B = 1: three in flight instead of two took
+    // qwen3-235b-a22b's down −7 to −12 % at B = 1-16 (register walks, h
+    // still one ahead) and −10 to −14 % at B = 24-64 (general walk, h as
+    // deep as the weights); five, at the 168-register cap, lost it. With one
+    // unit a warp (qwen3-30b-a3b, 159 registers) a fourth was level to +3 %
+    // on down (PERF_LOG session 29).
+    constexpr int kRing = kUnits >= 4 ? 4 : 3;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
     // The register walks load h one item ahead (next), not as far as the
@@ -591,10 +596,8 @@ void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStrea
     if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, true>(reg_tok);
     if (units == 2 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 2>;
     if (units == 2 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 4>;
-    if (units == 4 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 2>;
-    if (units == 4 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 4, true, 4>;
-    if (units == 10 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 10, true, 2>;
-    if (units == 10 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 10, true, 4>;
+    if (units == 4) k = fixed_units_kernel<kMx8, kTiled, 4, true>(reg_tok);
+    if (units == 10) k = fixed_units_kernel<kMx8, kTiled, 10, true>(reg_tok);
   }
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,

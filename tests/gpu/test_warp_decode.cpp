@@ -286,8 +286,15 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
 }
 
 // ---- odd routings ----------------------------------------------------------------------
+// The tensor cores also on I = 2560 and 7040 (four and ten units a warp:
+// MXFP8's fixed-count kernels, their register and general walks and the
+// duplicate-token walk in each), with 32 experts (ids modulo 32: more
+// sharing, and more repeats in "one expert twice").
 void check_odd_routings(KernelFamily family) {
-  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  std::vector<MoeShape> shapes{preset_shape("qwen3-30b-a3b")};
+  if (family == KernelFamily::kTensorCores)
+    for (const MoeShape& u : {make_shape(256, 2560, 32, 8), make_shape(256, 7040, 32, 8)}) shapes.push_back(u);
+  for (const MoeShape& s : shapes)
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 64, family);
@@ -328,7 +335,8 @@ void check_odd_routings(KernelFamily family) {
       const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto ref = reference_y(layer, x, r, o.B);
       expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
-                   std::string(name(f)) + " " + o.what + " " + moe.default_config(o.B, layer.dev.view()).label());
+                   std::string(name(f)) + " I=" + std::to_string(s.intermediate) + " " + o.what + " " +
+                       moe.default_config(o.B, layer.dev.view()).label());
     }
   }
 }
