@@ -286,15 +286,7 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
 }
 
 // ---- odd routings ----------------------------------------------------------------------
-// The tensor cores also on I = 2560 and 7040 (four and ten units a warp:
-// MXFP8's fixed-count kernels, their register and general walks and the
-// duplicate-token walk in each), with 32 experts (ids modulo 32: more
-// sharing, and more repeats in "one expert twice").
-void check_odd_routings(KernelFamily family) {
-  std::vector<MoeShape> shapes{preset_shape("qwen3-30b-a3b")};
-  if (family == KernelFamily::kTensorCores)
-    for (const MoeShape& u : {make_shape(256, 2560, 32, 8), make_shape(256, 7040, 32, 8)}) shapes.push_back(u);
-  for (const MoeShape& s : shapes)
+void check_odd_routings_on(const MoeShape& s, KernelFamily family) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 64, family);
@@ -339,6 +331,17 @@ void check_odd_routings(KernelFamily family) {
                        moe.default_config(o.B, layer.dev.view()).label());
     }
   }
+}
+
+// The tensor cores also on I = 2560 and 7040 (four and ten units a warp:
+// MXFP8's fixed-count kernels, their register and general walks and the
+// duplicate-token walk in each), with 32 experts (ids modulo 32: more
+// sharing, and more repeats in "one expert twice").
+void check_odd_routings(KernelFamily family) {
+  check_odd_routings_on(preset_shape("qwen3-30b-a3b"), family);
+  if (family == KernelFamily::kTensorCores)
+    for (const MoeShape& s : {make_shape(256, 2560, 32, 8), make_shape(256, 7040, 32, 8)})
+      check_odd_routings_on(s, family);
 }
 
 TEST(WarpDecode, OddRoutings) {
