@@ -26,8 +26,8 @@
 //   (hi and lo, two MMAs) into an FP32 tile, then
 //   acc[row][token] += w·tile in shared memory (each warp its own
 //   accumulator, each (row, token) owned by one lane at a time; for B <= 16
-//   with one K unit a warp (BF16, or MXFP8 with narrow scales) or two or
-//   four (MXFP8 with narrow scales), the accumulators are registers: the
+//   with one K unit a warp (BF16, or MXFP8 with narrow scales) or two, four
+//   or ten (MXFP8 with narrow scales), the accumulators are registers: the
 //   same FMAs, the same bits). The S accumulators are summed in warp order:
 //   y = Σ (+ residual).
 //
