@@ -13,6 +13,7 @@
 #     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
 #             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH, SOURCE_FORMAT;
 #             SOURCE_FAMILY=tc for the tensor-core kernels), in logs.tar.gz
+#             (summarise one: python3 scripts/ncu_stalls.py ncu-source-down.csv)
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
