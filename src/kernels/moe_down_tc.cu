@@ -3,6 +3,7 @@
 #include "kernels/moe_tc.cuh"
 
 #include <type_traits>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
@@ -548,22 +549,31 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   }
 }
 
-// The register walk a launch takes: kRegTok of moe_down_tc_kernel, or 0
-// (MXFP8 weights without narrow scales: the runtime-count kernel, no
-// register walk). With one unit a warp (qwen3-30b-a3b); with two or four
-// (qwen3-235b-a22b: four since down_tc_slices' one-wave rule) or ten
-// (qwen3-coder-480b-a35b) only for MXFP8, in a kernel with the unit count
-// fixed: two units, layer −1.4 to −2.9 % at B = 1-16 (qwen3-235b-a22b's
-// earlier 12 ranges of 2), where the runtime count's kernel measured +4-5 %
-// on down with the by-token walk, and BF16 +0.6 to +1.0 %; four units,
-// layer −1.7 to −2.8 % (down −4.7 to −6.5 %) at B = 1-16 (the coder's
-// earlier 10 ranges of 4); ten, layer −1.1 to −3.4 % (down −3 to −6.4 %)
-// at B = 1-16 (PERF_LOG sessions 26-29). Other counts take the runtime
-// count's general walk. The shared memory a launch asks for follows
+// The unit counts a warp walks with the count fixed at compile time (the
+// fixed-count kernels): one (BF16, and MXFP8 with narrow scales), and two,
+// four and ten (MXFP8 with narrow scales only). One unit (qwen3-30b-a3b)
+// folds the walk's test and index arithmetic away (BF16 down −4 to −7 %,
+// session 16); two, four and ten are qwen3-235b-a22b's earlier 12 ranges of
+// 2, its 6 of 4 and qwen3-coder-480b-a35b's 4 of 10: with the register
+// walks, layer −1.4 to −2.9 % / −1.7 to −2.8 % / −1.1 to −3.4 % at B = 1-16,
+// where the runtime count's kernel measured +4-5 % on down with the by-token
+// walk (PERF_LOG sessions 26-29). Other counts take the runtime count's
+// general walk. register_tokens() and launch() both follow this list.
+constexpr int kFixedCounts[] = {1, 2, 4, 10};
+constexpr int kNumFixedCounts = int(sizeof(kFixedCounts) / sizeof(kFixedCounts[0]));
+constexpr bool fixed_count(int units, bool mx8) {
+  for (int c : kFixedCounts)
+    if (c == units && (mx8 || c == 1)) return true;
+  return false;
+}
+
+// The register walk a launch takes: kRegTok of moe_down_tc_kernel (2 up to
+// B = 8, 4 up to 16), or 0: the general walk, also wherever the unit count
+// is not fixed_count() and for MXFP8 weights without narrow scales (the
+// runtime-count kernel). The shared memory a launch asks for follows
 // (smem_bytes: the quad walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
-  if (mx8 && !p.scales_narrow) return 0;
-  if (!(units == 1 || ((units == 2 || units == 4 || units == 10) && mx8))) return 0;
+  if ((mx8 && !p.scales_narrow) || !fixed_count(units, mx8)) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
@@ -575,14 +585,25 @@ size_t smem_bytes(const DownParams& p, int slices, bool quad) {
          size_t(max_tiles(ne, na, quad)) * (4 + 8 * 12);
 }
 
-// kUnits units a warp: the register walk reg_tok, or the general walk (0).
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly>
+// kUnits units a warp (fixed_count): the register walk reg_tok, or the
+// general walk (0). MXFP8's fixed-count kernels are its narrow-scale ones.
+// Two units keep the runtime count's general walk: their fixed-count one
+// measured +0.2 to +3 % with the ring of three (session 27).
+template <bool kMx8, bool kTiled, int kUnits>
 auto* fixed_units_kernel(int reg_tok) {
   switch (reg_tok) {
-    case 2: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 2>;
-    case 4: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 4>;
-    default: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kNarrowOnly, 0>;
+    case 2: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 2>;
+    case 4: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 4>;
+    default:
+      if constexpr (kUnits == 2) return &moe_down_tc_kernel<kMx8, kTiled, 0>;
+      else return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 0>;
   }
+}
+
+// f(std::integral_constant<int, c>) for each c of kFixedCounts.
+template <class F, int... kIndex>
+void for_each_fixed_count(std::integer_sequence<int, kIndex...>, F&& f) {
+  (f(std::integral_constant<int, kFixedCounts[kIndex]>{}), ...);
 }
 
 // slices: down_tc_slices(H, I); reg_tok: register_tokens(); smem: smem_bytes() (moe_down_tc checked it).
@@ -590,15 +611,12 @@ template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
-  if constexpr (!kMx8) {
-    if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, false>(reg_tok);
-  } else if (p.scales_narrow) {
-    if (units == 1) k = fixed_units_kernel<kMx8, kTiled, 1, true>(reg_tok);
-    if (units == 2 && reg_tok == 2) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 2>;
-    if (units == 2 && reg_tok == 4) k = &moe_down_tc_kernel<kMx8, kTiled, 2, true, 4>;
-    if (units == 4) k = fixed_units_kernel<kMx8, kTiled, 4, true>(reg_tok);
-    if (units == 10) k = fixed_units_kernel<kMx8, kTiled, 10, true>(reg_tok);
-  }
+  if (!kMx8 || p.scales_narrow)
+    for_each_fixed_count(std::make_integer_sequence<int, kNumFixedCounts>{}, [&](auto count) {
+      constexpr int kCount = decltype(count)::value;
+      if constexpr (fixed_count(kCount, kMx8))
+        if (units == kCount) k = fixed_units_kernel<kMx8, kTiled, kCount>(reg_tok);
+    });
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
                 units);
