@@ -129,6 +129,7 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
                         {"tbps", tbps},
                         {"pct_read_bw", pct}};
   if (opt.with_router) rec["us_with_router"] = m.with_router.us_median;
+  add_clock_fields(rec, m.clock);
   if (ratio > 0) rec["warp_speedup"] = ratio;  // classical µs / warp decode µs
   for (const auto& st : m.stages) {
     const double st_tbps = st.bytes / (st.time.us_median * 1e-6) / 1e12;

@@ -117,11 +117,15 @@ struct Events {
 // a short graph (B = 1: a few hundred µs) timed right after host-side setup
 // ran up to 8 % slower than an identical configuration timed after it
 // (docs/PERF_LOG.md v9, run 3).
-void settle_clocks(Graph& graph, cudaStream_t s, Events& ev) {
+// With a sampler, the SM clock and power are read while those replays run
+// (the clock a decode loop of this graph holds).
+ClockReading settle_clocks(Graph& graph, cudaStream_t s, Events& ev, ClockSampler* clock = nullptr) {
   const double t = ev.time_us(s, [&] { graph.launch(s); });
   const int n = std::clamp(int(20000.0 / std::max(t, 1.0)), 1, 1000);
+  if (clock) clock->start();
   for (int i = 0; i < n; ++i) graph.launch(s);
   WD_CUDA_CHECK(cudaStreamSynchronize(s));
+  return clock ? clock->stop() : ClockReading{};
 }
 
 }  // namespace
@@ -200,7 +204,7 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
       WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
       fresh_inputs(uint64_t(r + opt.warmup));
       WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      if (r == -opt.warmup) settle_clocks(graph, stream_, ev);  // on the first routing: ids must be valid
+      if (r == -opt.warmup) m.clock = settle_clocks(graph, stream_, ev, opt.clock);  // on the first routing: ids must be valid
       const double t = ev.time_us(stream_, [&] { graph.launch(stream_); }) / N;
       if (r < 0) continue;
       us.push_back(t);

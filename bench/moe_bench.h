@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_sampler.h"
 #include "core/device_buffer.h"
 #include "warpdecode/layout.h"
 #include "warpdecode/warp_decode.h"
@@ -40,6 +41,7 @@ struct StageTiming {
 
 struct Measurement {
   int batch = 0;
+  ClockReading clock;        // during the settle replays before the timed series (Options::clock)
   std::vector<StageTiming> stages;  // with Options::stages
   Timing experts;            // the two expert kernels, router excluded
   Timing with_router;        // router + the two kernels
@@ -104,6 +106,9 @@ struct Options {
   uint64_t seed = 1;
   bool with_router = true;
   bool stages = false;  // also time each stage of the path on its own
+  // Samples the SM clock and power during the ~20 ms of back-to-back replays
+  // that settle the clocks before each layer's timed series (null: none).
+  ClockSampler* clock = nullptr;
 };
 
 // Holds the weight copies of one (shape, format) on the device.

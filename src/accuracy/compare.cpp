@@ -49,6 +49,8 @@ struct LabelInfo {
   std::vector<std::string> commits;
   double read_min = 0, read_max = 0;
   bool has_read = false;
+  double clock_min = 0, clock_max = 0;  // records' sm_clock_mhz (bench-moe with NVML)
+  bool has_clock = false;
 };
 
 }  // namespace
@@ -85,6 +87,12 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
     }
     if (!in.doc.contains("records") || !in.doc["records"].is_array()) continue;
     for (const json& r : in.doc["records"]) {
+      if (r.contains("sm_clock_mhz") && r["sm_clock_mhz"].is_number()) {
+        const double c = r["sm_clock_mhz"].get<double>();
+        li.clock_min = li.has_clock ? std::min(li.clock_min, c) : c;
+        li.clock_max = li.has_clock ? std::max(li.clock_max, c) : c;
+        li.has_clock = true;
+      }
       const Key k = key_of(r);
       const auto [at, fresh] = best.try_emplace(k);
       if (fresh) keys.push_back(k);
@@ -112,6 +120,9 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
     if (li.has_read)
       md += li.read_min == li.read_max ? ", read " + num("%.3f", li.read_min) + " TB/s"
                                        : ", read " + num("%.3f", li.read_min) + "-" + num("%.3f", li.read_max) + " TB/s";
+    if (li.has_clock)
+      md += li.clock_min == li.clock_max ? ", SM clock " + num("%.0f", li.clock_min) + " MHz"
+                                         : ", SM clock " + num("%.0f", li.clock_min) + "-" + num("%.0f", li.clock_max) + " MHz";
     md += "\n";
   }
   md += "\nµs, min over rounds of the median; change against " + labels[0] + ".\n\n";

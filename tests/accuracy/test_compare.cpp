@@ -68,6 +68,22 @@ TEST(Compare, WhatALabelLacksIsADash) {
   EXPECT_EQ(row(md, 8), "| qwen3-30b-a3b | fp8-block128 | 8 | classical | cl/t8/tma/pdl | - | 75.1 | - | - | - | - |") << md;
 }
 
+// bench-moe with NVML records each layer's SM clock: a label's line gives
+// their range over its rounds; a label without clocks says nothing of them.
+TEST(Compare, LabelsCarryTheRangeOfTheirRecordsSmClock) {
+  json a1 = doc("aaa", 4.5, 100.0, 50.0, 70.0), a2 = doc("aaa", 4.5, 101.0, 50.0);
+  a1["records"][0]["sm_clock_mhz"] = 1755.0;
+  a1["records"][1]["sm_clock_mhz"] = 1890.0;
+  a2["records"][0]["sm_clock_mhz"] = 1725.0;
+  json b = doc("bbb", 4.5, 99.0, 49.0);
+  b["records"][0]["sm_clock_mhz"] = 1980.0;
+  const std::string md = compare_table({{"old", a1}, {"new", b}, {"old", a2}, {"none", doc("ccc", 4.5, 98.0, 48.0)}}, {});
+  EXPECT_NE(md.find("- old (baseline): 2 rounds, commit aaa, read 4.500 TB/s, SM clock 1725-1890 MHz\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- new: 1 round, commit bbb, read 4.500 TB/s, SM clock 1980 MHz\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- none: 1 round, commit ccc, read 4.500 TB/s\n"), std::string::npos) << md;
+}
+
 // A key whose first record has no figure is still one row.
 TEST(Compare, OneRowAKey) {
   json a = doc("aaa", 4.5, 100.0, 50.0);

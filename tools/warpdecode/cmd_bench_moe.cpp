@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -107,6 +109,25 @@ std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, int batch, W
   return v;
 }
 
+// Per path, the range of the records' SM clocks and the share of samples
+// under the software power cap (records without samples say nothing).
+void print_clock_summary(const nlohmann::json& records) {
+  std::map<std::string, std::vector<double>> mhz, capped;
+  for (const auto& r : records)
+    if (r.contains("sm_clock_mhz")) {
+      mhz[r["path"].get<std::string>()].push_back(r["sm_clock_mhz"].get<double>());
+      capped[r["path"].get<std::string>()].push_back(r["power_capped_share"].get<double>());
+    }
+  for (const auto& [path, v] : mhz) {
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const auto& c = capped[path];
+    const double share = std::accumulate(c.begin(), c.end(), 0.0) / double(c.size());
+    std::printf("# SM clock, %s: %.0f-%.0f MHz over %zu records (median of each one's settle replays); "
+                "software power cap in %.0f %% of samples\n",
+                path.c_str(), *lo, *hi, v.size(), 100.0 * share);
+  }
+}
+
 void run(const Opts& o) {
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
@@ -127,6 +148,14 @@ void run(const Opts& o) {
               bw.read_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
   std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
               o.calls, o.replays);
+  int device = 0;
+  WD_CUDA_CHECK(cudaGetDevice(&device));
+  bench::ClockSampler clock(device);
+  if (clock.available())
+    std::printf("# SM clock and power: NVML, sampled during each layer's ~20 ms of settle replays (power limit %.0f W)\n",
+                clock.power_limit_w());
+  else
+    std::printf("# SM clock and power: not sampled (%s)\n", clock.unavailable_reason().c_str());
 
   nlohmann::json doc;
   doc["header"] = {{"card", gpu->name},
@@ -150,6 +179,9 @@ void run(const Opts& o) {
                                                        : "canonical + tiled down"},
                    {"bf16_weights", o.tiled_only ? "tiled only (gate_up and down)" : "canonical"},
                    {"time_utc", std::time(nullptr)},
+                   {"clock_sampling", clock.available() ? "nvml: median of each layer's settle replays"
+                                                        : "none: " + clock.unavailable_reason()},
+                   {"power_limit_w", clock.power_limit_w()},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
   if (o.tune) {  // crossover of warp decode and the classical path, for MoeDispatch
@@ -206,6 +238,7 @@ void run(const Opts& o) {
           opt.seed = o.seed;
           opt.with_router = !o.no_router;
           opt.stages = o.stages;
+          opt.clock = clock.available() ? &clock : nullptr;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
           const bool is_default = config_label(cfg) == config_label(dflt);
@@ -233,6 +266,7 @@ void run(const Opts& o) {
                                 {"tbps", tbps},
                                 {"pct_read_bw", pct}};
           if (!o.no_router) rec["us_with_router"] = m.with_router.us_median;
+          bench::add_clock_fields(rec, m.clock);
           for (const auto& st : m.stages) {
             const double st_tbps = st.bytes / (st.time.us_median * 1e-6) / 1e12;
             std::printf("%-22s %-6s %4d   stage %-18s %9.1f %9.1f %9.1f %10s %8s %10.1f %7.3f %6.1f\n", "", "", B,
@@ -250,6 +284,7 @@ void run(const Opts& o) {
           opt.seed = o.seed;
           opt.with_router = !o.no_router;
           opt.stages = o.stages;
+          opt.clock = clock.available() ? &clock : nullptr;
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (o.classical_sweep || !o.classical_configs.empty())
@@ -264,6 +299,7 @@ void run(const Opts& o) {
       }
     }
   WD_CUDA_CHECK(cudaStreamDestroy(stream));
+  print_clock_summary(doc["records"]);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     WD_CHECK(out.good(), "cannot write '", o.json, "'");
