@@ -1,9 +1,11 @@
 #include "moe_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
@@ -117,13 +119,19 @@ struct Events {
 // a short graph (B = 1: a few hundred µs) timed right after host-side setup
 // ran up to 8 % slower than an identical configuration timed after it
 // (docs/PERF_LOG.md v9, run 3).
-// With a sampler, the SM clock and power are read while those replays run
-// (the clock a decode loop of this graph holds).
+// With a sampler, the replays run for about 250 ms and the SM clock and
+// power are read during their last 150 ms: the clock a decode loop of this
+// graph holds. (NVML's clock and power readings change about every 100 ms
+// on an H200: a 20 ms window reads the state before it; session 30.)
 ClockReading settle_clocks(Graph& graph, cudaStream_t s, Events& ev, ClockSampler* clock = nullptr) {
   const double t = ev.time_us(s, [&] { graph.launch(s); });
-  const int n = std::clamp(int(20000.0 / std::max(t, 1.0)), 1, 1000);
-  if (clock) clock->start();
+  const double window_us = clock ? 250000.0 : 20000.0;
+  const int n = std::clamp(int(window_us / std::max(t, 1.0)), 1, clock ? 20000 : 1000);
   for (int i = 0; i < n; ++i) graph.launch(s);
+  if (clock) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock->start(2000);
+  }
   WD_CUDA_CHECK(cudaStreamSynchronize(s));
   return clock ? clock->stop() : ClockReading{};
 }

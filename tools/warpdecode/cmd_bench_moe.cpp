@@ -152,7 +152,7 @@ void run(const Opts& o) {
   WD_CUDA_CHECK(cudaGetDevice(&device));
   bench::ClockSampler clock(device);
   if (clock.available())
-    std::printf("# SM clock and power: NVML, sampled during each layer's ~20 ms of settle replays (power limit %.0f W)\n",
+    std::printf("# SM clock and power: NVML, sampled during the last 150 ms of each layer's ~250 ms of settle replays (power limit %.0f W)\n",
                 clock.power_limit_w());
   else
     std::printf("# SM clock and power: not sampled (%s)\n", clock.unavailable_reason().c_str());
