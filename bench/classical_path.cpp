@@ -155,7 +155,8 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
   std::printf("# tune: µs per MoE layer (router excluded) of warp decode and the classical path; crossover = the "
               "smallest B from which the classical path stays faster by at least %.0f %%\n",
               100.0 * kCrossoverMargin);
-  std::printf("%-22s %-12s %5s %10s %10s %8s\n", "preset", "format", "B", "warp_us", "classical_us", "cl/warp");
+  std::printf("%-22s %-12s %5s %10s %10s %8s %s\n", "preset", "format", "B", "warp_us", "classical_us", "cl/warp",
+              opt.clock ? "  SM MHz warp / classical" : "");
   for (const auto& preset : presets)
     for (WeightFormat f : formats) {
       const MoeShape shape = preset_shape(preset);
@@ -168,21 +169,32 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       nlohmann::json points = nlohmann::json::array();
       std::vector<double> warp_times, classical_times, w8a16_times;
       for (int B : ladder) {
-        double warp_us = 0;
+        Measurement wm;
         if (warp_supports(f)) {
           WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f));
-          warp_us = mb.run(B, wp, opt).experts.us_median;
+          wm = mb.run(B, wp, opt);
         }
+        const double warp_us = wm.experts.us_median;
         ClassicalPath cp(mb, f, std::nullopt);
-        const double cl_us = mb.run(B, cp, opt).experts.us_median;
+        const Measurement cm = mb.run(B, cp, opt);
+        const double cl_us = cm.experts.us_median;
         warp_times.push_back(warp_us);
         classical_times.push_back(cl_us);
-        std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f\n", preset.c_str(), to_string(f), B, warp_us, cl_us,
+        std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f", preset.c_str(), to_string(f), B, warp_us, cl_us,
                     warp_us > 0 ? cl_us / warp_us : 0.0);
+        if (wm.clock.samples > 0 || cm.clock.samples > 0)
+          std::printf("  %5.0f / %5.0f", wm.clock.sm_mhz_median, cm.clock.sm_mhz_median);
+        std::printf("\n");
         nlohmann::json point = {{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}};
+        // The SM clock each path ran at (bench-moe with NVML): a point where
+        // warp decode ran slower than the card's usual clock shows it.
+        if (wm.clock.samples > 0) point["warp_sm_clock_mhz"] = wm.clock.sm_mhz_median;
+        if (cm.clock.samples > 0) point["classical_sm_clock_mhz"] = cm.clock.sm_mhz_median;
         if (w8a16) {
           ClassicalPath ap(mb, f, ClassicalConfig::for_batch(shape, B, f, true, true));
-          const double a_us = mb.run(B, ap, opt).experts.us_median;
+          const Measurement am = mb.run(B, ap, opt);
+          const double a_us = am.experts.us_median;
+          if (am.clock.samples > 0) point["w8a16_sm_clock_mhz"] = am.clock.sm_mhz_median;
           w8a16_times.push_back(a_us);
           std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f  (W8A16 %s)\n", preset.c_str(), to_string(f), B, warp_us,
                       a_us, warp_us > 0 ? a_us / warp_us : 0.0, ap.config().c_str());

@@ -190,6 +190,7 @@ void run(const Opts& o) {
     opt.replays = o.replays;
     opt.seed = o.seed;
     opt.with_router = false;
+    opt.clock = clock.available() ? &clock : nullptr;
     bench::tune_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
                           gpu->l2_bytes, opt, stream, doc["header"], o.tune_json);
     WD_CUDA_CHECK(cudaStreamDestroy(stream));
