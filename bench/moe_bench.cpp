@@ -127,9 +127,20 @@ ClockReading settle_clocks(Graph& graph, cudaStream_t s, Events& ev, ClockSample
   const double t = ev.time_us(s, [&] { graph.launch(s); });
   const double window_us = clock ? 250000.0 : 20000.0;
   const int n = std::clamp(int(window_us / std::max(t, 1.0)), 1, clock ? 20000 : 1000);
-  for (int i = 0; i < n; ++i) graph.launch(s);
-  if (clock) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Sampling starts 100 ms (host time) after the first launch: while later
+  // launches are still being queued if the launch queue blocks, else after
+  // a sleep with the queued replays still running.
+  const auto start = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  bool sampling = false;
+  for (int i = 0; i < n; ++i) {
+    graph.launch(s);
+    if (clock && !sampling && std::chrono::steady_clock::now() >= start) {
+      clock->start(2000);
+      sampling = true;
+    }
+  }
+  if (clock && !sampling) {
+    std::this_thread::sleep_until(start);
     clock->start(2000);
   }
   WD_CUDA_CHECK(cudaStreamSynchronize(s));
