@@ -369,7 +369,7 @@ echo
 echo "==================== summary ===================="
 {
   printf '%s\n' "${SUMMARY[@]}"
-  grep -E "^# measured" "$LOG/bench-moe.log" || true
+  grep -E "^# (measured|SM clock)" "$LOG/bench-moe.log" || true
   grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
     {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
   [ -f "$LOG/bench-classical.log" ] && grep -vE "^#" "$LOG/bench-classical.log" | tail -60
