@@ -106,9 +106,9 @@ struct Options {
   uint64_t seed = 1;
   bool with_router = true;
   bool stages = false;  // also time each stage of the path on its own
-  // Samples the SM clock and power during the back-to-back replays that
-  // settle the clocks before each layer's timed series, then lengthened to
-  // ~250 ms, the last 150 sampled (null: none, and 20 ms of settling).
+  // Samples the SM clock and power while the graph is replayed back to back
+  // before each layer's timed series: that settle then lasts ~250 ms and its
+  // last 150 ms are sampled (null: no sampling, and a 20 ms settle).
   ClockSampler* clock = nullptr;
 };
 
