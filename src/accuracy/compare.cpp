@@ -44,13 +44,27 @@ std::string num(const char* f, double v) {
   return buf;
 }
 
+// The span of a figure over a label's rounds or records: ", name a-b unit",
+// or ", name a unit" when they agree, or nothing without a value.
+struct Span {
+  double lo = 0, hi = 0;
+  bool any = false;
+  void add(double v) {
+    lo = any ? std::min(lo, v) : v;
+    hi = any ? std::max(hi, v) : v;
+    any = true;
+  }
+  std::string str(const char* name, const char* f, const char* unit) const {
+    if (!any) return "";
+    return ", " + std::string(name) + " " + num(f, lo) + (lo == hi ? "" : "-" + num(f, hi)) + " " + unit;
+  }
+};
+
 struct LabelInfo {
   int rounds = 0;
   std::vector<std::string> commits;
-  double read_min = 0, read_max = 0;
-  bool has_read = false;
-  double clock_min = 0, clock_max = 0;  // records' sm_clock_mhz (bench-moe with NVML)
-  bool has_clock = false;
+  Span read;   // header read_tbps
+  Span clock;  // records' sm_clock_mhz (bench-moe with NVML)
 };
 
 }  // namespace
@@ -79,20 +93,10 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
     const std::string commit = str(h, "commit");
     if (!commit.empty() && std::find(li.commits.begin(), li.commits.end(), commit) == li.commits.end())
       li.commits.push_back(commit);
-    if (h.contains("read_tbps") && h["read_tbps"].is_number()) {
-      const double r = h["read_tbps"].get<double>();
-      li.read_min = li.has_read ? std::min(li.read_min, r) : r;
-      li.read_max = li.has_read ? std::max(li.read_max, r) : r;
-      li.has_read = true;
-    }
+    if (h.contains("read_tbps") && h["read_tbps"].is_number()) li.read.add(h["read_tbps"].get<double>());
     if (!in.doc.contains("records") || !in.doc["records"].is_array()) continue;
     for (const json& r : in.doc["records"]) {
-      if (r.contains("sm_clock_mhz") && r["sm_clock_mhz"].is_number()) {
-        const double c = r["sm_clock_mhz"].get<double>();
-        li.clock_min = li.has_clock ? std::min(li.clock_min, c) : c;
-        li.clock_max = li.has_clock ? std::max(li.clock_max, c) : c;
-        li.has_clock = true;
-      }
+      if (r.contains("sm_clock_mhz") && r["sm_clock_mhz"].is_number()) li.clock.add(r["sm_clock_mhz"].get<double>());
       const Key k = key_of(r);
       const auto [at, fresh] = best.try_emplace(k);
       if (fresh) keys.push_back(k);
@@ -117,13 +121,7 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
       md += ", commit";
       for (const std::string& c : li.commits) md += " " + c;
     }
-    if (li.has_read)
-      md += li.read_min == li.read_max ? ", read " + num("%.3f", li.read_min) + " TB/s"
-                                       : ", read " + num("%.3f", li.read_min) + "-" + num("%.3f", li.read_max) + " TB/s";
-    if (li.has_clock)
-      md += li.clock_min == li.clock_max ? ", SM clock " + num("%.0f", li.clock_min) + " MHz"
-                                         : ", SM clock " + num("%.0f", li.clock_min) + "-" + num("%.0f", li.clock_max) + " MHz";
-    md += "\n";
+    md += li.read.str("read", "%.3f", "TB/s") + li.clock.str("SM clock", "%.0f", "MHz") + "\n";
   }
   md += "\nµs, min over rounds of the median; change against " + labels[0] + ".\n\n";
   md += "| preset | format | B | path | config |";

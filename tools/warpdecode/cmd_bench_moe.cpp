@@ -184,13 +184,15 @@ void run(const Opts& o) {
                    {"power_limit_w", clock.power_limit_w()},
                    {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
   doc["records"] = nlohmann::json::array();
+  // How every layer is timed, warp decode's and the classical path's alike.
+  bench::Options opt;
+  opt.calls = o.calls;
+  opt.replays = o.replays;
+  opt.seed = o.seed;
+  opt.with_router = !o.no_router && !o.tune;  // the tune compares the layers without their router
+  opt.stages = o.stages && !o.tune;
+  opt.clock = clock.available() ? &clock : nullptr;
   if (o.tune) {  // crossover of warp decode and the classical path, for MoeDispatch
-    bench::Options opt;
-    opt.calls = o.calls;
-    opt.replays = o.replays;
-    opt.seed = o.seed;
-    opt.with_router = false;
-    opt.clock = clock.available() ? &clock : nullptr;
     bench::tune_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
                           gpu->l2_bytes, opt, stream, doc["header"], o.tune_json);
     WD_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -233,13 +235,6 @@ void run(const Opts& o) {
                         configs.end());
         }
         for (const auto& cfg : configs) {
-          bench::Options opt;
-          opt.calls = o.calls;
-          opt.replays = o.replays;
-          opt.seed = o.seed;
-          opt.with_router = !o.no_router;
-          opt.stages = o.stages;
-          opt.clock = clock.available() ? &clock : nullptr;
           bench::WarpPath path(cfg);
           const auto m = mb.run(B, path, opt);
           const bool is_default = config_label(cfg) == config_label(dflt);
@@ -279,13 +274,6 @@ void run(const Opts& o) {
           doc["records"].push_back(rec);
         }
         if (!o.no_classical && !tc_only) {
-          bench::Options opt;
-          opt.calls = o.calls;
-          opt.replays = o.replays;
-          opt.seed = o.seed;
-          opt.with_router = !o.no_router;
-          opt.stages = o.stages;
-          opt.clock = clock.available() ? &clock : nullptr;
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (o.classical_sweep || !o.classical_configs.empty())
