@@ -17,14 +17,19 @@
 // and each of the warp's two loads is 512 contiguous bytes.
 // Scales: 32 bytes per item in the same order; the E8M0 scale of row
 // 16t + 8h + g, block 2u + b (b < 2) at byte 16h + 2g + b.
-// Same bytes as the canonical tensors, moved: E·H·I codes and E·H·I/32 scales.
+// The canonical codes moved, each 16-byte piece whole, and every aligned word
+// of four codes (4 consecutive elements of a row) stored packed
+// (warpdecode/packed_e4m3.h): moe_down_tc decodes a packed word in half the
+// integer instructions, to the same BF16 operands. The scales moved as they
+// are: E·H·I code bytes and E·H·I/32 scales.
 // Needs H % 16 == 0 and I % 64 == 0 (every shape the tensor-core kernels take).
 //
 // BF16 (tiled-only weights, DeviceWeightsOptions::tiled_only()): the same
-// layout over the rows' bytes, as if the (E, H, I) BF16 tensor were an
-// (E, H, 2I) byte tensor: byte b of row r at down_tiled_offset(e, r, b, H,
-// 2I). A moe_down_tc unit (64 BF16 elements, 128 bytes of a row) is then two
-// consecutive 1 KB items: 2 KB contiguous. No scales.
+// layout over the rows' bytes, nothing packed, as if the (E, H, I) BF16
+// tensor were an (E, H, 2I) byte tensor: byte b of row r at
+// down_tiled_offset(e, r, b, H, 2I). A moe_down_tc unit (64 BF16 elements,
+// 128 bytes of a row) is then two consecutive 1 KB items: 2 KB contiguous.
+// No scales.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +48,8 @@ constexpr int kDownTileScales = 32;    // scale bytes of one item
 bool down_tiling_fits(const MoeShape& s);
 
 // Byte offset in the tiled codes of canonical element (e, row, k): both
-// tensors hold the same E·H·I bytes.
+// tensors hold E·H·I bytes (MXFP8: the code's word there is packed, its
+// byte is in the word's unpacked form at this offset).
 WD_HD size_t down_tiled_offset(size_t e, size_t row, size_t k, size_t H, size_t I) {
   const size_t t = row / kDownTileRows, r = row % kDownTileRows, u = k / kDownTileElems, c = k % kDownTileElems;
   const size_t item = (e * (H / kDownTileRows) + t) * (I / kDownTileElems) + u;

@@ -16,12 +16,15 @@
 // 512r + 16·lane and each of the warp's four loads is 512 contiguous bytes.
 // Scales: 64 bytes per item in the same order; the E8M0 scale of row (r, g),
 // block 2c + b (b < 2) at byte 16r + 2g + b.
-// Same bytes as the canonical tensors, moved. Needs I % 16 == 0, H % 64 == 0.
+// The canonical codes moved, every aligned word of four stored packed
+// (warpdecode/packed_e4m3.h, as the tiled down copy); the scales moved.
+// Needs I % 16 == 0, H % 64 == 0.
 //
-// BF16 (tiled-only weights): the same layout over the rows' bytes, as if the
-// (E, 2I, H) BF16 tensor were an (E, 2I, 2H) byte tensor: byte b of row r at
-// gate_up_tiled_offset(e, r, b, 2H, I). A moe_gate_up_tc chunk (32 BF16
-// elements, 64 bytes of each of its 32 rows) is then one 2 KB item. No scales.
+// BF16 (tiled-only weights): the same layout over the rows' bytes (nothing
+// packed), as if the (E, 2I, H) BF16 tensor were an (E, 2I, 2H) byte
+// tensor: byte b of row r at gate_up_tiled_offset(e, r, b, 2H, I). A
+// moe_gate_up_tc chunk (32 BF16 elements, 64 bytes of each of its 32 rows)
+// is then one 2 KB item. No scales.
 #pragma once
 
 #include <cstddef>
@@ -39,7 +42,8 @@ constexpr int kGateUpTileScales = 64;   // scale bytes of one item
 
 bool gate_up_tiling_fits(const MoeShape& s);
 
-// Byte offset in the tiled codes of canonical element (e, row, k), row < 2I.
+// Byte offset in the tiled codes of canonical element (e, row, k), row < 2I
+// (MXFP8: of the code in its word's unpacked form; warpdecode/packed_e4m3.h).
 WD_HD size_t gate_up_tiled_offset(size_t e, size_t row, size_t k, size_t H, size_t I) {
   const size_t up = row / I, n = row % I, t = n / 16, h = (n % 16) / 8, g = n % 8;
   const size_t item = (e * (I / 16) + t) * (H / 64) + k / 64, kk = k % 64;

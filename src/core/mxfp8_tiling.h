@@ -2,8 +2,10 @@
 // warpdecode/gate_up_tiling.h), host and device: an (E, R, L) byte tensor
 // and, for MXFP8, its (E, R, L/32) E8M0 scales, moved piece by piece to where
 // a layout puts each 16 contiguous bytes (which the layouts keep together)
-// and each scale byte. MXFP8: L is the row length in E4M3 codes. BF16: the
-// same layouts over the rows' bytes (L = 2 × the row's elements), no scales.
+// and each scale byte. MXFP8: L is the row length in E4M3 codes, and each
+// aligned word of four codes is stored packed (warpdecode/packed_e4m3.h).
+// BF16: the same layouts over the rows' bytes (L = 2 × the row's elements),
+// no scales, nothing packed.
 // Piece i < E·R·L/16 of the bytes, scale byte i < E·R·L/32: the host loops
 // over i, the device kernel gives each thread one i.
 #pragma once
@@ -15,6 +17,7 @@
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/formats.h"
 #include "warpdecode/gate_up_tiling.h"
+#include "warpdecode/packed_e4m3.h"
 
 namespace wd {
 
@@ -51,10 +54,22 @@ WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, con
   if (i < E * R * L / 16) {
     const size_t k = (i * 16) % L, row = (i * 16) / L;
     uint8_t* dst = q_tiled + t.code(row / R, row % R, k);
+    const bool packed = scales != nullptr;  // MXFP8: each word of four codes packed
 #if defined(__CUDA_ARCH__)  // device buffers are 16-byte aligned: one vector load and store
-    *reinterpret_cast<uint4*>(dst) = reinterpret_cast<const uint4*>(q)[i];
-#else  // host pointers may be any view's
-    std::memcpy(dst, q + 16 * i, 16);
+    uint4 v = reinterpret_cast<const uint4*>(q)[i];
+    if (packed) v = {pack_e4m3x4(v.x), pack_e4m3x4(v.y), pack_e4m3x4(v.z), pack_e4m3x4(v.w)};
+    *reinterpret_cast<uint4*>(dst) = v;
+#else  // host pointers may be any view's; words little-endian, as the device reads them
+    uint8_t piece[16];
+    std::memcpy(piece, q + 16 * i, 16);
+    if (packed)
+      for (int j = 0; j < 16; j += 4) {
+        uint32_t w = uint32_t(piece[j]) | uint32_t(piece[j + 1]) << 8 | uint32_t(piece[j + 2]) << 16 |
+                     uint32_t(piece[j + 3]) << 24;
+        w = pack_e4m3x4(w);
+        for (int b = 0; b < 4; ++b) piece[j + b] = uint8_t(w >> 8 * b);
+      }
+    std::memcpy(dst, piece, 16);
 #endif
   }
   if (scales != nullptr && i < E * R * L / kMxBlock) {  // MXFP8 only

@@ -36,10 +36,15 @@ __global__ void mx8_bf16_decode_kernel(const uint4* codes, const uint8_t* scales
   if (t >= n16) return;
   const uint4 raw = codes[t];
   const uint32_t c = scales[t];
-  if (path == Mx8Bf16Decode::kSixteenNarrow || path == Mx8Bf16Decode::kSixteenWide) {
+  if (path == Mx8Bf16Decode::kSixteenNarrow || path == Mx8Bf16Decode::kSixteenWide ||
+      path == Mx8Bf16Decode::kSixteenNarrowPacked || path == Mx8Bf16Decode::kSixteenWidePacked) {
     uint32_t o[8];
-    if (path == Mx8Bf16Decode::kSixteenNarrow) e4m3x16_to_bf16x8<true>(raw, c, o);
-    else e4m3x16_to_bf16x8<false>(raw, c, o);
+    switch (path) {
+      case Mx8Bf16Decode::kSixteenNarrow: e4m3x16_to_bf16x8<true>(raw, c, o); break;
+      case Mx8Bf16Decode::kSixteenWide: e4m3x16_to_bf16x8<false>(raw, c, o); break;
+      case Mx8Bf16Decode::kSixteenNarrowPacked: e4m3x16_to_bf16x8<true, true>(raw, c, o); break;
+      default: e4m3x16_to_bf16x8<false, true>(raw, c, o); break;
+    }
     for (int k = 0; k < 8; ++k) {
       out[16 * t + 2 * k] = uint16_t(o[k]);
       out[16 * t + 2 * k + 1] = uint16_t(o[k] >> 16);

@@ -39,7 +39,9 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
 // kInteger*: e4m3x2_to_bf16x2_shift120 (the W8A16 TMA tile from T = 16);
 // *Narrow: one BF16 multiply (codes up to 142, resp. 134), *Wide: two (any
 // code). kSixteen*: e4m3x16_to_bf16x8 (the warp-decode tensor-core kernels
-// and the classical stream tile; narrow up to 134, wide through FP32).
+// and the classical stream tile; narrow up to 134, wide through FP32);
+// kSixteen*Packed: the same on packed words (warpdecode/packed_e4m3.h: the
+// tiled copies, which the tensor-core kernels read), `codes` packed.
 // n % 16 == 0, codes 16-byte aligned.
 enum class Mx8Bf16Decode {
   kConvertNarrow,
@@ -47,7 +49,9 @@ enum class Mx8Bf16Decode {
   kIntegerNarrow,
   kIntegerWide,
   kSixteenNarrow,
-  kSixteenWide
+  kSixteenWide,
+  kSixteenNarrowPacked,
+  kSixteenWidePacked
 };
 void mx8_bf16_decode(const uint8_t* codes, const uint8_t* scales, size_t n, Mx8Bf16Decode path, uint16_t* out,
                      cudaStream_t stream);

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "kernels/common.cuh"
+#include "warpdecode/packed_e4m3.h"
 
 namespace wd::kernels {
 
@@ -156,9 +157,27 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32
   return a + 15u * (a & 0x08000800u);
 }
 
-template <bool kNarrow>
+// One packed word of the tiled copies (warpdecode/packed_e4m3.h) with a
+// narrow scale code -> BF16x2 words lo (its codes 0, 1) and hi (2, 3) times
+// 2^(c-127): one LOP3, then two shifts and a LOP3, then one multiply each.
+__device__ __forceinline__ void packed_e4m3x4_to_bf16x2x2(uint32_t w, uint32_t code, uint32_t& lo, uint32_t& hi) {
+  const uint32_t m = ((code + kIntBias) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
+  lo = bf16x2_mul(packed_e4m3_lo(w), m);
+  hi = bf16x2_mul(packed_e4m3_hi(w), m);
+}
+
+// kPacked: the words are the tiled copies' packed words
+// (warpdecode/packed_e4m3.h), which give the same two BF16x2 words (values ×
+// 2^-120) with one LOP3 and with two shifts and a LOP3: four integer
+// instructions a word of four codes where the canonical word takes eight.
+// The wide path unpacks them and runs the canonical one: the same bits.
+template <bool kNarrow, bool kPacked = false>
 __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t code, uint32_t (&out)[8]) {
-  if constexpr (kNarrow) {
+  if constexpr (kNarrow && kPacked) {
+    const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) packed_e4m3x4_to_bf16x2x2(v[i], code, out[2 * i], out[2 * i + 1]);
+  } else if constexpr (kNarrow) {
     const uint32_t m = ((code + kIntBias) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
@@ -166,6 +185,9 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t cod
       out[2 * i] = bf16x2_mul(e4m3x2_to_bf16x2_shift120(v[i], 0x1404u), m);
       out[2 * i + 1] = bf16x2_mul(e4m3x2_to_bf16x2_shift120(v[i], 0x3424u), m);
     }
+  } else if constexpr (kPacked) {
+    const uint4 canonical = {unpack_e4m3x4(raw.x), unpack_e4m3x4(raw.y), unpack_e4m3x4(raw.z), unpack_e4m3x4(raw.w)};
+    e4m3x16_to_bf16x8<false, false>(canonical, code, out);
   } else {
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
     const float scale = e8m0_to_float(uint8_t(code));

@@ -406,23 +406,41 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         tile[c] = first ? 0.0f : tile[c];
         tile_lo[c] = first ? 0.0f : tile_lo[c];
       }
+      // The tiled copy's packed words on the narrow path are decoded a k16
+      // step at a time in the MMA loop (a step's two words of a row are
+      // one packed word): decoded all up front, as the other paths are,
+      // sm_90a's ptxas spilled 4-12 bytes in the four-unit register walks,
+      // and sm_100a's spills 4 bytes in the four-unit quad walk the other way.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+      constexpr bool kStepDecode = false;
+#else
+      constexpr bool kStepDecode = kMx8 && kTiled && kNarrow;
+#endif
       uint32_t a[2][8];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        if constexpr (kMx8) {
-          e4m3x16_to_bf16x8<kNarrow>(it.a[hh][0], it.sc[hh], a[hh]);
-        } else {
+        if constexpr (!kMx8) {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
             a[hh][4 * c] = it.a[hh][c].x; a[hh][4 * c + 1] = it.a[hh][c].y;
             a[hh][4 * c + 2] = it.a[hh][c].z; a[hh][4 * c + 3] = it.a[hh][c].w;
           }
+        } else if constexpr (!kStepDecode) {
+          e4m3x16_to_bf16x8<kNarrow, kTiled>(it.a[hh][0], it.sc[hh], a[hh]);
         }
       }
       const uint32_t hi[8] = {it.h[0].x, it.h[0].y, it.h[0].z, it.h[0].w, it.h[1].x, it.h[1].y, it.h[1].z, it.h[1].w};
       const uint32_t lo[8] = {it.h[2].x, it.h[2].y, it.h[2].z, it.h[2].w, it.h[3].x, it.h[3].y, it.h[3].z, it.h[3].w};
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
+        if constexpr (kStepDecode) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const uint4& v = it.a[hh][0];
+            packed_e4m3x4_to_bf16x2x2(s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w, it.sc[hh], a[hh][2 * s],
+                                      a[hh][2 * s + 1]);
+          }
+        }
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
         mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }

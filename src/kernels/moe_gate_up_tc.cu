@@ -164,7 +164,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         for (int hh = 0; hh < 2; ++hh) {
           const int r = 2 * mt + hh;
           if constexpr (kMx8) {
-            e4m3x16_to_bf16x8<kNarrow>(rd.a[u][r], rd.sc[u][r], a[hh]);
+            e4m3x16_to_bf16x8<kNarrow, kTiled>(rd.a[u][r], rd.sc[u][r], a[hh]);
           } else {
             a[hh][0] = rd.a[u][r].x; a[hh][1] = rd.a[u][r].y;
             a[hh][2] = rd.a[u][r].z; a[hh][3] = rd.a[u][r].w;

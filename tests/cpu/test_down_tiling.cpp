@@ -8,6 +8,7 @@
 
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
+#include "warpdecode/packed_e4m3.h"
 #include "warpdecode/weights.h"
 
 namespace wd {
@@ -47,6 +48,10 @@ TEST(DownTiling, LaneReadsItsFragmentRows) {
   for (size_t i = 0; i < q.size(); ++i) q[i] = uint8_t(i * 7 + i / 251);
   for (size_t i = 0; i < sc.size(); ++i) sc[i] = uint8_t(100 + i % 53);
   tile_mxfp8_down(s, q.data(), sc.data(), qt.data(), st.data());
+  // The codes are packed a word at a time (warpdecode/packed_e4m3.h): read them unpacked.
+  std::vector<uint8_t> qu(qt.size());
+  unpack_e4m3_words(qt.data(), qt.size(), qu.data());
+  EXPECT_NE(qu, qt);
   for (size_t e = 0; e < E; ++e)
     for (size_t t = 0; t < T; ++t)
       for (size_t u = 0; u < U; ++u) {
@@ -56,7 +61,7 @@ TEST(DownTiling, LaneReadsItsFragmentRows) {
           for (int h = 0; h < 2; ++h) {
             const size_t row = e * H + 16 * t + 8 * h + g;
             for (size_t c = 0; c < 16; ++c)
-              ASSERT_EQ(qt[item * 1024 + 512 * h + 16 * lane + c], q[row * I + 64 * u + 16 * qq + c])
+              ASSERT_EQ(qu[item * 1024 + 512 * h + 16 * lane + c], q[row * I + 64 * u + 16 * qq + c])
                   << e << " " << t << " " << u << " " << lane;
             ASSERT_EQ(st[item * 32 + 16 * h + 2 * g + qq / 2], sc[row * (I / 32) + 2 * u + qq / 2]);
           }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "warpdecode/error.h"
+#include "warpdecode/packed_e4m3.h"
 #include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/weights.h"
 
@@ -47,6 +48,10 @@ TEST(GateUpTiling, LaneReadsItsFragmentRows) {
   for (size_t i = 0; i < q.size(); ++i) q[i] = uint8_t(i * 7 + i / 251);
   for (size_t i = 0; i < sc.size(); ++i) sc[i] = uint8_t(100 + i % 53);
   tile_mxfp8_gate_up(s, q.data(), sc.data(), qt.data(), st.data());
+  // The codes are packed a word at a time (warpdecode/packed_e4m3.h): read them unpacked.
+  std::vector<uint8_t> qu(qt.size());
+  unpack_e4m3_words(qt.data(), qt.size(), qu.data());
+  EXPECT_NE(qu, qt);
   for (size_t e = 0; e < E; ++e)
     for (size_t t = 0; t < T; ++t)
       for (size_t c = 0; c < C; ++c) {
@@ -56,7 +61,7 @@ TEST(GateUpTiling, LaneReadsItsFragmentRows) {
           for (int r = 0; r < 4; ++r) {
             const size_t row = e * 2 * I + (r / 2) * I + 16 * t + 8 * (r % 2) + g;
             for (size_t b = 0; b < 16; ++b)
-              ASSERT_EQ(qt[item * 2048 + 512 * r + 16 * lane + b], q[row * H + 64 * c + 16 * qq + b])
+              ASSERT_EQ(qu[item * 2048 + 512 * r + 16 * lane + b], q[row * H + 64 * c + 16 * qq + b])
                   << e << " " << t << " " << c << " " << lane << " " << r;
             ASSERT_EQ(st[item * 64 + 16 * r + 2 * g + qq / 2], sc[row * (H / 32) + 2 * c + qq / 2]);
           }
