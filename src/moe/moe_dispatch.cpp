@@ -34,11 +34,11 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 64},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 32},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 32, true, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 48},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 96},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 16},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 64, true, 192},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 24},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
   };
 }
 
