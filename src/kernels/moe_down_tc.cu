@@ -73,7 +73,7 @@ __device__ __forceinline__ int lane_token(int q, int j) { return 8 * (j / 2) + 2
 
 // Element offset (within a unit) of 16-byte h piece m (0, 1) of lane q.
 template <bool kMx8>
-__device__ __forceinline__ int h_offset(int q, int m) {
+__host__ __device__ constexpr int h_offset(int q, int m) {
   return kMx8 ? 16 * q + 8 * m : 8 * q + 32 * m;
 }
 
@@ -346,14 +346,21 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       }
     };
     // h rows: per entry, I BF16 hi then I BF16 lo (moe_gate_up_tc).
-    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
+    // The lane's first h bytes of entry 0 of the group (hi; lo 2I bytes on);
+    // an entry's offset from there is a 32-bit product, its second piece an
+    // immediate: a few integer instructions an item where 64-bit element
+    // arithmetic per load took about twenty (SASS, PERF_LOG session 31).
+    const uint8_t* h_lane = reinterpret_cast<const uint8_t*>(
+        reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I + kw + h_offset<kMx8>(q, 0));
+    const uint32_t h_entry_bytes = 4u * uint32_t(I), h_lo_bytes = 2u * uint32_t(I);
+    constexpr int kHPiece = 2 * (h_offset<kMx8>(0, 1) - h_offset<kMx8>(0, 0));  // bytes from piece 0 to 1
     auto load_h = [&](Item<kMx8>& it) {
-      const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
-#pragma unroll
-      for (int m = 0; m < 2; ++m) {
-        it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
-        it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
-      }
+      const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_entry_bytes + uint32_t(it.u) * (2 * kUnit));
+      const uint8_t* lp = hp + h_lo_bytes;
+      it.h[0] = ld_cached(hp);
+      it.h[1] = ld_cached(hp + kHPiece);
+      it.h[2] = ld_cached(lp);
+      it.h[3] = ld_cached(lp + kHPiece);
     };
     // Two accumulators, the hi and the lo products: two independent MMA
     // chains, summed (hi + lo) once per tile. One item's compute is one
