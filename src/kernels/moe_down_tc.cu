@@ -349,18 +349,32 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // The lane's first h bytes of entry 0 of the group (hi; lo 2I bytes on);
     // an entry's offset from there is a 32-bit product, its second piece an
     // immediate: a few integer instructions an item where 64-bit element
-    // arithmetic per load took about twenty (SASS, PERF_LOG session 31).
-    const uint8_t* h_lane = reinterpret_cast<const uint8_t*>(
-        reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I + kw + h_offset<kMx8>(q, 0));
+    // arithmetic per load took about twenty (SASS, PERF_LOG session 31:
+    // down −4 to −7 % in the register walks and with four or ten units).
+    // Not in the one-unit general walk (qwen3-30b-a3b above B = 16), where
+    // ptxas scheduled the shorter form slower (down +1 to +4.5 % at B =
+    // 24-64, session 31 run 6): it keeps the element arithmetic.
+    constexpr bool kByteOffsets = !(kUnits == 1 && kRegTok == 0);
+    const uint16_t* hs = reinterpret_cast<const uint16_t*>(p.h) + size_t(b0) * K * 2 * I;
+    const uint8_t* h_lane = reinterpret_cast<const uint8_t*>(hs + kw + h_offset<kMx8>(q, 0));
     const uint32_t h_entry_bytes = 4u * uint32_t(I), h_lo_bytes = 2u * uint32_t(I);
     constexpr int kHPiece = 2 * (h_offset<kMx8>(0, 1) - h_offset<kMx8>(0, 0));  // bytes from piece 0 to 1
     auto load_h = [&](Item<kMx8>& it) {
-      const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_entry_bytes + uint32_t(it.u) * (2 * kUnit));
-      const uint8_t* lp = hp + h_lo_bytes;
-      it.h[0] = ld_cached(hp);
-      it.h[1] = ld_cached(hp + kHPiece);
-      it.h[2] = ld_cached(lp);
-      it.h[3] = ld_cached(lp + kHPiece);
+      if constexpr (kByteOffsets) {
+        const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_entry_bytes + uint32_t(it.u) * (2 * kUnit));
+        const uint8_t* lp = hp + h_lo_bytes;
+        it.h[0] = ld_cached(hp);
+        it.h[1] = ld_cached(hp + kHPiece);
+        it.h[2] = ld_cached(lp);
+        it.h[3] = ld_cached(lp + kHPiece);
+      } else {
+        const uint16_t* hp = hs + s_tent[it.n * 8 + g] * 2 * I + kw + it.u * kUnit;
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          it.h[m] = ld_cached(hp + h_offset<kMx8>(q, m));
+          it.h[2 + m] = ld_cached(hp + I + h_offset<kMx8>(q, m));
+        }
+      }
     };
     // Two accumulators, the hi and the lo products: two independent MMA
     // chains, summed (hi + lo) once per tile. One item's compute is one
