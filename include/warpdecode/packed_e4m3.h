@@ -30,7 +30,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "warpdecode/formats.h"
 
