@@ -80,7 +80,9 @@ struct MoeWeightsView {
   // scales): the down weights in the tensor-core tiled layout
   // (warpdecode/down_tiling.h); moe_down_tc reads these instead
   // of down / down_scales when asked (WarpDecodeConfig::tc_tiled_down) or
-  // when those are absent (tiled-only weights). Same values, so the same bits.
+  // when those are absent (tiled-only weights). Same values, so the same
+  // bits; MXFP8 codes packed a word at a time (warpdecode/packed_e4m3.h), as
+  // tile_mxfp8_down / tile_mxfp8_gate_up (host or device) write them.
   const uint8_t* down_tiled = nullptr;
   const uint8_t* down_tiled_scales = nullptr;
   // Optional, on the device (as above): gate_up in the tiled layout of
