@@ -85,16 +85,25 @@ WD_HD uint32_t unpack_e4m3x4(uint32_t packed) {
          packed_half_code(hi >> 16) << 24;
 }
 
-// Host: n bytes of packed words (n % 4 == 0, words little-endian as the
-// device reads them) -> the canonical codes: a tiled copy's codes in the
-// order of its bytes (down_tiled_offset, gate_up_tiled_offset).
-inline void unpack_e4m3_words(const uint8_t* packed, size_t n, uint8_t* out) {
+// Host: f applied to each little-endian 32-bit word of n bytes (n % 4 ==
+// 0), in to out (they may be the same buffer): words as the device reads them.
+template <typename F>
+inline void map_e4m3_words(const uint8_t* in, size_t n, uint8_t* out, F&& f) {
   for (size_t i = 0; i + 4 <= n; i += 4) {
-    const uint32_t w = uint32_t(packed[i]) | uint32_t(packed[i + 1]) << 8 | uint32_t(packed[i + 2]) << 16 |
-                       uint32_t(packed[i + 3]) << 24;
-    const uint32_t c = unpack_e4m3x4(w);
-    for (int b = 0; b < 4; ++b) out[i + b] = uint8_t(c >> 8 * b);
+    const uint32_t w = f(uint32_t(in[i]) | uint32_t(in[i + 1]) << 8 | uint32_t(in[i + 2]) << 16 |
+                         uint32_t(in[i + 3]) << 24);
+    for (int b = 0; b < 4; ++b) out[i + b] = uint8_t(w >> 8 * b);
   }
+}
+
+// Host: n bytes of canonical codes -> packed words (the tiling's host walk),
+// and back: a tiled copy's codes in the order of its bytes
+// (down_tiled_offset, gate_up_tiled_offset).
+inline void pack_e4m3_words(const uint8_t* in, size_t n, uint8_t* out) {
+  map_e4m3_words(in, n, out, [](uint32_t w) { return pack_e4m3x4(w); });
+}
+inline void unpack_e4m3_words(const uint8_t* packed, size_t n, uint8_t* out) {
+  map_e4m3_words(packed, n, out, [](uint32_t w) { return unpack_e4m3x4(w); });
 }
 
 }  // namespace wd

@@ -59,17 +59,9 @@ WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, con
     uint4 v = reinterpret_cast<const uint4*>(q)[i];
     if (packed) v = {pack_e4m3x4(v.x), pack_e4m3x4(v.y), pack_e4m3x4(v.z), pack_e4m3x4(v.w)};
     *reinterpret_cast<uint4*>(dst) = v;
-#else  // host pointers may be any view's; words little-endian, as the device reads them
-    uint8_t piece[16];
-    std::memcpy(piece, q + 16 * i, 16);
-    if (packed)
-      for (int j = 0; j < 16; j += 4) {
-        uint32_t w = uint32_t(piece[j]) | uint32_t(piece[j + 1]) << 8 | uint32_t(piece[j + 2]) << 16 |
-                     uint32_t(piece[j + 3]) << 24;
-        w = pack_e4m3x4(w);
-        for (int b = 0; b < 4; ++b) piece[j + b] = uint8_t(w >> 8 * b);
-      }
-    std::memcpy(dst, piece, 16);
+#else  // host pointers may be any view's
+    if (packed) pack_e4m3_words(q + 16 * i, 16, dst);
+    else std::memcpy(dst, q + 16 * i, 16);
 #endif
   }
   if (scales != nullptr && i < E * R * L / kMxBlock) {  // MXFP8 only

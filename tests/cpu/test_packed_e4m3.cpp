@@ -63,16 +63,16 @@ TEST(PackedE4m3, EveryWordIsThePackingOfOne) {
   EXPECT_EQ(bad, 0u);
 }
 
-// unpack_e4m3_words reads little-endian words, as the device does.
-TEST(PackedE4m3, UnpacksBuffersWordByWord) {
+// pack_e4m3_words / unpack_e4m3_words read and write little-endian words,
+// as the device does, and undo each other.
+TEST(PackedE4m3, PacksAndUnpacksBuffersWordByWord) {
   const uint32_t canonical[2] = {0x01B27F80u, 0xFF00C3A5u};
-  uint8_t packed[8], back[8];
-  for (int i = 0; i < 2; ++i) {
-    const uint32_t w = pack_e4m3x4(canonical[i]);
-    for (int b = 0; b < 4; ++b) packed[4 * i + b] = uint8_t(w >> 8 * b);
-  }
+  uint8_t bytes[8], packed[8], back[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(canonical[i / 4] >> 8 * (i % 4));
+  pack_e4m3_words(bytes, 8, packed);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(packed[i], uint8_t(pack_e4m3x4(canonical[i / 4]) >> 8 * (i % 4))) << i;
   unpack_e4m3_words(packed, 8, back);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(back[i], uint8_t(canonical[i / 4] >> 8 * (i % 4))) << i;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(back[i], bytes[i]) << i;
 }
 
 }  // namespace

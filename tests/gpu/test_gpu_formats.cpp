@@ -92,13 +92,7 @@ TEST(GpuFormats, Mxfp8Bf16DecodesAreExact) {
         if (i % 16 == 0) scales.push_back(uint8_t(c));
       }
     std::vector<uint8_t> stored = codes;
-    if (p.packed)
-      for (size_t i = 0; i < stored.size(); i += 4) {
-        uint32_t w;
-        std::memcpy(&w, &codes[i], 4);
-        w = pack_e4m3x4(w);
-        std::memcpy(&stored[i], &w, 4);
-      }
+    if (p.packed) pack_e4m3_words(codes.data(), codes.size(), stored.data());
     EXPECT_EQ(p.packed, stored != codes) << p.name;
     DeviceBuffer<uint8_t> dc(stored), ds(scales);
     DeviceBuffer<uint16_t> out(codes.size());
