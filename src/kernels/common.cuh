@@ -29,13 +29,14 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // f(std::integral_constant<int, i>{}) for i = 0 .. N-1, in order, written out
 // at compile time: an index into a register array stays a constant (a
 // runtime index, even in a loop the compiler unrolls later, may put the
-// array in local memory or reorder what is around it).
+// array in local memory or reorder what is around it). Host code uses it
+// to walk a constexpr list with a compile-time index (moe_down_tc's launch).
 template <int... Is, class F>
-__device__ __forceinline__ void for_each_index_impl(std::integer_sequence<int, Is...>, F&& f) {
+__host__ __device__ __forceinline__ void for_each_index_impl(std::integer_sequence<int, Is...>, F&& f) {
   (f(std::integral_constant<int, Is>{}), ...);
 }
 template <int N, class F>
-__device__ __forceinline__ void for_each_index(F&& f) {
+__host__ __device__ __forceinline__ void for_each_index(F&& f) {
   for_each_index_impl(std::make_integer_sequence<int, N>{}, f);
 }
 

@@ -3,7 +3,6 @@
 #include "kernels/moe_tc.cuh"
 
 #include <type_traits>
-#include <utility>
 
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
@@ -639,20 +638,14 @@ auto* fixed_units_kernel(int reg_tok) {
   }
 }
 
-// f(std::integral_constant<int, c>) for each c of kFixedCounts.
-template <class F, int... kIndex>
-void for_each_fixed_count(std::integer_sequence<int, kIndex...>, F&& f) {
-  (f(std::integral_constant<int, kFixedCounts[kIndex]>{}), ...);
-}
-
 // slices: down_tc_slices(H, I); reg_tok: register_tokens(); smem: smem_bytes() (moe_down_tc checked it).
 template <bool kMx8, bool kTiled>
 void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (!kMx8 || p.scales_narrow)
-    for_each_fixed_count(std::make_integer_sequence<int, kNumFixedCounts>{}, [&](auto count) {
-      constexpr int kCount = decltype(count)::value;
+    for_each_index<kNumFixedCounts>([&](auto i) {
+      constexpr int kCount = kFixedCounts[decltype(i)::value];
       if constexpr (fixed_count(kCount, kMx8))
         if (units == kCount) k = fixed_units_kernel<kMx8, kTiled, kCount>(reg_tok);
     });
