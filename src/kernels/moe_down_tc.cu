@@ -53,11 +53,18 @@ enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters };
 // quad q owns (kQuadMask << 2q).
 constexpr unsigned long long kQuadMask = 0x0303030303030303ull;
 
-// The most tiles a group of ne entries on na distinct experts makes:
-// Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (below) makes at most
-// Σ ceil(count / 2) <= (ne + na) / 2.
-__host__ __device__ constexpr int max_tiles(int ne, int na, bool quad) {
-  return quad && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
+// The most tiles a group of ne entries on na distinct experts makes in a
+// kernel of register walk reg_tok (it may also take the duplicate-token
+// walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
+// at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
+// 2) one tile an expert and half of the group's eight tokens: at most
+// min(ne, 2·na).
+__host__ __device__ constexpr int max_tiles(int ne, int na, int reg_tok) {
+  if (reg_tok == 2) {
+    const int general = (ne + 7 * na) / 8, by_token = ne < 2 * na ? ne : 2 * na;
+    return by_token > general ? by_token : general;
+  }
+  return reg_tok == 4 && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
 }
 
 // Floats per row of a warp's shared-memory accumulators for a group of G
@@ -106,11 +113,19 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // a warp, and with two, four or ten for MXFP8 with narrow scales
 // (register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
-//   tokens): an expert's tokens all fit one tile, so a tile's column c is
-//   token c itself (not its rank among the expert's tokens) and lane (g, q)
-//   owns tokens 2q, 2q + 1: one candidate token a column. ptxas gives it
-//   about 163 registers: one block an SM, as the general kernel. Capped at
-//   144 it measured slower (PERF_LOG session 26).
+//   tokens): a tile is one expert and one half of the group (tokens 0-3 or
+//   4-7; an expert with tokens in both halves takes two tiles), its token t
+//   in column t itself (not its rank among the expert's tokens), and lane
+//   (g, q) owns tokens 2q, 2q + 1: one candidate token a column. The
+//   tile's other four columns hold the lo half of h: column t ^ 4 multiplies
+//   token t's lo by the same weights. One MMA chain then computes both
+//   products, where the other walks run a hi chain and a lo chain over
+//   eight columns: half the MMAs and half the h loads an item, the hi + lo
+//   sum one shuffle away (lane q ^ 2 holds column t ^ 4). A column's MMA
+//   result depends only on its own B column, so its products and sums are
+//   the other walks' bit for bit. ptxas gives the walk about 163 registers:
+//   one block an SM, as the general kernel. Capped at 144 it measured
+//   slower (PERF_LOG session 26).
 // - kRegTok = 4, the quad walk (9 <= batch <= 16): token t belongs to
 //   lane quad (t / 2) % 4 (lane_token), and an expert's k-th token of quad
 //   q (ascending) sits in its tile k / 2, column 2q + k % 2. An expert then
@@ -182,7 +197,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
-  const int t_max = max_tiles(ne_max, na_max, kQuad);
+  const int t_max = max_tiles(ne_max, na_max, kRegTok);
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
   int* s_ttok = s_tent + t_max * 8;        // t_max × 8
@@ -231,16 +246,20 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     __syncthreads();
     auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
-    // The quad walk without duplicates: tiles by lane quad (above).
+    // The quad walk without duplicates: tiles by lane quad (above); the
+    // by-token walk: tiles by expert and half of the group, column = token.
     const bool quad = kQuad && !dup;
+    const bool by_token = kRegTok == 2 && !dup;
     // 4. The distinct experts in ascending id, with their token counts (the
-    // quad walk: their tile counts).
+    // quad and by-token walks: their tile counts).
     for (int e = threadIdx.x; e < E; e += blockDim.x)
       if (s_bits[e >> 5] >> (e & 31) & 1u) {
         const int j = rank(e);
         int cnt = 0;
         if (quad) {  // its fullest quad's tiles
           for (int qq = 0; qq < 4; ++qq) cnt = max(cnt, (__popcll(s_tokmask[e] & kQuadMask << 2 * qq) + 1) / 2);
+        } else if (by_token) {  // the group's halves it has tokens in
+          cnt = int((s_tokmask[e] & 0x0Full) != 0) + int((s_tokmask[e] & 0xF0ull) != 0);
         } else if (dup) {
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         } else {
@@ -249,12 +268,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         s_cnt[j] = cnt;
       }
     __syncthreads();
-    // 5. Each expert's first tile (exclusive prefix of its tiles: ceil(count / 8), the quad walk s_cnt).
+    // 5. Each expert's first tile (exclusive prefix of its tiles: ceil(count / 8), the quad and by-token walks s_cnt).
     const int na = s_na;
     if (warp == 0) {
       int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
-        const int c = base + lane < na ? (quad ? s_cnt[base + lane] : (s_cnt[base + lane] + 7) / 8) : 0;
+        const int c = base + lane < na ? (quad || by_token ? s_cnt[base + lane] : (s_cnt[base + lane] + 7) / 8) : 0;
         const int incl = warp_inclusive_sum(c, lane);
         if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
         carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
@@ -264,8 +283,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     __syncthreads();
     // 6. Each entry into its tile and column: its position among the expert's
     // entries (ascending token), 8 per tile.
-    // kRegTok = 2 without duplicates: one tile an expert, column = token.
-    const bool by_token = kRegTok == 2 && !dup;
     if (quad) {
       // The expert's lowest token claims its tiles; every column reads its
       // h until an entry takes the column (after the barrier).
@@ -288,22 +305,37 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       s_ttok[slot] = t;
       s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    for (int i = threadIdx.x; i < ne && !quad; i += blockDim.x) {
+    // The by-token walk: token t of half t / 4 in column t of its expert's
+    // tile for that half, its lo h in column t ^ 4. Its h entries count
+    // half rows (2i: entry i's hi, 2i + 1: its lo; load_h).
+    for (int i = threadIdx.x; i < ne && by_token; i += blockDim.x) {
+      const int e = s_ids[i], t = i / K, half = t / 4;
+      const unsigned long long mask = s_tokmask[e], half_mask = 0x0Full << 4 * half;
+      const int n = s_tfirst[rank(e)] + int(half == 1 && (mask & 0x0Full) != 0);
+      if (!(mask & half_mask & ((1ull << t) - 1ull))) {  // the half's lowest token: the tile's expert, empty columns
+        s_texp[n] = e;
+        for (int c = 4 * half; c < 4 * half + 4; ++c)
+          if (!(mask >> c & 1ull)) {
+            s_tent[n * 8 + c] = 2 * i;
+            s_tent[n * 8 + (c ^ 4)] = 2 * i + 1;
+          }
+      }
+      s_tent[n * 8 + t] = 2 * i;
+      s_tent[n * 8 + (t ^ 4)] = 2 * i + 1;
+      s_ttok[n * 8 + t] = t;
+      s_tw[n * 8 + t] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    for (int i = threadIdx.x; i < ne && !quad && !by_token; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
       if (dup) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + (by_token ? t : pos % 8);
+      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
       if (pos % 8 == 0) {
         s_texp[n] = e;
-        if (by_token) {  // the tile's empty columns
-          for (int c = 0; c < 8; ++c)
-            if (!(s_tokmask[e] >> c & 1ull)) s_tent[n * 8 + c] = i;
-        } else {
-          for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;
-        }
+        for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;
       }
       s_tent[slot] = i;
       s_ttok[slot] = t;
@@ -358,8 +390,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     const uint8_t* h_lane = reinterpret_cast<const uint8_t*>(hs + kw + h_offset<kMx8>(q, 0));
     const uint32_t h_entry_bytes = 4u * uint32_t(I), h_lo_bytes = 2u * uint32_t(I);
     constexpr int kHPiece = 2 * (h_offset<kMx8>(0, 1) - h_offset<kMx8>(0, 0));  // bytes from piece 0 to 1
-    auto load_h = [&](Item<kMx8>& it) {
-      if constexpr (kByteOffsets) {
+    // The by-token walk (kSplit) loads its lane's column's half row: 2I
+    // bytes an s_tent step, hi or lo as step 6 chose, two pieces.
+    auto load_h = [&](Item<kMx8>& it, auto walk_kind) {
+      constexpr bool kSplit = kRegTok == 2 && decltype(walk_kind)::value == kWalkRegisters;
+      if constexpr (kSplit) {
+        const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_lo_bytes + uint32_t(it.u) * (2 * kUnit));
+        it.h[0] = ld_cached(hp);
+        it.h[1] = ld_cached(hp + kHPiece);
+      } else if constexpr (kByteOffsets) {
         const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_entry_bytes + uint32_t(it.u) * (2 * kUnit));
         const uint8_t* lp = hp + h_lo_bytes;
         it.h[0] = ld_cached(hp);
@@ -409,6 +448,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
       constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
       constexpr bool kRegisters = decltype(walk_kind)::value == kWalkRegisters;
+      constexpr bool kSplit = kRegisters && kRegTok == 2;  // hi and lo in one chain's columns
       const bool first = it.u == 0;
       if constexpr (!kDup && !kRegisters && kLateFold) {
         // The general walk folds each tile one tile late: at the first item
@@ -462,10 +502,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
           }
         }
         mma_bf16(tile, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], hi[2 * s], hi[2 * s + 1]);
-        mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
+        if constexpr (!kSplit)
+          mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }
       if (it.u == units - 1) {
-        if constexpr (kRegisters || kDup || !kLateFold) {
+        if constexpr (kSplit) {
+          // Column x's hi + column x ^ 4's lo (lane q ^ 2), the same sum as tile + tile_lo.
+#pragma unroll
+          for (int c = 0; c < 4; ++c) tile[c] += __shfl_xor_sync(kFullMask, tile[c], 2);
+        } else if constexpr (kRegisters || kDup || !kLateFold) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         }
@@ -517,8 +562,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // walk: a quarter of its gain, PERF_LOG session 26).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
-      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next);
-      else load_h(ahead);
+      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next, walk_kind);
+      else load_h(ahead, walk_kind);
       advance();
       if constexpr (kNarrowOnly)
         compute(cur, std::true_type{}, walk_kind);
@@ -545,11 +590,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       allow_next_kernel();  // the next layer's router streams its weights while this layer ends
     }
     waited = true;
-    load_h(buf[0]);
     const bool registers = kRegTok > 0 && !dup;
+    using Shared = std::integral_constant<int, kWalkShared>;
+    if (kRegTok == 2 && registers)
+      load_h(buf[0], std::integral_constant<int, kWalkRegisters>{});
+    else
+      load_h(buf[0], Shared{});
     if (!registers)
       for_each_index<kRing - 1>([&](auto i) {
-        if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value]);
+        if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value], Shared{});
       });
     // Items kRing at a time (a turn of the ring), then the last kRing - 1 or
     // fewer: no bounds test inside a turn.
@@ -609,18 +658,18 @@ constexpr bool fixed_count(int units, bool mx8) {
 // B = 8, 4 up to 16), or 0: the general walk, also wherever the unit count
 // is not fixed_count() and for MXFP8 weights without narrow scales (the
 // runtime-count kernel). The shared memory a launch asks for follows
-// (smem_bytes: the quad walk's tile bound).
+// (smem_bytes: the walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if ((mx8 && !p.scales_narrow) || !fixed_count(units, mx8)) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
-size_t smem_bytes(const DownParams& p, int slices, bool quad) {
+size_t smem_bytes(const DownParams& p, int slices, int reg_tok) {
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
   return size_t(p.experts) * 8 + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
-         size_t(max_tiles(ne, na, quad)) * (4 + 8 * 12);
+         size_t(max_tiles(ne, na, reg_tok)) * (4 + 8 * 12);
 }
 
 // kUnits units a warp (fixed_count): the register walk reg_tok, or the
@@ -681,7 +730,7 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
-  const size_t smem = smem_bytes(p, slices, reg_tok > 2);
+  const size_t smem = smem_bytes(p, slices, reg_tok);
   WD_CHECK(smem <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
