@@ -46,8 +46,17 @@ struct Item {
 
 // How a walk folds a tile into the warp's accumulators: shared memory, one
 // column at a time (a token routed twice to an expert), or registers
-// (kRegTok > 0).
-enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters };
+// (kRegTok > 0); kWalkSplit: shared memory, from tiles of at most four
+// tokens whose lo products sit in the tile's other four columns (below).
+enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters, kWalkSplit };
+
+// The general walk takes tiles of at most four tokens, hi and lo h in one
+// MMA chain's columns (kWalkSplit), up to this batch: an expert's tokens
+// then fill ceil(count / 4) tiles instead of ceil(count / 8), each with
+// half the MMAs and h loads. A rule of the batch alone; either walk gives
+// the same bits.
+constexpr int kSplitMaxBatch = 64;
+__host__ __device__ constexpr bool split_walk(int batch, int reg_tok) { return reg_tok == 0 && batch <= kSplitMaxBatch; }
 
 // Tokens t with (t / 2) % 4 == 0 among a group's 64: the quad walk's lane
 // quad q owns (kQuadMask << 2q).
@@ -58,8 +67,9 @@ constexpr unsigned long long kQuadMask = 0x0303030303030303ull;
 // walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
 // at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
 // 2) one tile an expert and half of the group's eight tokens: at most
-// min(ne, 2·na).
-__host__ __device__ constexpr int max_tiles(int ne, int na, int reg_tok) {
+// min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
+__host__ __device__ constexpr int max_tiles(int ne, int na, int reg_tok, bool split = false) {
+  if (split) return (ne + 3 * na) / 4;  // Σ ceil(count / 4); at least the general bound
   if (reg_tok == 2) {
     const int general = (ne + 7 * na) / 8, by_token = ne < 2 * na ? ne : 2 * na;
     return by_token > general ? by_token : general;
@@ -197,7 +207,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
-  const int t_max = max_tiles(ne_max, na_max, kRegTok);
+  // The split general walk: tiles of at most four tokens (split_walk; the
+  // runtime-count MXFP8 kernel, which folds at once, keeps eight).
+  constexpr bool kCanSplit = kRegTok == 0 && kLateFold;
+  const bool split_batch = kCanSplit && split_walk(p.batch, kRegTok);
+  const int t_max = max_tiles(ne_max, na_max, kRegTok, split_batch);
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
   int* s_ttok = s_tent + t_max * 8;        // t_max × 8
@@ -250,6 +264,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // by-token walk: tiles by expert and half of the group, column = token.
     const bool quad = kQuad && !dup;
     const bool by_token = kRegTok == 2 && !dup;
+    const bool split = split_batch && !dup;
     // 4. The distinct experts in ascending id, with their token counts (the
     // quad and by-token walks: their tile counts).
     for (int e = threadIdx.x; e < E; e += blockDim.x)
@@ -268,12 +283,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         s_cnt[j] = cnt;
       }
     __syncthreads();
-    // 5. Each expert's first tile (exclusive prefix of its tiles: ceil(count / 8), the quad and by-token walks s_cnt).
+    // 5. Each expert's first tile (exclusive prefix of its tiles: ceil(count
+    // / 8), the split walk ceil(count / 4), the quad and by-token walks s_cnt).
     const int na = s_na;
     if (warp == 0) {
       int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
-        const int c = base + lane < na ? (quad || by_token ? s_cnt[base + lane] : (s_cnt[base + lane] + 7) / 8) : 0;
+        const int c = base + lane < na ? (quad || by_token ? s_cnt[base + lane]
+                                          : split      ? (s_cnt[base + lane] + 3) / 4
+                                                       : (s_cnt[base + lane] + 7) / 8)
+                                       : 0;
         const int incl = warp_inclusive_sum(c, lane);
         if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;
         carry += __shfl_sync(kFullMask, incl, kWarpSize - 1);
@@ -325,7 +344,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       s_ttok[n * 8 + t] = t;
       s_tw[n * 8 + t] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    for (int i = threadIdx.x; i < ne && !quad && !by_token; i += blockDim.x) {
+    // The split walk: an expert's k-th token in its tile k / 4, column k % 4,
+    // its lo in column k % 4 + 4; h entries count half rows, as above.
+    for (int i = threadIdx.x; i < ne && split; i += blockDim.x) {
+      const int e = s_ids[i], t = i / K;
+      const int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
+      const int j = rank(e), n = s_tfirst[j] + pos / 4, slot = n * 8 + pos % 4;
+      if (pos % 4 == 0) {
+        s_texp[n] = e;
+        for (int c = min(4, s_cnt[j] - pos); c < 4; ++c) {
+          s_tent[n * 8 + c] = 2 * i;
+          s_tent[n * 8 + c + 4] = 2 * i + 1;
+        }
+      }
+      s_tent[slot] = 2 * i;
+      s_tent[slot + 4] = 2 * i + 1;
+      s_ttok[slot] = t;
+      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+    }
+    for (int i = threadIdx.x; i < ne && !quad && !by_token && !split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
       if (dup) {
@@ -393,7 +430,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // The by-token walk (kSplit) loads its lane's column's half row: 2I
     // bytes an s_tent step, hi or lo as step 6 chose, two pieces.
     auto load_h = [&](Item<kMx8>& it, auto walk_kind) {
-      constexpr bool kSplit = kRegTok == 2 && decltype(walk_kind)::value == kWalkRegisters;
+      constexpr bool kSplit = (kRegTok == 2 && decltype(walk_kind)::value == kWalkRegisters) ||
+                              decltype(walk_kind)::value == kWalkSplit;
       if constexpr (kSplit) {
         const uint8_t* hp = h_lane + (uint32_t(s_tent[it.n * 8 + g]) * h_lo_bytes + uint32_t(it.u) * (2 * kUnit));
         it.h[0] = ld_cached(hp);
@@ -444,11 +482,21 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
     };
+    // The split walk's: column x's hi + column x ^ 4's lo (lane q ^ 2); the
+    // lanes of columns 4-7 fold junk columns.
+    auto fold_pending_split = [&]() {
+      float v[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) v[c] = tile[c] + __shfl_xor_sync(kFullMask, tile[c], 2);
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
+    };
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
       constexpr bool kDup = decltype(walk_kind)::value == kWalkDup;
       constexpr bool kRegisters = decltype(walk_kind)::value == kWalkRegisters;
-      constexpr bool kSplit = kRegisters && kRegTok == 2;  // hi and lo in one chain's columns
+      constexpr bool kSplitShared = decltype(walk_kind)::value == kWalkSplit;
+      constexpr bool kSplit = (kRegisters && kRegTok == 2) || kSplitShared;  // hi and lo in one chain's columns
       const bool first = it.u == 0;
       if constexpr (!kDup && !kRegisters && kLateFold) {
         // The general walk folds each tile one tile late: at the first item
@@ -457,7 +505,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         // waiting for the tile's own MMA chains. The same FMAs in the same
         // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
         if (first) {
-          fold_pending();
+          if constexpr (kSplitShared) fold_pending_split();
+          else fold_pending();
           __syncwarp();  // a token's column, hence its lane, may differ in the next tile
         }
       }
@@ -506,7 +555,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
           mma_bf16(tile_lo, a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], lo[2 * s], lo[2 * s + 1]);
       }
       if (it.u == units - 1) {
-        if constexpr (kSplit) {
+        if constexpr (kSplit && !kSplitShared) {
           // Column x's hi + column x ^ 4's lo (lane q ^ 2), the same sum as tile + tile_lo.
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += __shfl_xor_sync(kFullMask, tile[c], 2);
@@ -592,14 +641,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     waited = true;
     const bool registers = kRegTok > 0 && !dup;
     using Shared = std::integral_constant<int, kWalkShared>;
-    if (kRegTok == 2 && registers)
-      load_h(buf[0], std::integral_constant<int, kWalkRegisters>{});
-    else
-      load_h(buf[0], Shared{});
-    if (!registers)
-      for_each_index<kRing - 1>([&](auto i) {
-        if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value], Shared{});
-      });
+    using Split = std::integral_constant<int, kWalkSplit>;
+    if (kCanSplit && split) {
+      for_each_index<kRing - 1>([&](auto i) { load_h(buf[decltype(i)::value], Split{}); });
+    } else {
+      if (kRegTok == 2 && registers)
+        load_h(buf[0], std::integral_constant<int, kWalkRegisters>{});
+      else
+        load_h(buf[0], Shared{});
+      if (!registers)
+        for_each_index<kRing - 1>([&](auto i) {
+          if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value], Shared{});
+        });
+    }
     // Items kRing at a time (a turn of the ring), then the last kRing - 1 or
     // fewer: no bounds test inside a turn.
     auto walk = [&](auto walk_kind) {
@@ -619,8 +673,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
           s_acc[(warp * kTile + g) * ga + t] = racc[0][j];
           s_acc[(warp * kTile + g + 8) * ga + t] = racc[1][j];
         }
+    } else if (kCanSplit && split) {
+      if constexpr (kCanSplit) {
+        walk(Split{});
+        fold_pending_split();
+      }
     } else {
-      walk(std::integral_constant<int, kWalkShared>{});
+      walk(Shared{});
       if constexpr (kLateFold) fold_pending();
     }
     __syncthreads();
@@ -665,11 +724,12 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
 }
 
 size_t smem_bytes(const DownParams& p, int slices, int reg_tok) {
+  const bool split = split_walk(p.batch, reg_tok);
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
   return size_t(p.experts) * 8 + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
-         size_t(max_tiles(ne, na, reg_tok)) * (4 + 8 * 12);
+         size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
 }
 
 // kUnits units a warp (fixed_count): the register walk reg_tok, or the
