@@ -50,13 +50,18 @@ struct Item {
 // tokens whose lo products sit in the tile's other four columns (below).
 enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters, kWalkSplit };
 
-// The general walk takes tiles of at most four tokens, hi and lo h in one
-// MMA chain's columns (kWalkSplit), up to this batch: an expert's tokens
-// then fill ceil(count / 4) tiles instead of ceil(count / 8), each with
-// half the MMAs and h loads. A rule of the batch alone; either walk gives
+// The MXFP8 general walk takes tiles of at most four tokens, hi and lo h in
+// one MMA chain's columns (kWalkSplit), up to this batch: an expert's
+// tokens then fill ceil(count / 4) tiles instead of ceil(count / 8), each
+// with half the MMAs and h loads. Measured against eight-token tiles
+// (PERF_LOG session 32): MXFP8 down −3 to −7 % at B = 20-32, +3 to +19 % at
+// B = 40-64 (more tiles: about 4 tokens an expert at B = 64); BF16 level to
+// +1.4 % on down at B = 20-32. A rule of the batch alone; either walk gives
 // the same bits.
-constexpr int kSplitMaxBatch = 64;
-__host__ __device__ constexpr bool split_walk(int batch, int reg_tok) { return reg_tok == 0 && batch <= kSplitMaxBatch; }
+constexpr int kSplitMaxBatch = 32;
+__host__ __device__ constexpr bool split_walk(int batch, int reg_tok, bool mx8) {
+  return mx8 && reg_tok == 0 && batch <= kSplitMaxBatch;
+}
 
 // Tokens t with (t / 2) % 4 == 0 among a group's 64: the quad walk's lane
 // quad q owns (kQuadMask << 2q).
@@ -209,8 +214,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   int* s_tfirst = s_cnt + na_max;                     // na_max
   // The split general walk: tiles of at most four tokens (split_walk; the
   // runtime-count MXFP8 kernel, which folds at once, keeps eight).
-  constexpr bool kCanSplit = kRegTok == 0 && kLateFold;
-  const bool split_batch = kCanSplit && split_walk(p.batch, kRegTok);
+  constexpr bool kCanSplit = kMx8 && kRegTok == 0 && kLateFold;
+  const bool split_batch = kCanSplit && split_walk(p.batch, kRegTok, kMx8);
   const int t_max = max_tiles(ne_max, na_max, kRegTok, split_batch);
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
@@ -723,8 +728,8 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
-size_t smem_bytes(const DownParams& p, int slices, int reg_tok) {
-  const bool split = split_walk(p.batch, reg_tok);
+size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8) {
+  const bool split = split_walk(p.batch, reg_tok, mx8);
   const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
@@ -790,7 +795,7 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
-  const size_t smem = smem_bytes(p, slices, reg_tok);
+  const size_t smem = smem_bytes(p, slices, reg_tok, format == WeightFormat::kMXFP8);
   WD_CHECK(smem <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
