@@ -125,8 +125,8 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // read-modify-write, its dependent bookkeeping load and its ordering of
 // every tile after the previous one. A batch with a token routed twice to
 // one expert takes the duplicate-token walk instead. Launched with one unit
-// a warp, and with two, four or ten for MXFP8 with narrow scales
-// (register_tokens()).
+// a warp, and with two, four or ten for MXFP8 with narrow scales (ten: the
+// by-token walk only; register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
 //   tokens): a tile is one expert and one half of the group (tokens 0-3 or
 //   4-7; an expert with tokens in both halves takes two tiles), its token t
@@ -721,10 +721,14 @@ constexpr bool fixed_count(int units, bool mx8) {
 // The register walk a launch takes: kRegTok of moe_down_tc_kernel (2 up to
 // B = 8, 4 up to 16), or 0: the general walk, also wherever the unit count
 // is not fixed_count() and for MXFP8 weights without narrow scales (the
-// runtime-count kernel). The shared memory a launch asks for follows
-// (smem_bytes: the walk's tile bound).
+// runtime-count kernel). With ten units a warp (qwen3-coder-480b-a35b) the
+// MXFP8 general walk of four-token tiles beats both register walks from B =
+// 5: layer −1.0 to −3.2 % at B = 5-16, where one and four units a warp
+// lose 6-8 % / level (PERF_LOG session 32). The shared memory a launch asks
+// for follows (smem_bytes: the walk's tile bound).
 int register_tokens(const DownParams& p, int units, bool mx8) {
   if ((mx8 && !p.scales_narrow) || !fixed_count(units, mx8)) return 0;
+  if (mx8 && units >= 10 && p.batch > 4) return 0;
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
@@ -740,15 +744,21 @@ size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8) {
 // kUnits units a warp (fixed_count): the register walk reg_tok, or the
 // general walk (0). MXFP8's fixed-count kernels are its narrow-scale ones.
 // Two units keep the runtime count's general walk: their fixed-count one
-// measured +0.2 to +3 % with the ring of three (session 27).
+// measured +0.2 to +3 % with the ring of three (session 27). Ten units have
+// no quad walk (register_tokens()).
+template <bool kMx8, bool kTiled, int kUnits>
+auto* fixed_units_general() {
+  if constexpr (kUnits == 2) return &moe_down_tc_kernel<kMx8, kTiled, 0>;
+  else return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 0>;
+}
 template <bool kMx8, bool kTiled, int kUnits>
 auto* fixed_units_kernel(int reg_tok) {
   switch (reg_tok) {
     case 2: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 2>;
-    case 4: return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 4>;
-    default:
-      if constexpr (kUnits == 2) return &moe_down_tc_kernel<kMx8, kTiled, 0>;
-      else return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 0>;
+    case 4:
+      if constexpr (kUnits != 10) return &moe_down_tc_kernel<kMx8, kTiled, kUnits, kMx8, 4>;
+      else return fixed_units_general<kMx8, kTiled, kUnits>();
+    default: return fixed_units_general<kMx8, kTiled, kUnits>();
   }
 }
 

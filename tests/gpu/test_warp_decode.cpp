@@ -186,7 +186,7 @@ void check_real_shapes(KernelFamily family) {
   coder.experts = 16;  // tensor cores: I = 2560, H = 6144: 4 K ranges of 10 units
   const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 32, 64}},
                         {preset_shape("qwen3-235b-a22b"), {1, 16}},  // tensor cores: 6 ranges of 4 units
-                        {coder, {1, 5, 12}}};  // MXFP8 B = 1, 5 / 12: the ten-unit register walks
+                        {coder, {1, 5, 12}}};  // MXFP8 B = 1: the ten-unit by-token walk; 5, 12: its four-token general walk
   for (const auto& c : cases)
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
       const Layer layer = Layer::make(c.s, f, fresh_seed());
@@ -653,7 +653,8 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
   // Two, four and ten units a warp (I = 896, 2560, 7040): MXFP8's register
-  // walks up to B = 16, its general walk of four-token tiles to B = 32.
+  // walks up to B = 16 (ten units: 4), its general walk of four-token tiles
+  // to B = 32.
   for (const MoeShape& s : {make_shape(512, 896, 128, 8), make_shape(256, 2560, 64, 8), make_shape(256, 7040, 32, 8)})
     check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
                            {1, 8, 9, 16, 17, 32, 33, 64}, s);
@@ -662,9 +663,10 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
 // the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
-// B = 16 its quad walk (I = 192: one unit a warp; I = 896, 2560 and 7040,
-// MXFP8: both with two, four and ten units). Shallow and deep loads (H =
-// 512: MXFP8 gate_up's deep rounds apply).
+// B = 16 its quad walk and B = 32 MXFP8's four-token general walk (I = 192:
+// one unit a warp; I = 896, 2560 and 7040, MXFP8, B = 1, 9, 16: two, four and
+// ten units, the last with the four-token general walk from B = 5). Shallow
+// and deep loads (H = 512: MXFP8 gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
