@@ -432,8 +432,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     const uint8_t* h_lane = reinterpret_cast<const uint8_t*>(hs + kw + h_offset<kMx8>(q, 0));
     const uint32_t h_entry_bytes = 4u * uint32_t(I), h_lo_bytes = 2u * uint32_t(I);
     constexpr int kHPiece = 2 * (h_offset<kMx8>(0, 1) - h_offset<kMx8>(0, 0));  // bytes from piece 0 to 1
-    // The by-token walk (kSplit) loads its lane's column's half row: 2I
-    // bytes an s_tent step, hi or lo as step 6 chose, two pieces.
+    // The walks with hi and lo in one tile (kSplit: the by-token walk and
+    // kWalkSplit) load the lane's column's half row: 2I bytes an s_tent
+    // step, hi or lo as step 6 chose, two pieces.
     auto load_h = [&](Item<kMx8>& it, auto walk_kind) {
       constexpr bool kSplit = (kRegTok == 2 && decltype(walk_kind)::value == kWalkRegisters) ||
                               decltype(walk_kind)::value == kWalkSplit;
