@@ -203,10 +203,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   // two lanes share an address); the group's expert ids; per
   // distinct expert (ascending id) its token count and first tile. Then the
   // walk's tiles: a tile is one expert and up to 8 of its tokens (ascending),
-  // the columns of an n8 MMA tile; per tile its expert, and per column the
-  // entry whose h it reads, the token (G + column: none) and the routing
-  // weight. The walk reads one tile's bookkeeping with independent loads,
-  // not a chain.
+  // the columns of an n8 MMA tile, or up to 4 and their lo halves (the
+  // by-token walk, kWalkSplit); per tile its expert, and per column the
+  // entry whose h it reads (those two walks: the half row, 2·entry + lo),
+  // the token (G + column: none) and the routing weight. The walk reads one
+  // tile's bookkeeping with independent loads, not a chain.
   extern __shared__ unsigned long long s_tokmask[];
   float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
