@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/down_tc_tiles.h"
 #include "kernels/expert_lists.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
@@ -49,38 +50,6 @@ struct Item {
 // (kRegTok > 0); kWalkSplit: shared memory, from tiles of at most four
 // tokens whose lo products sit in the tile's other four columns (below).
 enum WalkKind { kWalkShared, kWalkDup, kWalkRegisters, kWalkSplit };
-
-// The MXFP8 general walk takes tiles of at most four tokens, hi and lo h in
-// one MMA chain's columns (kWalkSplit), up to this batch: an expert's
-// tokens then fill ceil(count / 4) tiles instead of ceil(count / 8), each
-// with half the MMAs and h loads. Measured against eight-token tiles
-// (PERF_LOG session 32): MXFP8 down −3 to −7 % at B = 20-32, +3 to +19 % at
-// B = 40-64 (more tiles: about 4 tokens an expert at B = 64); BF16 level to
-// +1.4 % on down at B = 20-32. A rule of the batch alone; either walk gives
-// the same bits.
-constexpr int kSplitMaxBatch = 32;
-__host__ __device__ constexpr bool split_walk(int batch, int reg_tok, bool mx8) {
-  return mx8 && reg_tok == 0 && batch <= kSplitMaxBatch;
-}
-
-// Tokens t with (t / 2) % 4 == 0 among a group's 64: the quad walk's lane
-// quad q owns (kQuadMask << 2q).
-constexpr unsigned long long kQuadMask = 0x0303030303030303ull;
-
-// The most tiles a group of ne entries on na distinct experts makes in a
-// kernel of register walk reg_tok (it may also take the duplicate-token
-// walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
-// at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
-// 2) one tile an expert and half of the group's eight tokens: at most
-// min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
-__host__ __device__ constexpr int max_tiles(int ne, int na, int reg_tok, bool split = false) {
-  if (split) return (ne + 3 * na) / 4;  // Σ ceil(count / 4); at least the general bound
-  if (reg_tok == 2) {
-    const int general = (ne + 7 * na) / 8, by_token = ne < 2 * na ? ne : 2 * na;
-    return by_token > general ? by_token : general;
-  }
-  return reg_tok == 4 && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
-}
 
 // Floats per row of a warp's shared-memory accumulators for a group of G
 // tokens: G tokens and 8 junk columns, rounded up to an odd count, so that
@@ -277,14 +246,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       if (s_bits[e >> 5] >> (e & 31) & 1u) {
         const int j = rank(e);
         int cnt = 0;
-        if (quad) {  // its fullest quad's tiles
-          for (int qq = 0; qq < 4; ++qq) cnt = max(cnt, (__popcll(s_tokmask[e] & kQuadMask << 2 * qq) + 1) / 2);
-        } else if (by_token) {  // the group's halves it has tokens in
-          cnt = int((s_tokmask[e] & 0x0Full) != 0) + int((s_tokmask[e] & 0xF0ull) != 0);
+        if (quad) {
+          cnt = quad_tiles(s_tokmask[e]);
+        } else if (by_token) {
+          cnt = by_token_tiles(s_tokmask[e]);
         } else if (dup) {
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         } else {
-          cnt = __popcll(s_tokmask[e]);
+          cnt = popcount64(s_tokmask[e]);
         }
         s_cnt[j] = cnt;
       }
@@ -323,20 +292,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       __syncthreads();
     }
     for (int i = threadIdx.x; i < ne && quad; i += blockDim.x) {
-      const int e = s_ids[i], t = i / K, qt = t / 2 % 4;
-      const int k = __popcll(s_tokmask[e] & kQuadMask << 2 * qt & ((1ull << t) - 1ull));
-      const int slot = (s_tfirst[rank(e)] + k / 2) * 8 + 2 * qt + k % 2;
+      const int e = s_ids[i], t = i / K;
+      const TileSlot ts = quad_slot(s_tokmask, e, t);
+      const int slot = (s_tfirst[rank(e)] + ts.tile()) * 8 + ts.col();
       s_tent[slot] = i;
       s_ttok[slot] = t;
       s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    // The by-token walk: token t of half t / 4 in column t of its expert's
-    // tile for that half, its lo h in column t ^ 4. Its h entries count
-    // half rows (2i: entry i's hi, 2i + 1: its lo; load_h).
+    // The by-token walk: its h entries count half rows (2i: entry i's hi,
+    // 2i + 1: its lo; load_h).
     for (int i = threadIdx.x; i < ne && by_token; i += blockDim.x) {
       const int e = s_ids[i], t = i / K, half = t / 4;
       const unsigned long long mask = s_tokmask[e], half_mask = 0x0Full << 4 * half;
-      const int n = s_tfirst[rank(e)] + int(half == 1 && (mask & 0x0Full) != 0);
+      const int n = s_tfirst[rank(e)] + by_token_tile(mask, t);
       if (!(mask & half_mask & ((1ull << t) - 1ull))) {  // the half's lowest token: the tile's expert, empty columns
         s_texp[n] = e;
         for (int c = 4 * half; c < 4 * half + 4; ++c)
@@ -350,12 +318,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       s_ttok[n * 8 + t] = t;
       s_tw[n * 8 + t] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    // The split walk: an expert's k-th token in its tile k / 4, column k % 4,
-    // its lo in column k % 4 + 4; h entries count half rows, as above.
+    // The split walk: h entries count half rows, as above.
     for (int i = threadIdx.x; i < ne && split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
-      const int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
-      const int j = rank(e), n = s_tfirst[j] + pos / 4, slot = n * 8 + pos % 4;
+      const int pos = tokens_below(s_tokmask[e], t);
+      const TileSlot ts = ranked_slot(pos, 4);
+      const int j = rank(e), n = s_tfirst[j] + ts.tile(), slot = n * 8 + ts.col();
       if (pos % 4 == 0) {
         s_texp[n] = e;
         for (int c = min(4, s_cnt[j] - pos); c < 4; ++c) {
@@ -370,12 +338,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     for (int i = threadIdx.x; i < ne && !quad && !by_token && !split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
-      int pos = __popcll(s_tokmask[e] & ((1ull << t) - 1ull));
+      int pos = tokens_below(s_tokmask[e], t);
       if (dup) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
       }
-      const int j = rank(e), n = s_tfirst[j] + pos / 8, slot = n * 8 + pos % 8;
+      const TileSlot ts = ranked_slot(pos, 8);
+      const int j = rank(e), n = s_tfirst[j] + ts.tile(), slot = n * 8 + ts.col();
       if (pos % 8 == 0) {
         s_texp[n] = e;
         for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;

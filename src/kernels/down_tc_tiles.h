@@ -1,0 +1,109 @@
+// How moe_down_tc lays out one token group's work as tiles: the rules, host
+// and device, so that the CPU tests check the bounds the kernel sizes its
+// shared memory by (tests/cpu/test_down_tc_tiles.cpp).
+//
+// A group is up to 64 tokens of the batch; an expert's tokens in it are a
+// 64-bit mask (bit t: the group's token t is routed to the expert). A tile is
+// one expert and the tokens of one n8 MMA tile: its 8 columns. The walks
+// (moe_down_tc.cu) place them differently:
+// - general walk: an expert's k-th token (ascending) in its tile k / 8,
+//   column k % 8; with hi and lo in one tile (kWalkSplit, MXFP8 up to
+//   kSplitMaxBatch) in tile k / 4, column k % 4, its lo half in column
+//   k % 4 + 4.
+// - by-token walk (B <= 8): token t in column t of the expert's tile for
+//   the group's half t / 4 (tokens 0-3 or 4-7), its lo half in column t ^ 4.
+// - quad walk (9 <= B <= 16): token t belongs to lane quad (t / 2) % 4; the
+//   expert's k-th token of that quad in its tile k / 2, column 2q + k % 2.
+// The tiles of the group's distinct experts follow one another in ascending
+// expert id.
+#pragma once
+
+#include <cstdint>
+
+#include "warpdecode/formats.h"  // WD_HD
+
+namespace wd::kernels {
+
+// Tokens t with (t / 2) % 4 == 0 among a group's 64: the quad walk's lane
+// quad q owns (kQuadMask << 2q).
+constexpr unsigned long long kQuadMask = 0x0303030303030303ull;
+
+// The MXFP8 general walk takes tiles of at most four tokens, hi and lo h in
+// one MMA chain's columns (kWalkSplit), up to this batch: an expert's
+// tokens then fill ceil(count / 4) tiles instead of ceil(count / 8), each
+// with half the MMAs and h loads. Measured against eight-token tiles
+// (PERF_LOG session 32): MXFP8 down −3 to −7 % at B = 20-32, +3 to +19 % at
+// B = 40-64 (more tiles: about 4 tokens an expert at B = 64); BF16 level to
+// +1.4 % on down at B = 20-32. A rule of the batch alone; either walk gives
+// the same bits.
+constexpr int kSplitMaxBatch = 32;
+WD_HD constexpr bool split_walk(int batch, int reg_tok, bool mx8) {
+  return mx8 && reg_tok == 0 && batch <= kSplitMaxBatch;
+}
+
+// The most tiles a group of ne entries on na distinct experts makes in a
+// kernel of register walk reg_tok (it may also take the duplicate-token
+// walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
+// at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
+// 2) one tile an expert and half of the group's eight tokens: at most
+// min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
+WD_HD constexpr int max_tiles(int ne, int na, int reg_tok, bool split = false) {
+  if (split) return (ne + 3 * na) / 4;  // Σ ceil(count / 4); at least the general bound
+  if (reg_tok == 2) {
+    const int general = (ne + 7 * na) / 8, by_token = ne < 2 * na ? ne : 2 * na;
+    return by_token > general ? by_token : general;
+  }
+  return reg_tok == 4 && (ne + na) / 2 > (ne + 7 * na) / 8 ? (ne + na) / 2 : (ne + 7 * na) / 8;
+}
+
+WD_HD int popcount64(unsigned long long x) {
+#if defined(__CUDA_ARCH__)
+  return __popcll(x);
+#else
+  return __builtin_popcountll(x);
+#endif
+}
+
+// An expert's tokens below token t (its rank k among them, ascending).
+WD_HD int tokens_below(unsigned long long mask, int t) { return popcount64(mask & ((1ull << t) - 1ull)); }
+
+// The tiles an expert takes in the quad walk (its fullest quad's
+// ceil(count / 2)) and in the by-token walk (the group's halves it has
+// tokens in).
+WD_HD int quad_tiles(unsigned long long mask) {
+  int n = 0;
+  for (int q = 0; q < 4; ++q) {
+    const int c = (popcount64(mask & kQuadMask << 2 * q) + 1) / 2;
+    n = n > c ? n : c;
+  }
+  return n;
+}
+WD_HD int by_token_tiles(unsigned long long mask) {
+  return int((mask & 0x0Full) != 0) + int((mask & 0xF0ull) != 0);
+}
+
+// Where token t of an expert sits: its tile (counted from the expert's
+// first) and column, from its rank k in a run of per-tile places starting
+// at column col0.
+struct TileSlot {
+  int k;
+  int per;
+  int col0;
+  WD_HD int tile() const { return k / per; }
+  WD_HD int col() const { return col0 + k % per; }
+};
+// The quad walk: the k-th token of quad q of expert e (masks: the group's
+// per expert), two a tile, columns 2q and 2q + 1.
+WD_HD TileSlot quad_slot(const unsigned long long* masks, int e, int t) {
+  const int q = t / 2 % 4;
+  return {popcount64(masks[e] & kQuadMask << 2 * q & ((1ull << t) - 1ull)), 2, 2 * q};
+}
+// The general walks: the expert's k-th token, per_tile tokens a tile (8, or
+// 4 with hi and lo in one tile).
+WD_HD TileSlot ranked_slot(int k, int per_tile) { return {k, per_tile, 0}; }
+// The by-token walk: token t in column t of the expert's tile for its half
+// of the group, the second tile where the expert also has tokens in the
+// first half.
+WD_HD int by_token_tile(unsigned long long mask, int t) { return int(t / 4 == 1 && (mask & 0x0Full) != 0); }
+
+}  // namespace wd::kernels
