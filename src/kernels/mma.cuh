@@ -157,11 +157,15 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_shift120(uint32_t w, uint32
   return a + 15u * (a & 0x08000800u);
 }
 
+// The integer decode's scale factor for a narrow code c: the BF16x2
+// 2^(c-7), 2^(c-7) (values × 2^-120 times it: × 2^(c-127)).
+__device__ __forceinline__ uint32_t narrow_scale_bf16x2(uint32_t code) { return ((code + kIntBias) << 7) * 0x10001u; }
+
 // One packed word of the tiled copies (warpdecode/packed_e4m3.h) with a
 // narrow scale code -> BF16x2 words lo (its codes 0, 1) and hi (2, 3) times
 // 2^(c-127): one LOP3, then two shifts and a LOP3, then one multiply each.
 __device__ __forceinline__ void packed_e4m3x4_to_bf16x2x2(uint32_t w, uint32_t code, uint32_t& lo, uint32_t& hi) {
-  const uint32_t m = ((code + kIntBias) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
+  const uint32_t m = narrow_scale_bf16x2(code);
   lo = bf16x2_mul(packed_e4m3_lo(w), m);
   hi = bf16x2_mul(packed_e4m3_hi(w), m);
 }
@@ -178,7 +182,7 @@ __device__ __forceinline__ void e4m3x16_to_bf16x8(const uint4& raw, uint32_t cod
 #pragma unroll
     for (int i = 0; i < 4; ++i) packed_e4m3x4_to_bf16x2x2(v[i], code, out[2 * i], out[2 * i + 1]);
   } else if constexpr (kNarrow) {
-    const uint32_t m = ((code + kIntBias) << 7) * 0x10001u;  // BF16x2 2^(c-7), 2^(c-7)
+    const uint32_t m = narrow_scale_bf16x2(code);
     const uint32_t v[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {  // values × 2^-120, then × 2^(c-7): × 2^(c-127)

@@ -458,12 +458,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
     };
-    // The split walk's: column x's hi + column x ^ 4's lo (lane q ^ 2); the
-    // lanes of columns 4-7 fold junk columns.
+    // The walks with hi and lo in one tile: column x's hi + column x ^ 4's lo
+    // (lane q ^ 2), the same sum as tile + tile_lo. All lanes call it.
+    auto hi_plus_lo = [&](int c) { return tile[c] + __shfl_xor_sync(kFullMask, tile[c], 2); };
+    // The split walk's pending fold; the lanes of columns 4-7 fold junk columns.
     auto fold_pending_split = [&]() {
       float v[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) v[c] = tile[c] + __shfl_xor_sync(kFullMask, tile[c], 2);
+      for (int c = 0; c < 4; ++c) v[c] = hi_plus_lo(c);
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
     };
@@ -532,9 +534,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       }
       if (it.u == units - 1) {
         if constexpr (kSplit && !kSplitShared) {
-          // Column x's hi + column x ^ 4's lo (lane q ^ 2), the same sum as tile + tile_lo.
 #pragma unroll
-          for (int c = 0; c < 4; ++c) tile[c] += __shfl_xor_sync(kFullMask, tile[c], 2);
+          for (int c = 0; c < 4; ++c) tile[c] = hi_plus_lo(c);
         } else if constexpr (kRegisters || kDup || !kLateFold) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
