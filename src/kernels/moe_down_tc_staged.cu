@@ -48,9 +48,11 @@ namespace {
 
 constexpr int kTile = 16;   // output rows per block
 constexpr int kUnit = 64;   // elements of I per unit
-// Warps per block: one per K range (down_tc_slices gives at most 12); at
-// 64 registers a thread the block still fits beside three gate_up blocks.
-constexpr int kWarps = 12;
+#ifndef WD_STAGED_WARPS
+#define WD_STAGED_WARPS 12
+#endif
+constexpr int kWarps = WD_STAGED_WARPS;  // warps per block: small enough to sit beside gate_up's blocks
+constexpr int kMaxPer = 3;  // slices a warp computes (down_tc_slices: at most 12)
 #ifndef WD_STAGED_PAIR
 #define WD_STAGED_PAIR 2
 #endif
@@ -145,8 +147,9 @@ moe_down_tc_staged_kernel(const __grid_constant__ DownParams p, int slices) {
   tma::wait(bar_w, 0);
   tma::wait(bar_h, 0);
 
-  // Warp w computes slice w over the entries two at a time (two independent
-  // MMA chains in flight, folded in entry order). Lane (g, q) feeds B column g: h's hi half for g < 4,
+  // Warp w computes slices w, w + kWarps, ... (kMaxPer at most), each over
+  // the entries two at a time (two independent MMA chains in flight, folded
+  // in entry order). Lane (g, q) feeds B column g: h's hi half for g < 4,
   // its lo half for g >= 4, so that column 0 holds the hi products and
   // column 4 the lo products of the token (columns 1-3, 5-7 repeat them and
   // are not read).
@@ -190,23 +193,33 @@ moe_down_tc_staged_kernel(const __grid_constant__ DownParams p, int slices) {
     return make_float2(tile[0] + __shfl_xor_sync(kFullMask, tile[0], 2),
                        tile[2] + __shfl_xor_sync(kFullMask, tile[2], 2));
   };
-  // Warp w: slice w (down_tc_slices gives at most kWarps).
-  if (warp < slices) {
-    float racc[2] = {0.0f, 0.0f};
+  float racc[kMaxPer][2];
+#pragma unroll
+  for (int m = 0; m < kMaxPer; ++m) racc[m][0] = racc[m][1] = 0.0f;
+#pragma unroll
+  for (int m = 0; m < kMaxPer; ++m) {
+    const int s = warp + kWarps * m;
+    if (s >= slices) break;
     for (int j = 0; j < n; j += kPair) {
       float2 v[kPair];
 #pragma unroll
-      for (int k = 0; k < kPair; ++k) v[k] = tile_of(min(j + k, n - 1), warp);  // past n: a repeat, not folded
+      for (int k = 0; k < kPair; ++k) v[k] = tile_of(min(j + k, n - 1), s);  // past n: a repeat, not folded
 #pragma unroll
       for (int k = 0; k < kPair; ++k)
         if (k == 0 || j + k < n) {
-          racc[0] = __fmaf_rn(s_rw[j + k], v[k].x, racc[0]);
-          racc[1] = __fmaf_rn(s_rw[j + k], v[k].y, racc[1]);
+          racc[m][0] = __fmaf_rn(s_rw[j + k], v[k].x, racc[m][0]);
+          racc[m][1] = __fmaf_rn(s_rw[j + k], v[k].y, racc[m][1]);
         }
     }
-    if (q == 0) {
-      s_acc[warp * kTile + g] = racc[0];
-      s_acc[warp * kTile + g + 8] = racc[1];
+  }
+  if (q == 0) {
+#pragma unroll
+    for (int m = 0; m < kMaxPer; ++m) {
+      const int s = warp + kWarps * m;
+      if (s < slices) {
+        s_acc[s * kTile + g] = racc[m][0];
+        s_acc[s * kTile + g + 8] = racc[m][1];
+      }
     }
   }
   __syncthreads();
@@ -229,13 +242,13 @@ size_t down_tc_staged_smem(int hidden, int intermediate, int top_k, WeightFormat
 
 bool down_tc_staged_fits(int batch, int hidden, int intermediate, int top_k, bool tiled, WeightFormat format) {
   const int slices = down_tc_slices(hidden, intermediate);
-  return batch == 1 && tiled && slices > 0 && slices <= kWarps && top_k >= 1 &&
+  return batch == 1 && tiled && slices > 0 && (slices + kWarps - 1) / kWarps <= kMaxPer && top_k >= 1 &&
          top_k <= kMaxK && down_tc_staged_smem(hidden, intermediate, top_k, format) <= kDownStagedMaxSmem;
 }
 
 int down_tc_staged_carveout(int hidden, int intermediate, int top_k, WeightFormat format) {
-#ifdef WD_STAGED_CARVEOUT
-  return WD_STAGED_CARVEOUT;
+#ifdef WD_STAGED_CARVEOUT_MAX
+  return 100;
 #endif
   // The staged block and its reservation, and 32 KB for the gate_up blocks beside it.
   const size_t need = down_tc_staged_smem(hidden, intermediate, top_k, format) + 33 * 1024, sm = smem_per_sm();
@@ -252,7 +265,7 @@ void moe_down_tc_staged(const DownParams& p, WeightFormat format, cudaStream_t s
   auto* k = mx8 ? (p.scales_narrow ? &moe_down_tc_staged_kernel<true, true> : &moe_down_tc_staged_kernel<true, false>)
                 : &moe_down_tc_staged_kernel<false, false>;
   ensure_dynamic_smem(k, smem);
-  launch_kernel_attrs(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream,
+  launch_kernel_attrs(k, dim3(p.hidden / kTile), dim3(kWarps * kWarpSize), smem, stream,
                       LaunchAttrs{p.programmatic_launch != 0, 1,
                                   down_tc_staged_carveout(p.hidden, p.intermediate, p.top_k, format)},
                       p, slices);
