@@ -39,16 +39,6 @@ void ensure_dynamic_smem(const void* kernel, size_t bytes) {
   raise_smem_limit(kernel, dev, bytes);
 }
 
-size_t smem_per_sm() {
-  static std::map<int, size_t> per_device;
-  const int dev = current_device();
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (const auto it = per_device.find(dev); it != per_device.end()) return it->second;
-  int bytes = 0;
-  WD_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  return per_device[dev] = size_t(bytes);
-}
-
 long resident_blocks(const void* kernel, int threads, size_t smem) {
   const int dev = current_device();
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -70,18 +70,14 @@ int largest_cluster(void (*kernel)(KernelArgs...), int threads, size_t smem, int
 
 // How a kernel is launched beyond its shape: PDL; cluster > 1:
 // thread-block clusters of that many blocks along x (grid.x a multiple of
-// it); shared_carveout (1-100, else the driver's choice): the percent of
-// an SM's unified L1 / shared memory its SMs keep as shared memory, so that
-// another kernel's blocks that need much of it can start beside its own
-// (moe_down_tc_staged.cu).
+// it); max_shared_carveout: the SMs it runs on configured with the most
+// shared memory (and the least L1), so that another kernel's blocks that
+// need much of it can start beside its own (moe_down_tc_staged.cu).
 struct LaunchAttrs {
   bool pdl = false;
   int cluster = 1;
-  int shared_carveout = -1;
+  bool max_shared_carveout = false;
 };
-
-// Shared memory an SM of the current device holds (bytes; cached).
-size_t smem_per_sm();
 
 template <typename... KernelArgs, typename... Args>
 void launch_kernel_attrs(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
@@ -101,9 +97,9 @@ void launch_kernel_attrs(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, s
     attr[n].id = cudaLaunchAttributeClusterDimension;
     attr[n++].val.clusterDim = {unsigned(a.cluster), 1, 1};
   }
-  if (a.shared_carveout >= 1 && a.shared_carveout <= 100) {
+  if (a.max_shared_carveout) {
     attr[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-    attr[n++].val.sharedMemCarveout = unsigned(a.shared_carveout);
+    attr[n++].val.sharedMemCarveout = cudaSharedmemCarveoutMaxShared;
   }
   cfg.attrs = attr;
   cfg.numAttrs = n;
@@ -115,7 +111,7 @@ void launch_kernel_attrs(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, s
 template <typename... KernelArgs, typename... Args>
 void launch_kernel_ex(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                       bool pdl, int cluster, Args&&... args) {
-  launch_kernel_attrs(kernel, grid, block, smem, stream, LaunchAttrs{pdl, cluster, -1}, std::forward<Args>(args)...);
+  launch_kernel_attrs(kernel, grid, block, smem, stream, LaunchAttrs{pdl, cluster, false}, std::forward<Args>(args)...);
 }
 
 template <typename... KernelArgs, typename... Args>

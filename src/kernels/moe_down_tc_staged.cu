@@ -10,7 +10,7 @@
 // or slower, for that reason). This kernel's blocks are 4 warps; beside
 // three moe_gate_up_tc blocks (3 × 128 threads × 96 registers for MXFP8)
 // an SM keeps 28672 registers and, with the largest shared-memory carveout
-// (GateUpParams::shared_carveout), the room for one of them. They start
+// (GateUpParams::max_shared_carveout), the room for one of them. They start
 // when gate_up's blocks signal (at their start), copy the weights and scales
 // of the token's K experts for their 16 rows into shared memory (one bulk
 // copy per expert and tensor: in the tiled layout a block's rows of one
@@ -49,14 +49,10 @@ namespace {
 constexpr int kTile = 16;   // output rows per block
 constexpr int kUnit = 64;   // elements of I per unit
 #ifndef WD_STAGED_WARPS
-#define WD_STAGED_WARPS 12
+#define WD_STAGED_WARPS 4
 #endif
 constexpr int kWarps = WD_STAGED_WARPS;  // warps per block: small enough to sit beside gate_up's blocks
-constexpr int kMaxPer = 3;  // slices a warp computes (down_tc_slices: at most 12)
-#ifndef WD_STAGED_PAIR
-#define WD_STAGED_PAIR 2
-#endif
-constexpr int kPair = WD_STAGED_PAIR;  // entries whose MMA chains a warp runs together
+constexpr int kMaxPer = 3;  // slices a warp computes at once (down_tc_slices: at most 12)
 constexpr int kMaxK = 16;
 
 template <bool kMx8>
@@ -97,7 +93,6 @@ moe_down_tc_staged_kernel(const __grid_constant__ DownParams p, int slices) {
   const uint8_t* s_h = s_sc + L.scales;
   float* s_acc = reinterpret_cast<float*>(smem + L.weights + L.scales + L.h);
   __shared__ int s_e[kMaxK], s_i[kMaxK], s_n;
-  __shared__ float s_rw[kMaxK];
   __shared__ alignas(8) uint64_t s_bar[2];  // weights and scales; h
   const uint32_t bar_w = smem_u32(&s_bar[0]), bar_h = smem_u32(&s_bar[1]);
 
@@ -117,7 +112,6 @@ moe_down_tc_staged_kernel(const __grid_constant__ DownParams p, int slices) {
       s_i[j] = i;
     }
     s_n = n;
-    for (int j = 0; j < n; ++j) s_rw[j] = __ldg(p.route_w + s_i[j]);
     tma::mbar_init(bar_w, 1);
     tma::mbar_init(bar_h, 1);
     tma::fence_barrier_init();
@@ -147,69 +141,60 @@ moe_down_tc_staged_kernel(const __grid_constant__ DownParams p, int slices) {
   tma::wait(bar_w, 0);
   tma::wait(bar_h, 0);
 
-  // Warp w computes slices w, w + kWarps, ... (kMaxPer at most), each over
-  // the entries two at a time (two independent MMA chains in flight, folded
-  // in entry order). Lane (g, q) feeds B column g: h's hi half for g < 4,
-  // its lo half for g >= 4, so that column 0 holds the hi products and
-  // column 4 the lo products of the token (columns 1-3, 5-7 repeat them and
-  // are not read).
+  // Warp w computes slices w, w + 4, w + 8 (kMaxPer at once: independent
+  // MMA chains in flight). Lane (g, q) feeds B column g: h's hi half for
+  // g < 4, its lo half for g >= 4, so that column 0 holds the hi products
+  // and column 4 the lo products of the token (columns 1-3, 5-7 repeat them
+  // and are not read).
   const uint32_t h_half = g >= 4 ? 2u * uint32_t(I) : 0u;  // bytes
   constexpr uint32_t kHPiece = 2 * (S::h_offset(0, 1) - S::h_offset(0, 0));
-  // hi + lo of rows g and g + 8 (lane q = 0: column 0 plus lane q = 2's column 4) of entry j's tile in slice s.
-  auto tile_of = [&](int j, int s) {
-    const uint8_t* wj = s_w + j * slot_bytes + 16 * lane;
-    const uint8_t* sj = s_sc + j * slot_scales + 2 * g + q / 2;
-    const uint8_t* hj = s_h + uint32_t(s_i[j]) * 4u * uint32_t(I) + h_half + 2 * S::h_offset(q, 0);
-    float tile[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int uu = 0; uu < units; ++uu) {
-      const int u = s * units + uu;
-      const uint8_t* wp = wj + u * S::kItemBytes;  // row g; row g + 8 at + 512
-      const uint8_t* hp = hj + u * (2 * kUnit);
-      const uint4 h0 = *reinterpret_cast<const uint4*>(hp), h1 = *reinterpret_cast<const uint4*>(hp + kHPiece);
-      const uint32_t b[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-      uint32_t a[2][8];
-      if constexpr (kMx8) {
-        const uint4 raw[2] = {*reinterpret_cast<const uint4*>(wp), *reinterpret_cast<const uint4*>(wp + 512)};
-        const uint32_t sc[2] = {sj[u * S::kItemScales], sj[u * S::kItemScales + 16]};
-        auto decode = [&](auto narrow) {
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) e4m3x16_to_bf16x8<decltype(narrow)::value, true>(raw[hh], sc[hh], a[hh]);
-        };
-        if constexpr (kNarrowOnly) decode(std::true_type{});
-        else with_scale_path<true>(max(sc[0], sc[1]), decode);
-      } else {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const uint4 v = *reinterpret_cast<const uint4*>(wp + hh * 512 + c * kDownTileBytes);
-            a[hh][4 * c] = v.x, a[hh][4 * c + 1] = v.y, a[hh][4 * c + 2] = v.z, a[hh][4 * c + 3] = v.w;
-          }
-      }
-#pragma unroll
-      for (int st = 0; st < 4; ++st)
-        mma_bf16(tile, a[0][2 * st], a[1][2 * st], a[0][2 * st + 1], a[1][2 * st + 1], b[2 * st], b[2 * st + 1]);
-    }
-    return make_float2(tile[0] + __shfl_xor_sync(kFullMask, tile[0], 2),
-                       tile[2] + __shfl_xor_sync(kFullMask, tile[2], 2));
-  };
   float racc[kMaxPer][2];
 #pragma unroll
   for (int m = 0; m < kMaxPer; ++m) racc[m][0] = racc[m][1] = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float rw = __ldg(p.route_w + s_i[j]);
+    const uint8_t* wj = s_w + j * slot_bytes + 16 * lane;
+    const uint8_t* sj = s_sc + j * slot_scales + 2 * g + q / 2;
+    const uint8_t* hj = s_h + uint32_t(s_i[j]) * 4u * uint32_t(I) + h_half + 2 * S::h_offset(q, 0);
 #pragma unroll
-  for (int m = 0; m < kMaxPer; ++m) {
-    const int s = warp + kWarps * m;
-    if (s >= slices) break;
-    for (int j = 0; j < n; j += kPair) {
-      float2 v[kPair];
+    for (int m = 0; m < kMaxPer; ++m) {
+      const int s = warp + kWarps * m;
+      if (s >= slices) break;
+      float tile[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int uu = 0; uu < units; ++uu) {
+        const int u = s * units + uu;
+        uint32_t a[2][8];
+        const uint8_t* wp = wj + u * S::kItemBytes;  // row g; row g + 8 at + 512
+        if constexpr (kMx8) {
+          const uint4 raw[2] = {*reinterpret_cast<const uint4*>(wp), *reinterpret_cast<const uint4*>(wp + 512)};
+          const uint32_t sc[2] = {sj[u * S::kItemScales], sj[u * S::kItemScales + 16]};
+          auto decode = [&](auto narrow) {
 #pragma unroll
-      for (int k = 0; k < kPair; ++k) v[k] = tile_of(min(j + k, n - 1), s);  // past n: a repeat, not folded
+            for (int hh = 0; hh < 2; ++hh) e4m3x16_to_bf16x8<decltype(narrow)::value, true>(raw[hh], sc[hh], a[hh]);
+          };
+          if constexpr (kNarrowOnly) decode(std::true_type{});
+          else with_scale_path<true>(max(sc[0], sc[1]), decode);
+        } else {
 #pragma unroll
-      for (int k = 0; k < kPair; ++k)
-        if (k == 0 || j + k < n) {
-          racc[m][0] = __fmaf_rn(s_rw[j + k], v[k].x, racc[m][0]);
-          racc[m][1] = __fmaf_rn(s_rw[j + k], v[k].y, racc[m][1]);
+          for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const uint4 v = *reinterpret_cast<const uint4*>(wp + hh * 512 + c * kDownTileBytes);
+              a[hh][4 * c] = v.x, a[hh][4 * c + 1] = v.y, a[hh][4 * c + 2] = v.z, a[hh][4 * c + 3] = v.w;
+            }
         }
+        const uint8_t* hp = hj + u * (2 * kUnit);
+        const uint4 h0 = *reinterpret_cast<const uint4*>(hp), h1 = *reinterpret_cast<const uint4*>(hp + kHPiece);
+        const uint32_t b[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+        for (int st = 0; st < 4; ++st)
+          mma_bf16(tile, a[0][2 * st], a[1][2 * st], a[0][2 * st + 1], a[1][2 * st + 1], b[2 * st], b[2 * st + 1]);
+      }
+      // Column 0 (lane q = 0) plus column 4 (lane q = 2): hi + lo.
+      const float v0 = tile[0] + __shfl_xor_sync(kFullMask, tile[0], 2);
+      const float v1 = tile[2] + __shfl_xor_sync(kFullMask, tile[2], 2);
+      racc[m][0] = __fmaf_rn(rw, v0, racc[m][0]);
+      racc[m][1] = __fmaf_rn(rw, v1, racc[m][1]);
     }
   }
   if (q == 0) {
@@ -246,15 +231,6 @@ bool down_tc_staged_fits(int batch, int hidden, int intermediate, int top_k, boo
          top_k <= kMaxK && down_tc_staged_smem(hidden, intermediate, top_k, format) <= kDownStagedMaxSmem;
 }
 
-int down_tc_staged_carveout(int hidden, int intermediate, int top_k, WeightFormat format) {
-#ifdef WD_STAGED_CARVEOUT_MAX
-  return 100;
-#endif
-  // The staged block and its reservation, and 32 KB for the gate_up blocks beside it.
-  const size_t need = down_tc_staged_smem(hidden, intermediate, top_k, format) + 33 * 1024, sm = smem_per_sm();
-  return int(std::min<size_t>(100, (100 * need + sm - 1) / sm));
-}
-
 void moe_down_tc_staged(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(down_tc_staged_fits(p.batch, p.hidden, p.intermediate, p.top_k, p.tiled != 0, format), "moe_down_tc_staged: B = ", p.batch, ", H = ", p.hidden, ", I = ",
            p.intermediate, ", K = ", p.top_k, ": only B = 1 with tiled weights whose block tiles fit in ",
@@ -266,9 +242,7 @@ void moe_down_tc_staged(const DownParams& p, WeightFormat format, cudaStream_t s
                 : &moe_down_tc_staged_kernel<false, false>;
   ensure_dynamic_smem(k, smem);
   launch_kernel_attrs(k, dim3(p.hidden / kTile), dim3(kWarps * kWarpSize), smem, stream,
-                      LaunchAttrs{p.programmatic_launch != 0, 1,
-                                  down_tc_staged_carveout(p.hidden, p.intermediate, p.top_k, format)},
-                      p, slices);
+                      LaunchAttrs{p.programmatic_launch != 0, 1, /*max_shared_carveout=*/true}, p, slices);
 }
 
 }  // namespace wd::kernels

@@ -78,10 +78,6 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream);
 constexpr size_t kDownStagedMaxSmem = 160 * 1024;
 bool down_tc_staged_fits(int batch, int hidden, int intermediate, int top_k, bool tiled, WeightFormat format);
 size_t down_tc_staged_smem(int hidden, int intermediate, int top_k, WeightFormat format);
-// The shared-memory carveout (percent) that holds one staged block beside
-// moe_gate_up_tc's: moe_gate_up_tc and moe_down_tc_staged both launch with
-// it (GateUpParams::shared_carveout), so that no SM changes its split.
-int down_tc_staged_carveout(int hidden, int intermediate, int top_k, WeightFormat format);
 void moe_down_tc_staged(const DownParams& p, WeightFormat format, cudaStream_t stream);
 
 }  // namespace wd::kernels

@@ -435,8 +435,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   const bool staged = down_tiled && config.tc_staged_down &&
                       kernels::down_tc_staged_fits(r.batch, shape_.hidden, shape_.intermediate, shape_.top_k,
                                                    true, w.format);
-  g.shared_carveout =
-      staged ? kernels::down_tc_staged_carveout(shape_.hidden, shape_.intermediate, shape_.top_k, w.format) : 0;
+  g.max_shared_carveout = staged ? 1 : 0;
   if (which != Kernels::kDown) {
     if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
     else kernels::moe_gate_up(g, w.format, stream);
