@@ -106,7 +106,7 @@ const char* to_string(KernelFamily f);
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
 // (tensor_cores = true; only programmatic_launch, evict_first,
-// tc_deep_loads, tc_tiled_down, tc_tiled_gate_up and tc_staged_down apply). All
+// tc_deep_loads, tc_tiled_down and tc_tiled_gate_up apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -130,9 +130,6 @@ struct WarpDecodeConfig {
                                      // weights (warpdecode/down_tiling.h) where it has them
   bool tc_tiled_gate_up = false;     // tensor cores, MXFP8: moe_gate_up_tc streams the view's tiled gate_up
                                      // weights (warpdecode/gate_up_tiling.h) where it has them
-  bool tc_staged_down = false;       // tensor cores, B = 1, tiled down weights: moe_down_tc's blocks copy their
-                                     // weights into shared memory while moe_gate_up_tc runs, where they fit
-                                     // (moe_down_tc_staged.cu; tc_staged_down_applies)
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::
@@ -152,11 +149,6 @@ struct WarpDecodeConfig {
   // Whether tc_deep_loads changes the kernel that runs (MXFP8, and an H the
   // deep rounds take); elsewhere it is ignored.
   static bool tc_deep_loads_apply(const MoeShape& shape, WeightFormat format);
-  // Whether tc_staged_down changes the kernel that runs at this batch, with
-  // the tiled down weights (tc_tiled_down): B = 1 and a shape whose block
-  // tiles fit in shared memory beside moe_gate_up_tc's blocks
-  // (qwen3-30b-a3b MXFP8); elsewhere it is ignored.
-  static bool tc_staged_down_applies(const MoeShape& shape, int batch, WeightFormat format);
   std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
 };
 

@@ -68,50 +68,29 @@ int largest_cluster(void (*kernel)(KernelArgs...), int threads, size_t smem, int
   return largest_cluster(reinterpret_cast<const void*>(kernel), threads, smem, wanted);
 }
 
-// How a kernel is launched beyond its shape: PDL; cluster > 1:
-// thread-block clusters of that many blocks along x (grid.x a multiple of
-// it); max_shared_carveout: the SMs it runs on configured with the most
-// shared memory (and the least L1), so that another kernel's blocks that
-// need much of it can start beside its own (moe_down_tc_staged.cu).
-struct LaunchAttrs {
-  bool pdl = false;
-  int cluster = 1;
-  bool max_shared_carveout = false;
-};
-
-template <typename... KernelArgs, typename... Args>
-void launch_kernel_attrs(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                         const LaunchAttrs& a, Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[3];
-  unsigned n = 0;
-  if (a.pdl) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (a.cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n++].val.clusterDim = {unsigned(a.cluster), 1, 1};
-  }
-  if (a.max_shared_carveout) {
-    attr[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-    attr[n++].val.sharedMemCarveout = cudaSharedmemCarveoutMaxShared;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-}
-
 // cluster > 1: thread-block clusters of that many blocks along x (grid.x a
 // multiple of it).
 template <typename... KernelArgs, typename... Args>
 void launch_kernel_ex(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                       bool pdl, int cluster, Args&&... args) {
-  launch_kernel_attrs(kernel, grid, block, smem, stream, LaunchAttrs{pdl, cluster, false}, std::forward<Args>(args)...);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n++].val.clusterDim = {unsigned(cluster), 1, 1};
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  WD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 template <typename... KernelArgs, typename... Args>

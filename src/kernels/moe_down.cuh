@@ -66,8 +66,6 @@ struct DownParams {
   int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
   int tiled;               // moe_down_tc, MXFP8: weights and scales in the tiled layout (warpdecode/down_tiling.h)
   int scales_narrow;       // moe_down_tc, MXFP8: every scale code <= kMxNarrowMaxCode (MoeWeightsView::mx_scales_narrow)
-  int staged;              // moe_down_tc at B = 1, tiled weights: the block's weights staged in shared memory while
-                           // moe_gate_up still runs (moe_down_tc_staged.cu), where they fit
 };
 
 // The most shared memory moe_down stages h in (bytes).

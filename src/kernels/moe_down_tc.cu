@@ -775,10 +775,6 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  if (p.staged && down_tc_staged_fits(p.batch, p.hidden, p.intermediate, p.top_k, p.tiled != 0, format)) {
-    moe_down_tc_staged(p, format, stream);
-    return;
-  }
   const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
   const size_t smem = smem_bytes(p, slices, reg_tok, format == WeightFormat::kMXFP8);

@@ -66,8 +66,6 @@ struct GateUpParams {
                            // (warpdecode/gate_up_tiling.h)
   int scales_narrow;       // tensor-core kernel, MXFP8: every scale code <= kMxNarrowMaxCode
                            // (MoeWeightsView::mx_scales_narrow): no per-round scale check
-  int max_shared_carveout; // tensor-core kernel: launched with the SMs' shared memory at its largest, so that
-                           // a staged moe_down_tc block fits beside its blocks (DownParams::staged)
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

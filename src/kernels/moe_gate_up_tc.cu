@@ -265,12 +265,8 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
           k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 5>;
     }
   ensure_dynamic_smem(k, smem);
-  if (p.max_shared_carveout) {
-    launch_kernel_attrs(k, grid, dim3(kThreads), smem, stream, LaunchAttrs{false, 1, true}, p, by_rank);
-  } else {
-    k<<<grid, kThreads, smem, stream>>>(p, by_rank);
-    WD_CUDA_CHECK_LAUNCH();
-  }
+  k<<<grid, kThreads, smem, stream>>>(p, by_rank);
+  WD_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -67,17 +67,6 @@ bool tensor_core_shape_ok(int hidden, int intermediate);
 bool gate_up_tc_deep_fits(int hidden);
 
 void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream);
-// Takes moe_down_tc_staged where p.staged asks for it and it fits.
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream);
-
-// moe_down_tc at B = 1 with each block's weights and scales staged in
-// shared memory while moe_gate_up_tc still runs (moe_down_tc_staged.cu;
-// the same bits). It fits tiled weights at B = 1 whose block tiles, scales
-// and h need at most kDownStagedMaxSmem bytes (qwen3-30b-a3b MXFP8: 124
-// KB; its BF16 weights and the larger shapes' do not fit).
-constexpr size_t kDownStagedMaxSmem = 160 * 1024;
-bool down_tc_staged_fits(int batch, int hidden, int intermediate, int top_k, bool tiled, WeightFormat format);
-size_t down_tc_staged_smem(int hidden, int intermediate, int top_k, WeightFormat format);
-void moe_down_tc_staged(const DownParams& p, WeightFormat format, cudaStream_t stream);
 
 }  // namespace wd::kernels

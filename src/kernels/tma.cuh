@@ -1,7 +1,6 @@
 // Tensor-memory-accelerator loads, shared-memory barriers and cluster
 // primitives (sm_90+), for the warp-specialised classical GEMM
-// (classical_tma_gemm.cu), the router's cluster (router.cu) and the staged
-// B = 1 down kernel (moe_down_tc_staged.cu).
+// (classical_tma_gemm.cu) and the router's cluster (router.cu).
 //
 // The protocol: a producer thread announces the bytes a stage will receive
 // (arrive_expect_tx) and issues TMA copies that complete against the same
@@ -110,16 +109,6 @@ __device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int x, in
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-// Bulk copy of `bytes` contiguous bytes global -> shared (both 16-byte
-// aligned, bytes a multiple of 16), completing `bar`'s transaction bytes;
-// `policy` an L2 cache policy (createpolicy: l2_stream_policy).
-__device__ __forceinline__ void load_1d(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(bar), "l"(policy)
       : "memory");
 }
 // load_2d into every block of `mask` (bit i: cluster rank i).

@@ -270,9 +270,6 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     const bool large = shape.hidden >= 4096;
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
                       (c.tc_tiled_gate_up ? large && batch == 1 : large || (batch >= 2 && batch <= 16));
-    // B = 1: down's weights staged in shared memory while gate_up runs,
-    // where the shape's block tiles fit (moe_down_tc_staged.cu).
-    c.tc_staged_down = c.tc_tiled_down && tc_staged_down_applies(shape, batch, format);
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -310,16 +307,11 @@ bool WarpDecodeConfig::tc_deep_loads_apply(const MoeShape& shape, WeightFormat f
   return format == WeightFormat::kMXFP8 && kernels::gate_up_tc_deep_fits(shape.hidden);
 }
 
-bool WarpDecodeConfig::tc_staged_down_applies(const MoeShape& shape, int batch, WeightFormat format) {
-  return kernels::tensor_core_shape_ok(shape.hidden, shape.intermediate) &&
-         kernels::down_tc_staged_fits(batch, shape.hidden, shape.intermediate, shape.top_k, true, format);
-}
-
 std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
     return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
-           (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "") + (tc_staged_down ? "/stg" : "");
+           (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
@@ -426,16 +418,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
     g.scales = w.gate_up_tiled_scales;
     g.tiled = 1;
   }
-  // The tiled down weights where the config asks and the view has them, and
-  // always where it has nothing else; with tc_staged_down at B = 1, down's
-  // blocks stage them beside gate_up's, whose SMs then keep the most shared
-  // memory (the same bits either way).
-  const bool down_tiled =
-      config.tensor_cores && w.down_tiled != nullptr && (config.tc_tiled_down || w.down == nullptr);
-  const bool staged = down_tiled && config.tc_staged_down &&
-                      kernels::down_tc_staged_fits(r.batch, shape_.hidden, shape_.intermediate, shape_.top_k,
-                                                   true, w.format);
-  g.max_shared_carveout = staged ? 1 : 0;
   if (which != Kernels::kDown) {
     if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
     else kernels::moe_gate_up(g, w.format, stream);
@@ -462,11 +444,10 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.evict_first = config.evict_first ? 1 : 0;
   d.stage_h = config.down_stage_h ? 1 : 0;
   d.scales_narrow = w.mx_scales_narrow ? 1 : 0;
-  d.staged = staged ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   if (config.tensor_cores) {
-    if (down_tiled) {
+    if (w.down_tiled != nullptr && (config.tc_tiled_down || w.down == nullptr)) {
       d.weights = w.down_tiled;
       d.scales = w.down_tiled_scales;
       d.tiled = 1;

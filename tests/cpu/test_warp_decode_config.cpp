@@ -119,35 +119,6 @@ TEST(WarpDecodeConfig, TiledDownForTensorCoreMxfp8Only) {
             "tc/ef/pdl");
 }
 
-// The staged B = 1 down kernel (moe_down_tc_staged.cu): the tensor cores'
-// default at B = 1 where the tiled down weights are read and the shape's
-// block tiles, scales and h fit its shared memory: qwen3-30b-a3b MXFP8 (124
-// KB); not its BF16 weights (221 KB), nor the larger shapes, nor B > 1.
-TEST(WarpDecodeConfig, StagedDownAtBatchOneWhereItFits) {
-  const MoeShape small = preset_shape("qwen3-30b-a3b"), large = preset_shape("qwen3-235b-a22b");
-  const auto mx = WeightFormat::kMXFP8, bf = WeightFormat::kBF16;
-  EXPECT_TRUE(WarpDecodeConfig::tc_staged_down_applies(small, 1, mx));
-  EXPECT_FALSE(WarpDecodeConfig::tc_staged_down_applies(small, 1, bf));
-  EXPECT_FALSE(WarpDecodeConfig::tc_staged_down_applies(small, 2, mx));
-  EXPECT_FALSE(WarpDecodeConfig::tc_staged_down_applies(large, 1, mx));
-  EXPECT_FALSE(WarpDecodeConfig::tc_staged_down_applies(preset_shape("qwen3-coder-480b-a35b"), 1, mx));
-  EXPECT_EQ(kernels::down_tc_staged_smem(small.hidden, small.intermediate, small.top_k, mx), 126720u);
-  for (bool tgu : {false, true})
-    for (int B : {1, 2, 8, 64}) {
-      const auto c = WarpDecodeConfig::for_batch(small, B, mx, KernelFamily::kTensorCores, tgu);
-      EXPECT_EQ(c.tc_staged_down, B == 1) << B;
-      EXPECT_FALSE(WarpDecodeConfig::for_batch(small, B, bf, KernelFamily::kTensorCores, tgu).tc_staged_down);
-      EXPECT_FALSE(WarpDecodeConfig::for_batch(large, B, mx, KernelFamily::kTensorCores, tgu).tc_staged_down);
-      EXPECT_FALSE(WarpDecodeConfig::for_batch(small, B, mx, KernelFamily::kScalar, tgu).tc_staged_down);
-    }
-  EXPECT_EQ(WarpDecodeConfig::for_batch(small, 1, mx, KernelFamily::kTensorCores, true).label(),
-            "tc/ef/pdl/tiled/tgu/stg");
-  // K above 16, canonical weights.
-  EXPECT_FALSE(kernels::down_tc_staged_fits(1, 2048, 768, 17, true, mx));
-  EXPECT_FALSE(kernels::down_tc_staged_fits(1, 2048, 768, 8, false, mx));
-  EXPECT_TRUE(kernels::down_tc_staged_fits(1, 2048, 768, 8, true, mx));
-}
-
 // gate_up on the tiled copy shows in the label.
 TEST(WarpDecodeConfig, TiledGateUpLabel) {
   WarpDecodeConfig c;

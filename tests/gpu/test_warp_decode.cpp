@@ -629,93 +629,6 @@ TEST(WarpDecodeTensorCores, NarrowScalesSkipTheVoteWithTheSameBits) {
   }
 }
 
-// moe_down_tc_staged (B = 1, tiled down weights: each block's weights and
-// scales copied into shared memory while gate_up runs) against the 12-warp
-// kernels on the same call: the same bits, FP32 and BF16 outputs, with a
-// residual and with a token routed twice to one expert; one, two and four
-// units a slice; BF16 (tiled-only weights, where its tiled copies live) and
-// MXFP8 (both uploads), narrow scale codes (the narrow-only kernel) and wide
-// ones (the per-item vote's FP32 decode). FP32 outputs against FP64 too.
-TEST(WarpDecodeTensorCores, StagedDownKeepsTheBits) {
-  WD_REQUIRE_GPU();
-  struct Case {
-    MoeShape s;
-    float stddev;
-  };
-  const std::vector<Case> cases = {{make_shape(512, 192, 20, 6), 0.02f},    // 3 slices of one unit
-                                   {make_shape(256, 896, 16, 4), 0.02f},    // 7 slices of two
-                                   {make_shape(256, 2560, 16, 2), 0.02f},   // 10 slices of four (MXFP8 only fits)
-                                   {make_shape(512, 192, 20, 6), 0.02f * 0x1p30f}};  // scale codes 143-148
-  int runs = 0;
-  for (const Case& c : cases)
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-      const bool wide = c.stddev > 1.0f;
-      if ((wide && f == WeightFormat::kBF16) || !WarpDecodeConfig::tc_staged_down_applies(c.s, 1, f)) continue;
-      EXPECT_FALSE(WarpDecodeConfig::tc_staged_down_applies(c.s, 2, f));
-      const Layer full = Layer::make(c.s, f, fresh_seed(), c.stddev);
-      const Layer tiled{full.host, DeviceMoeWeights::upload(full.host, DeviceWeightsOptions::tiled_only())};
-      if (f == WeightFormat::kMXFP8) {
-        EXPECT_EQ(full.dev.view().mx_scales_narrow, !wide);
-      }
-      WarpDecodeMoe moe(c.s, 4);
-      const WarpDecodeConfig plain = tc_config(true, true, false, true, true);
-      WarpDecodeConfig staged = plain;
-      staged.tc_staged_down = true;
-      EXPECT_NE(staged.label().find("/stg"), std::string::npos);
-      for (int v = 0; v < 4; ++v) {  // plain; a token routed twice to one expert; a residual; BF16 output
-        const auto x = synthetic_input(1, c.s.hidden, fresh_seed(), InputKind::kGaussian);
-        auto r = random_routing(1, c.s.experts, c.s.top_k, fresh_seed());
-        if (v == 1) r.ids[1] = r.ids[0];
-        std::vector<float> res(c.s.hidden);
-        std::mt19937 gen{unsigned(fresh_seed())};
-        for (auto& e : res) e = bf16_to_float(float_to_bf16(std::normal_distribution<float>(0, 0.1f)(gen)));
-        const OutputType type = v == 3 ? OutputType::kBF16 : OutputType::kFP32;
-        for (const Layer* l : {&full, &tiled}) {
-          if (f == WeightFormat::kBF16 && l == &full) continue;  // BF16 keeps tiled copies only when tiled-only
-          const std::string what = std::string(name(f)) + " H=" + std::to_string(c.s.hidden) + " I=" +
-                                   std::to_string(c.s.intermediate) + (wide ? " wide" : "") + " case " +
-                                   std::to_string(v) + (l == &tiled ? " tiled-only" : "");
-          const auto y0 = run_experts(moe, *l, x, r, 1, type, &plain, v == 2 ? &res : nullptr);
-          const auto y1 = run_experts(moe, *l, x, r, 1, type, &staged, v == 2 ? &res : nullptr);
-          EXPECT_EQ(y1, y0) << what;
-          if (v == 0) expect_close(reference_y(full, x, r, 1), y1, 2e-5, what);
-          ++runs;
-        }
-      }
-    }
-  EXPECT_EQ(runs, 4 * (4 * 2 + 2 * 1));  // MXFP8: three shapes and the wide codes, two uploads; BF16: two shapes
-
-  // Captured in a CUDA graph (the launches' carveout and PDL attributes
-  // included) and replayed: the same bits as the direct call.
-  const MoeShape s = make_shape(512, 192, 20, 6);
-  const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
-  WarpDecodeMoe moe(s, 1);
-  WarpDecodeConfig staged = moe.default_config(1, layer.dev.view());
-  ASSERT_TRUE(staged.tc_staged_down) << staged.label();
-  const auto x = synthetic_input(1, s.hidden, fresh_seed(), InputKind::kGaussian);
-  const auto r = random_routing(1, s.experts, s.top_k, fresh_seed());
-  DeviceBuffer<uint16_t> dx(x);
-  DeviceBuffer<int32_t> ids(r.ids);
-  DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end())), y1(s.hidden), y2(s.hidden);
-  const RoutingView rv{1, s.top_k, ids.data(), rw.data()};
-  cudaStream_t st;
-  WD_CUDA_CHECK(cudaStreamCreate(&st));
-  moe.experts(layer.dev.view(), dx.data(), rv, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, staged, st);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  moe.experts(layer.dev.view(), dx.data(), rv, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, staged, st);
-  WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-  WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  y2.fill_bytes(0xFF);
-  WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
-  WD_CUDA_CHECK(cudaStreamSynchronize(st));
-  EXPECT_EQ(y1.download(), y2.download());
-  WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  WD_CUDA_CHECK(cudaGraphDestroy(graph));
-  WD_CUDA_CHECK(cudaStreamDestroy(st));
-}
-
 TEST(WarpDecodeTensorCores, RealShapes) {
   WD_REQUIRE_GPU();
   check_real_shapes(KernelFamily::kTensorCores);
@@ -736,9 +649,7 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
 // in batches every way); 65 and 80 tokens: the second walk of 64.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
-  WarpDecodeConfig staged = tc_config(true, true, false, true, true);
-  staged.tc_staged_down = true;  // B = 1 on MXFP8: moe_down_tc_staged (qwen3-30b-a3b's block tiles fit)
-  check_batch_invariance({staged, tc_config(true, false, true, true, true), tc_config(false, true, false, false),
+  check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
   // Two, four and ten units a warp (I = 896, 2560, 7040): MXFP8's register
@@ -755,19 +666,15 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // B = 16 its quad walk and B = 32 MXFP8's four-token general walk (I = 192:
 // one unit a warp; I = 896, 2560 and 7040, MXFP8, B = 1, 9, 16: two, four and
 // ten units, the last with the four-token general walk from B = 5). Shallow
-// and deep loads (H = 512: MXFP8 gate_up's deep rounds apply); the staged
-// B = 1 down kernel (the last configuration).
+// and deep loads (H = 512: MXFP8 gate_up's deep rounds apply).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 70);
-    WarpDecodeConfig staged = tc_config(true, true, false, true, true);
-    staged.tc_staged_down = true;  // B = 1: moe_down_tc_staged (bulk copies, mbarriers)
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
-                                        tc_config(true, true, true, true, true), tc_config(true, true, false, true, true),
-                                        staged}) {
+                                        tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
       for (int B : {1, 5, 8, 9, 16, 32, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
