@@ -31,10 +31,10 @@ std::vector<CrossoverEntry> built_in_entries() {
       // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
       // crossover, then w8a16_from)
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 64, true, 64},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 48},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 96},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 64},
