@@ -10,4 +10,5 @@ set key left top
 plot '/work/main/bench/results/report/gnuplot/h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-outliers.dat' using 1:2 with linespoints linewidth 2 pointtype 7 title 'warp decode (mxfp8)', \
      '/work/main/bench/results/report/gnuplot/h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-outliers.dat' using 1:3 with linespoints linewidth 2 pointtype 7 title 'classical BF16 (bf16)', \
      '/work/main/bench/results/report/gnuplot/h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-outliers.dat' using 1:4 with linespoints linewidth 2 pointtype 7 title 'classical FP8 (mxfp8)', \
+     '/work/main/bench/results/report/gnuplot/h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-outliers.dat' using 1:5 with linespoints linewidth 2 pointtype 7 title 'classical W8A16 (mxfp8)', \
      '/work/main/bench/results/report/gnuplot/h200-accuracy-drift-qwen3-30b-a3b-mxfp8-b8-outliers.dat' using 1:6 with lines dashtype 2 linewidth 2 title 'weight quantization alone (FP64, mxfp8 vs bf16)'
