@@ -10,8 +10,10 @@
 //   column k % 8; with hi and lo in one tile (kWalkSplit, MXFP8 up to
 //   kSplitMaxBatch) in tile k / 4, column k % 4, its lo half in column
 //   k % 4 + 4.
-// - by-token walk (B <= 8): token t in column t of the expert's tile for
-//   the group's half t / 4 (tokens 0-3 or 4-7), its lo half in column t ^ 4.
+// - by-token walk (B <= 8): token t in column t, its lo half in column
+//   t ^ 4, of its expert's one tile; an expert with a pair of tokens t and
+//   t ^ 4 (whose columns would meet) takes one tile a half of the group
+//   (tokens 0-3, 4-7).
 // - quad walk (9 <= B <= 16): token t belongs to lane quad (t / 2) % 4; the
 //   expert's k-th token of that quad in its tile k / 2, column 2q + k % 2.
 // The tiles of the group's distinct experts follow one another in ascending
@@ -45,8 +47,8 @@ WD_HD constexpr bool split_walk(int batch, int reg_tok, bool mx8) {
 // kernel of register walk reg_tok (it may also take the duplicate-token
 // walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
 // at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
-// 2) one tile an expert and half of the group's eight tokens: at most
-// min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
+// 2) one tile an expert, two where it has a pair of tokens t, t ^ 4 (one
+// token of each half at least): at most min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
 WD_HD constexpr int max_tiles(int ne, int na, int reg_tok, bool split = false) {
   if (split) return (ne + 3 * na) / 4;  // Σ ceil(count / 4); at least the general bound
   if (reg_tok == 2) {
@@ -67,9 +69,13 @@ WD_HD int popcount64(unsigned long long x) {
 // An expert's tokens below token t (its rank k among them, ascending).
 WD_HD int tokens_below(unsigned long long mask, int t) { return popcount64(mask & ((1ull << t) - 1ull)); }
 
+// The by-token walk: whether an expert's tokens include a pair t, t ^ 4
+// (token t's lo column is token t ^ 4's hi column): then its tokens of each
+// half of the group take a tile of their own.
+WD_HD bool by_token_pair(unsigned long long mask) { return (mask & (mask >> 4) & 0x0Full) != 0; }
+
 // The tiles an expert takes in the quad walk (its fullest quad's
-// ceil(count / 2)) and in the by-token walk (the group's halves it has
-// tokens in).
+// ceil(count / 2)) and in the by-token walk (one, or two with a pair).
 WD_HD int quad_tiles(unsigned long long mask) {
   int n = 0;
   for (int q = 0; q < 4; ++q) {
@@ -78,9 +84,7 @@ WD_HD int quad_tiles(unsigned long long mask) {
   }
   return n;
 }
-WD_HD int by_token_tiles(unsigned long long mask) {
-  return int((mask & 0x0Full) != 0) + int((mask & 0xF0ull) != 0);
-}
+WD_HD int by_token_tiles(unsigned long long mask) { return by_token_pair(mask) ? 2 : 1; }
 
 // Where token t of an expert sits: its tile (counted from the expert's
 // first) and column, from its rank k in a run of per-tile places starting
@@ -101,9 +105,13 @@ WD_HD TileSlot quad_slot(const unsigned long long* masks, int e, int t) {
 // The general walks: the expert's k-th token, per_tile tokens a tile (8, or
 // 4 with hi and lo in one tile).
 WD_HD TileSlot ranked_slot(int k, int per_tile) { return {k, per_tile, 0}; }
-// The by-token walk: token t in column t of the expert's tile for its half
-// of the group, the second tile where the expert also has tokens in the
-// first half.
-WD_HD int by_token_tile(unsigned long long mask, int t) { return int(t / 4 == 1 && (mask & 0x0Full) != 0); }
+// The by-token walk: token t in column t of its expert's tile, the second
+// one for tokens 4-7 of an expert with a pair.
+WD_HD int by_token_tile(unsigned long long mask, int t) { return int(t / 4 == 1 && by_token_pair(mask)); }
+// The tokens that share token t's by-token tile: all the expert's, or with
+// a pair those of t's half of the group.
+WD_HD unsigned long long by_token_tile_mask(unsigned long long mask, int t) {
+  return by_token_pair(mask) ? mask & 0x0Full << 4 * (t / 4) : mask;
+}
 
 }  // namespace wd::kernels

@@ -97,13 +97,12 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // a warp, and with two, four or ten for MXFP8 with narrow scales (ten: the
 // by-token walk only; register_tokens()).
 // - kRegTok = 2, the by-token walk (batch <= 8, one group of at most 8
-//   tokens): a tile is one expert and one half of the group (tokens 0-3 or
-//   4-7; an expert with tokens in both halves takes two tiles), its token t
-//   in column t itself (not its rank among the expert's tokens), and lane
-//   (g, q) owns tokens 2q, 2q + 1: one candidate token a column. The
-//   tile's other four columns hold the lo half of h: column t ^ 4 multiplies
-//   token t's lo by the same weights. One MMA chain then computes both
-//   products, where the other walks run a hi chain and a lo chain over
+//   tokens): a tile is one expert, its token t in column t itself (not its
+//   rank among the expert's tokens), and lane (g, q) owns tokens 2q, 2q + 1:
+//   one candidate token a column. Column t ^ 4 holds token t's lo half of h
+//   (the same weights times it), so an expert with tokens t and t ^ 4 takes
+//   two tiles, one a half of the group (tokens 0-3, 4-7; down_tc_tiles.h).
+//   One MMA chain then computes both products, where the other walks run a hi chain and a lo chain over
 //   eight columns: half the MMAs and half the h loads an item, the hi + lo
 //   sum one shuffle away (lane q ^ 2 holds column t ^ 4). A column's MMA
 //   result depends only on its own B column, so its products and sums are
@@ -236,7 +235,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     __syncthreads();
     auto rank = [&](int e) { return s_wpre[e >> 5] + __popc(s_bits[e >> 5] & ((1u << (e & 31)) - 1u)); };
     // The quad walk without duplicates: tiles by lane quad (above); the
-    // by-token walk: tiles by expert and half of the group, column = token.
+    // by-token walk: a tile an expert (two with a pair t, t ^ 4), column = token.
     const bool quad = kQuad && !dup;
     const bool by_token = kRegTok == 2 && !dup;
     const bool split = split_batch && !dup;
@@ -302,15 +301,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // The by-token walk: its h entries count half rows (2i: entry i's hi,
     // 2i + 1: its lo; load_h).
     for (int i = threadIdx.x; i < ne && by_token; i += blockDim.x) {
-      const int e = s_ids[i], t = i / K, half = t / 4;
-      const unsigned long long mask = s_tokmask[e], half_mask = 0x0Full << 4 * half;
-      const int n = s_tfirst[rank(e)] + by_token_tile(mask, t);
-      if (!(mask & half_mask & ((1ull << t) - 1ull))) {  // the half's lowest token: the tile's expert, empty columns
+      const int e = s_ids[i], t = i / K;
+      const unsigned long long tile_mask = by_token_tile_mask(s_tokmask[e], t);
+      const int n = s_tfirst[rank(e)] + by_token_tile(s_tokmask[e], t);
+      if (!(tile_mask & ((1ull << t) - 1ull))) {  // the tile's lowest token: its expert, the unused column pairs
         s_texp[n] = e;
-        for (int c = 4 * half; c < 4 * half + 4; ++c)
-          if (!(mask >> c & 1ull)) {
+        for (int c = 0; c < 4; ++c)
+          if (!(tile_mask >> c & 1ull) && !(tile_mask >> (c + 4) & 1ull)) {
             s_tent[n * 8 + c] = 2 * i;
-            s_tent[n * 8 + (c ^ 4)] = 2 * i + 1;
+            s_tent[n * 8 + c + 4] = 2 * i + 1;
           }
       }
       s_tent[n * 8 + t] = 2 * i;

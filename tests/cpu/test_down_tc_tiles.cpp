@@ -107,8 +107,7 @@ void check_walk(const Group& g, Walk w) {
   }
   for (int n = 0; n < tiles; ++n) EXPECT_NE(tile_expert[n], -1) << what << ": tile " << n << " empty";
   // hi and lo in one tile: a token's lo column (c ^ 4 in the by-token walk,
-  // c + 4 in the split walk) holds no token, and the by-token tile's tokens
-  // are of one half of the group.
+  // c + 4 in the split walk) holds no token.
   if (w == Walk::kByToken || w == Walk::kSplit)
     for (int n = 0; n < tiles; ++n)
       for (int c = 0; c < 8; ++c) {
@@ -116,14 +115,24 @@ void check_walk(const Group& g, Walk w) {
         if (i < 0) continue;
         const int lo = w == Walk::kByToken ? c ^ 4 : c + 4;
         EXPECT_EQ(hi[size_t(n) * 8 + lo], -1) << what << ": tile " << n << " lo column " << lo << " holds a token";
-        if (w == Walk::kByToken) {
-          for (int c2 = 0; c2 < 8; ++c2) {
-            if (hi[size_t(n) * 8 + c2] >= 0) {
-              EXPECT_EQ(c2 / 4, c / 4) << what << ": tile " << n << " spans both halves";
-            }
-          }
+      }
+  // The by-token walk takes a second tile only for an expert with a pair of
+  // tokens t, t ^ 4; the tokens sharing a tile are by_token_tile_mask's.
+  if (w == Walk::kByToken)
+    for (int e = 0; e < g.E; ++e) {
+      if (!masks[e]) continue;
+      const bool pair = (masks[e] & (masks[e] >> 4) & 0xFull) != 0;
+      EXPECT_EQ(by_token_tiles(masks[e]), pair ? 2 : 1) << what << " expert " << e;
+      for (int t = 0; t < g.tokens; ++t) {
+        if (!(masks[e] >> t & 1ull)) continue;
+        const unsigned long long m = by_token_tile_mask(masks[e], t);
+        for (int u = 0; u < g.tokens; ++u) {
+          if (!(masks[e] >> u & 1ull)) continue;
+          EXPECT_EQ(m >> u & 1ull, by_token_tile(masks[e], u) == by_token_tile(masks[e], t) ? 1ull : 0ull)
+              << what << " expert " << e << " tokens " << t << ", " << u;
         }
       }
+    }
   // The ranked walks fill an expert's tiles in token order.
   if (w == Walk::kGeneral || w == Walk::kSplit)
     for (int n = 0; n < tiles; ++n) {
@@ -180,6 +189,19 @@ TEST(DownTcTiles, EveryWalkOnSharedAndDisjointRouting) {
         check_walk(own, w);
       }
     }
+}
+
+// The by-token walk's pairs: tokens t and t ^ 4 of one expert.
+TEST(DownTcTiles, ByTokenPairs) {
+  EXPECT_EQ(by_token_tiles(0b00000001), 1);
+  EXPECT_EQ(by_token_tiles(0b01000010), 1);  // tokens 1 and 6: columns 1, 5 and 6, 2
+  EXPECT_EQ(by_token_tiles(0b11101110), 2);  // tokens 1 and 5 meet
+  EXPECT_EQ(by_token_tiles(0b11110000), 1);
+  EXPECT_EQ(by_token_tile(0b00100010, 5), 1);
+  EXPECT_EQ(by_token_tile(0b00100010, 1), 0);
+  EXPECT_EQ(by_token_tile(0b01000010, 6), 0);
+  EXPECT_EQ(by_token_tile_mask(0b00110010, 4), 0b00110000u);
+  EXPECT_EQ(by_token_tile_mask(0b01000010, 1), 0b01000010u);
 }
 
 TEST(DownTcTiles, SplitWalkRule) {
