@@ -48,7 +48,8 @@ WD_HD constexpr bool split_walk(int batch, int reg_tok, bool mx8) {
 // walk): Σ ceil(count / 8) <= (ne + 7·na) / 8; the quad walk (reg_tok 4)
 // at most Σ ceil(count / 2) <= (ne + na) / 2; the by-token walk (reg_tok
 // 2) one tile an expert, two where it has a pair of tokens t, t ^ 4 (one
-// token of each half at least): at most min(ne, 2·na); the split general walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
+// token of each half at least): at most min(ne, 2·na); the split general
+// walk Σ ceil(count / 4) <= (ne + 3·na) / 4.
 WD_HD constexpr int max_tiles(int ne, int na, int reg_tok, bool split = false) {
   if (split) return (ne + 3 * na) / 4;  // Σ ceil(count / 4); at least the general bound
   if (reg_tok == 2) {

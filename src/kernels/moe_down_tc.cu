@@ -102,11 +102,11 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   one candidate token a column. Column t ^ 4 holds token t's lo half of h
 //   (the same weights times it), so an expert with tokens t and t ^ 4 takes
 //   two tiles, one a half of the group (tokens 0-3, 4-7; down_tc_tiles.h).
-//   One MMA chain then computes both products, where the other walks run a hi chain and a lo chain over
-//   eight columns: half the MMAs and half the h loads an item, the hi + lo
-//   sum one shuffle away (lane q ^ 2 holds column t ^ 4). A column's MMA
-//   result depends only on its own B column, so its products and sums are
-//   the other walks' bit for bit. ptxas gives the walk about 163 registers:
+//   One MMA chain then computes both products, where the other walks run
+//   a hi chain and a lo chain over eight columns: half the MMAs and half
+//   the h loads an item, the hi + lo sum one shuffle away (lane q ^ 2 holds
+//   column t ^ 4). A column's MMA result depends only on its own B column,
+//   so its products and sums are the other walks' bit for bit. ptxas gives the walk about 163 registers:
 //   one block an SM, as the general kernel. Capped at 144 it measured
 //   slower (PERF_LOG session 26).
 // - kRegTok = 4, the quad walk (9 <= batch <= 16): token t belongs to
