@@ -106,8 +106,9 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   a hi chain and a lo chain over eight columns: half the MMAs and half
 //   the h loads an item, the hi + lo sum one shuffle away (lane q ^ 2 holds
 //   column t ^ 4). A column's MMA result depends only on its own B column,
-//   so its products and sums are the other walks' bit for bit. ptxas gives the walk about 163 registers:
-//   one block an SM, as the general kernel. Capped at 144 it measured
+//   so its products and sums are the other walks' bit for bit. ptxas
+//   gives the walk about 163 registers: one block an SM, as the general
+//   kernel. Capped at 144 it measured
 //   slower (PERF_LOG session 26).
 // - kRegTok = 4, the quad walk (9 <= batch <= 16): token t belongs to
 //   lane quad (t / 2) % 4 (lane_token), and an expert's k-th token of quad
