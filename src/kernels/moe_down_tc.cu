@@ -476,6 +476,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       constexpr bool kSplitShared = decltype(walk_kind)::value == kWalkSplit;
       constexpr bool kSplit = (kRegisters && kRegTok == 2) || kSplitShared;  // hi and lo in one chain's columns
       const bool first = it.u == 0;
+      if constexpr (!kDup && !kRegisters && kLateFold) {
+        // The general walk folds each tile one tile late: at the first item
+        // of the next tile, before its MMAs reuse the accumulators, so that
+        // the fold's FMAs read MMA results issued a step earlier instead of
+        // waiting for the tile's own MMA chains. The same FMAs in the same
+        // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
+        if (first) {
+          if constexpr (kSplitShared) fold_pending_split();
+          else fold_pending();
+          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
+        }
+      }
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         tile[c] = first ? 0.0f : tile[c];
@@ -575,23 +587,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // latency, and the ring holds two items' h, not kRing (the by-token
     // walk: a quarter of its gain, PERF_LOG session 26).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
-      constexpr int kKind = decltype(walk_kind)::value;
-      if constexpr ((kKind == kWalkShared || kKind == kWalkSplit) && kLateFold) {
-        // The general walk folds each tile one tile late: at the first item
-        // of the next tile, before its MMAs reuse the accumulators, so that
-        // the fold's FMAs read MMA results issued a step earlier instead of
-        // waiting for the tile's own MMA chains. The same FMAs in the same
-        // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
-        // It comes before the step's loads: after them, ptxas gave the
-        // fold's routing-weight load a register that an h load in flight
-        // still read as its address, and that wait took 12 % of down's
-        // stall samples at B = 32 (PERF_LOG session 34).
-        if (cur.u == 0) {
-          if constexpr (kKind == kWalkSplit) fold_pending_split();
-          else fold_pending();
-          __syncwarp();  // a token's column, hence its lane, may differ in the next tile
-        }
-      }
       load_a(ahead);
       if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next, walk_kind);
       else load_h(ahead, walk_kind);
