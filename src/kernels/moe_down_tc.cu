@@ -580,11 +580,6 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // unit a warp (qwen3-30b-a3b, 159 registers) a fourth was level to +3 %
     // on down (PERF_LOG session 29).
     constexpr int kRing = kUnits >= 4 ? 4 : 3;
-    // How far ahead the register walks load h: one item with the ring of
-    // three, two with the ring of four (the one-item load waited on L2 in
-    // 13 % of the stall samples of qwen3-235b-a22b's down at B = 1, PERF_LOG
-    // session 34).
-    constexpr int kHAhead = kRing >= 4 ? 2 : 1;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
     // The register walks load h one item ahead (next), not as far as the
@@ -593,7 +588,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // walk: a quarter of its gain, PERF_LOG session 26).
     auto step = [&](const Item<kMx8>& cur, Item<kMx8>& next, Item<kMx8>& ahead, auto walk_kind) {
       load_a(ahead);
-      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next, walk_kind);  // kHAhead items on
+      if constexpr (decltype(walk_kind)::value == kWalkRegisters) load_h(next, walk_kind);
       else load_h(ahead, walk_kind);
       advance();
       if constexpr (kNarrowOnly)
@@ -609,7 +604,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     Item<kMx8> buf[kRing];
     auto ring_step = [&](auto i, auto walk_kind) {
       constexpr int j = decltype(i)::value;
-      step(buf[j], buf[(j + kHAhead) % kRing], buf[(j + kRing - 1) % kRing], walk_kind);
+      step(buf[j], buf[(j + 1) % kRing], buf[(j + kRing - 1) % kRing], walk_kind);
     };
     for_each_index<kRing - 1>([&](auto i) {
       load_a(buf[decltype(i)::value]);
@@ -626,11 +621,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     using Split = std::integral_constant<int, kWalkSplit>;
     if (kCanSplit && split) {
       for_each_index<kRing - 1>([&](auto i) { load_h(buf[decltype(i)::value], Split{}); });
-    } else if (registers) {
-      for_each_index<kHAhead>(
-          [&](auto i) { load_h(buf[decltype(i)::value], std::integral_constant<int, kWalkRegisters>{}); });
     } else {
-      for_each_index<kRing - 1>([&](auto i) { load_h(buf[decltype(i)::value], Shared{}); });
+      if (kRegTok == 2 && registers)
+        load_h(buf[0], std::integral_constant<int, kWalkRegisters>{});
+      else
+        load_h(buf[0], Shared{});
+      if (!registers)
+        for_each_index<kRing - 1>([&](auto i) {
+          if constexpr (decltype(i)::value > 0) load_h(buf[decltype(i)::value], Shared{});
+        });
     }
     // Items kRing at a time (a turn of the ring), then the last kRing - 1 or
     // fewer: no bounds test inside a turn.
