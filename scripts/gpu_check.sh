@@ -31,7 +31,8 @@
 #              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
 #     ab:    binaries side by side in one call (the way every A/B of docs/PERF_LOG.md
 #            and docs/CLASSICAL.md is measured): AB="old=PATH new=PATH ..." (warpdecode
-#            binaries; the first label is the baseline), AB_ROUNDS (default 2) rounds of
+#            binaries; the first label is the baseline; nothing is built, and the comparison
+#            runs from .gpu-bin/warpdecode or else the last binary), AB_ROUNDS (default 2) rounds of
 #            `bench-moe "$@"` interleaved, then `warpdecode compare` (AB_STAGES: stages
 #            beside the layer, e.g. gate_up_gemm,down_gemm) -> $OUT/ab.md; e.g.
 #              (here: scripts/prebuild_gpu_bin.sh, then scripts/prebuild_gpu_bin.sh --rev OLD --as old)
@@ -119,6 +120,23 @@ for packed in .gpu-bin/*.xz; do
   else python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$packed" "$exe"; fi
   chmod +x "$exe"
 done
+# ab runs only the binaries it is given (nothing is built here): the
+# prebuilt warpdecode renders the comparison, or else the last of them.
+if [ "$MODE" = ab ]; then
+  [ -n "${AB:-}" ] || { echo "ab: set AB=\"label=binary ...\" (the first label is the baseline)"; exit 1; }
+  inputs=() compare_exe=.gpu-bin/warpdecode
+  [ -x "$compare_exe" ] || compare_exe=${AB##*=}
+  for r in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for lb in $AB; do
+      label=${lb%%=*} exe=${lb#*=}
+      timeout "${AB_TIMEOUT:-180}" "$exe" bench-moe "$@" --json "$LOG/ab-$label-$r.json" >"$LOG/ab-$label-$r.log" 2>&1
+      note "ab            $label round $r rc=$?"
+      inputs+=("$label=$LOG/ab-$label-$r.json")
+    done
+  done
+  "$compare_exe" compare ${AB_STAGES:+--stages "$AB_STAGES"} "${inputs[@]}" | tee "$OUT/ab.md"
+  finish
+fi
 prebuilt_ok() {
   [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; }
   .gpu-bin/warpdecode --version 2>&1 || { echo "prebuilt warpdecode does not run here"; return 1; }
@@ -152,21 +170,6 @@ else
   [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
     ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
   note "binaries      built here in $(( $(date +%s) - t0 )) s"
-fi
-
-if [ "$MODE" = ab ]; then
-  [ -n "${AB:-}" ] || { echo "ab: set AB=\"label=binary ...\" (the first label is the baseline)"; exit 1; }
-  inputs=()
-  for r in $(seq 1 "${AB_ROUNDS:-2}"); do
-    for lb in $AB; do
-      label=${lb%%=*} exe=${lb#*=}
-      timeout "${AB_TIMEOUT:-180}" "$exe" bench-moe "$@" --json "$LOG/ab-$label-$r.json" >"$LOG/ab-$label-$r.log" 2>&1
-      note "ab            $label round $r rc=$?"
-      inputs+=("$label=$LOG/ab-$label-$r.json")
-    done
-  done
-  "$BIN/warpdecode" compare ${AB_STAGES:+--stages "$AB_STAGES"} "${inputs[@]}" | tee "$OUT/ab.md"
-  finish
 fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
