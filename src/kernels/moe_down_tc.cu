@@ -106,10 +106,10 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   a hi chain and a lo chain over eight columns: half the MMAs and half
 //   the h loads an item, the hi + lo sum one shuffle away (lane q ^ 2 holds
 //   column t ^ 4). A column's MMA result depends only on its own B column,
-//   so its products and sums are the other walks' bit for bit. ptxas
-//   gives the walk about 163 registers: one block an SM, as the general
-//   kernel. Capped at 144 it measured
-//   slower (PERF_LOG session 26).
+//   so its products and sums are the other walks' bit for bit. One
+//   block an SM, as the general kernel: ptxas gives the walk 128 (MXFP8,
+//   one unit a warp) to 168 registers on sm_90a (session 34); session 26's
+//   form (163) measured slower capped at 144.
 // - kRegTok = 4, the quad walk (9 <= batch <= 16): token t belongs to
 //   lane quad (t / 2) % 4 (lane_token), and an expert's k-th token of quad
 //   q (ascending) sits in its tile k / 2, column 2q + k % 2. An expert then
@@ -572,7 +572,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     };
     // The ring: kRing items, the weights of kRing - 1 items ahead of the
     // one computed in flight. Four with four units a warp or more (the
-    // fixed-count MXFP8 kernels: 150-160 registers), whose chain is 4 × 8
+    // fixed-count MXFP8 kernels: 150-160 registers then, 164-168 on sm_90a
+    // in session 34), whose chain is 4 × 8
     // items or more at B = 1: three in flight instead of two took
     // qwen3-235b-a22b's down −7 to −12 % at B = 1-16 (register walks, h
     // still one ahead) and −10 to −14 % at B = 24-64 (general walk, h as
