@@ -573,13 +573,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     // The ring: kRing items, the weights of kRing - 1 items ahead of the
     // one computed in flight. Four with four units a warp or more (the
     // fixed-count MXFP8 kernels: 150-160 registers then, 164-168 on sm_90a
-    // in session 34), whose chain is 4 × 8
-    // items or more at B = 1: three in flight instead of two took
-    // qwen3-235b-a22b's down −7 to −12 % at B = 1-16 (register walks, h
-    // still one ahead) and −10 to −14 % at B = 24-64 (general walk, h as
-    // deep as the weights); five, at the 168-register cap, lost it. With one
-    // unit a warp (qwen3-30b-a3b, 159 registers) a fourth was level to +3 %
-    // on down (PERF_LOG session 29).
+    // in session 34), whose chain is 4 × 8 items or more at B = 1: three in
+    // flight instead of two took qwen3-235b-a22b's down −7 to −12 % at B =
+    // 1-16 (register walks, h still one ahead) and −10 to −14 % at B = 24-64
+    // (general walk, h as deep as the weights); five, at the 168-register
+    // cap, lost it. With one unit a warp (qwen3-30b-a3b, 159 registers) a
+    // fourth was level to +3 % on down (PERF_LOG session 29).
     constexpr int kRing = kUnits >= 4 ? 4 : 3;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
