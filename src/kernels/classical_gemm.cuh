@@ -72,6 +72,12 @@ struct GroupedGemmParams {
   // sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
+  // TMA kernel, W8A16 at T = 16k >= 32: when set, the align stage's
+  // sorted_entries (row -> entry, -1 for padding; an expert's rows in use
+  // come first in its blocks), and each token tile's wgmmas issue only its
+  // rows in use, rounded up to 16 (the last tile of an expert), instead of
+  // all T; the outputs of the rows past them are zeros. nullptr: all T.
+  const int32_t* row_entries;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;
   // TMA kernel, BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80: the

@@ -761,6 +761,22 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     return fused ? 32 * q + 8 * w4 + g8 : 64 * q + 16 * w4 + g8;
   };
   const int row2 = fused ? kRows / 2 : 8;
+  // The token rows the tile's wgmmas issue (GroupedGemmParams::row_entries):
+  // its rows in use rounded up to 16; read by every consumer warp from the
+  // align stage's table (complete before this kernel, as the block table).
+  constexpr bool kNarrowIssue = kA16 && kT % 16 == 0 && kT > 16;
+  auto issue_rows = [&](int t) {
+    if (!kNarrowIssue || g.row_entries == nullptr) return kT;
+    const int row0 = tile_block(t) * kT;
+    int used = 0;
+#pragma unroll
+    for (int r0 = 0; r0 < kT; r0 += 32) {
+      const int r = row0 + r0 + lane;
+      used += __popc(__ballot_sync(kFullMask, r0 + lane < kT && r < g.rows && __ldcg(g.row_entries + r) >= 0));
+    }
+    return min(kT, (max(used, 1) + 15) & ~15);
+  };
+  int n_issue = kT;
   auto slot_a16 = [&](int kt) {
     if constexpr (kA16) {
       tma::wait(base + L::full(stage), phase);
@@ -877,9 +893,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           for (int s = 0; s < kGroupK; ++s) {
             const int ks = kGroupK * grp + s;
 #pragma unroll
-            for (int mb = 0; mb < kMB; ++mb)
-              wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3),
-                                     (kt | ks) != 0);
+            for (int mb = 0; mb < kMB; ++mb) {
+              const uint64_t d = db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3);
+              if constexpr (kNarrowIssue)
+                wgmma::mma_bf16_rs_first<kT>(acc[mb], n_issue, f[grp & 1][s][mb], d, (kt | ks) != 0);
+              else
+                wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], d, (kt | ks) != 0);
+            }
           }
           wgmma::commit();
           // Every group but this one done: the other set is free, and
@@ -898,15 +918,21 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     if constexpr (kA16) {
+      // The tile's wgmmas issue its rows in use rounded up to 16
+      // (issue_rows); the rows past them are zeros.
+      n_issue = issue_rows(t);
       for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt);
       wgmma::wait<0>();
       fence_f(0);
       fence_f(1);
-      release(prev);
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-        for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
+        for (int i = 0; i < kT / 2; ++i) {
+          wgmma::fence_operand(acc[mb][i]);
+          if (kNarrowIssue) acc[mb][i] = 2 * i < n_issue ? acc[mb][i] : 0.0f;
+        }
+      release(prev);
     } else if constexpr (!kFp8) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot
