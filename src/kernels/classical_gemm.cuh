@@ -40,6 +40,18 @@
 
 namespace wd::kernels {
 
+// W8A16 on the TMA tile (GroupedGemmParams::row_entries): the token rows a
+// tile's wgmmas issue when `used` of its T rows are in use. T = 144 issues
+// 128 where they fit (at 2048 tokens on E = 128, K = 8 an expert's one tile
+// holds 128 ± 11 rows; at 4096 its second 112 ± 16); every other T, and
+// more rows, all T. One narrower width only: each width is its own copy of
+// the kernel's slot loop, and with a third (or at T = 80 with a second)
+// ptxas serialises the wgmmas for want of registers (docs/CLASSICAL.md,
+// session 35).
+__host__ __device__ constexpr int tma_a16_issue_rows(int tile, int used) {
+  return tile == 144 && used <= 128 ? 128 : tile;
+}
+
 struct GroupedGemmParams {
   const void* w;                // (E, N, K) BF16 or E4M3
   const float* w_block_scales;  // (E, N/128, K/128) FP32; FP8 block-128 only
@@ -72,11 +84,11 @@ struct GroupedGemmParams {
   // sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
-  // TMA kernel, W8A16 at T = 16k >= 32: when set, the align stage's
-  // sorted_entries (row -> entry, -1 for padding; an expert's rows in use
-  // come first in its blocks), and each token tile's wgmmas issue only its
-  // rows in use, rounded up to 16 (the last tile of an expert), instead of
-  // all T; the outputs of the rows past them are zeros. nullptr: all T.
+  // TMA kernel, W8A16: when set, the align stage's sorted_entries (row ->
+  // entry, -1 for padding; an expert's rows in use come first in its
+  // blocks), and each token tile's wgmmas issue tma_a16_issue_rows(T, rows
+  // in use) rows instead of T; the outputs of the rows past them are zeros.
+  // nullptr: all T.
   const int32_t* row_entries;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;

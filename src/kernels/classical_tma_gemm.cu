@@ -761,10 +761,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     return fused ? 32 * q + 8 * w4 + g8 : 64 * q + 16 * w4 + g8;
   };
   const int row2 = fused ? kRows / 2 : 8;
-  // The token rows the tile's wgmmas issue (GroupedGemmParams::row_entries):
-  // its rows in use rounded up to 16; read by every consumer warp from the
-  // align stage's table (complete before this kernel, as the block table).
-  constexpr bool kNarrowIssue = kA16 && kT % 16 == 0 && kT > 16;
+  // The token rows the tile's wgmmas issue (GroupedGemmParams::row_entries,
+  // tma_a16_issue_rows): every consumer warp counts the tile's rows in use
+  // in the align stage's table (complete before this kernel, as the block
+  // table).
+  constexpr int kNarrowRows = tma_a16_issue_rows(kT, 0);
+  constexpr bool kNarrowIssue = kA16 && kNarrowRows < kT;
   auto issue_rows = [&](int t) {
     if (!kNarrowIssue || g.row_entries == nullptr) return kT;
     const int row0 = tile_block(t) * kT;
@@ -774,11 +776,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       const int r = row0 + r0 + lane;
       used += __popc(__ballot_sync(kFullMask, r0 + lane < kT && r < g.rows && __ldcg(g.row_entries + r) >= 0));
     }
-    return min(kT, (max(used, 1) + 15) & ~15);
+    return tma_a16_issue_rows(kT, used);
   };
-  int n_issue = kT;
-  auto slot_a16 = [&](int kt) {
+  auto slot_a16 = [&](int kt, auto width) {
     if constexpr (kA16) {
+      constexpr int kN = decltype(width)::value;  // token rows the wgmmas issue
       tma::wait(base + L::full(stage), phase);
       if constexpr (kGather) tma::fence_proxy_async();
       const uint8_t* wsc = base_ptr + L::w_scale(stage);
@@ -895,10 +897,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
             for (int mb = 0; mb < kMB; ++mb) {
               const uint64_t d = db + (ks >> 2) * (kT * kRowBytes >> 4) + 2 * (ks & 3);
-              if constexpr (kNarrowIssue)
-                wgmma::mma_bf16_rs_first<kT>(acc[mb], n_issue, f[grp & 1][s][mb], d, (kt | ks) != 0);
-              else
-                wgmma::mma_bf16_rs<kT>(acc[mb], f[grp & 1][s][mb], d, (kt | ks) != 0);
+              wgmma::mma_bf16_rs<kN>(*reinterpret_cast<float(*)[kN / 2]>(&acc[mb][0]), f[grp & 1][s][mb], d,
+                                     (kt | ks) != 0);
             }
           }
           wgmma::commit();
@@ -918,21 +918,33 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     if constexpr (kA16) {
-      // The tile's wgmmas issue its rows in use rounded up to 16
-      // (issue_rows); the rows past them are zeros.
-      n_issue = issue_rows(t);
-      for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt);
-      wgmma::wait<0>();
-      fence_f(0);
-      fence_f(1);
+      // The tile's slots at the width issue_rows gives: each width its own
+      // copy of the slot loop, so that no wgmma sits behind a branch on the
+      // width (a branch before every wgmma made ptxas fence each one:
+      // 8-44 % slower, session 35 run 1).
+      auto slots = [&](auto width) {
+        for (int kt = 0; kt < k_tiles; ++kt) slot_a16(kt, width);
+        wgmma::wait<0>();
+        fence_f(0);
+        fence_f(1);
+        release(prev);
+        // Rows not issued: zeros (their accumulators hold an earlier tile's).
+        constexpr int kN = decltype(width)::value;
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb)
+        for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-        for (int i = 0; i < kT / 2; ++i) {
-          wgmma::fence_operand(acc[mb][i]);
-          if (kNarrowIssue) acc[mb][i] = 2 * i < n_issue ? acc[mb][i] : 0.0f;
-        }
-      release(prev);
+          for (int i = 0; i < kT / 2; ++i) {
+            wgmma::fence_operand(acc[mb][i]);
+            if (i >= kN / 2) acc[mb][i] = 0.0f;
+          }
+      };
+      using Full = std::integral_constant<int, kT>;
+      if constexpr (kNarrowIssue) {
+        if (issue_rows(t) == kNarrowRows) slots(std::integral_constant<int, kNarrowRows>{});
+        else slots(Full{});
+      } else {
+        slots(Full{});
+      }
     } else if constexpr (!kFp8) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         // Slot kt's MMAs stay in flight while we wait for slot kt+1; the slot

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/device_buffer.h"
+#include "kernels/classical_gemm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/classical_reference.h"
@@ -484,9 +485,9 @@ TEST(Classical, EachStageOnItsOwn) {
   }
 }
 
-// W8A16 on the TMA tile issues each token tile's wgmmas over its rows in
-// use only, rounded up to 16 (GroupedGemmParams::row_entries: align's
-// sorted_entries). Against the same GEMMs issuing all T rows (forced by
+// W8A16 on the TMA tile issues a token tile's wgmmas over fewer rows where
+// its rows in use allow (GroupedGemmParams::row_entries: align's
+// sorted_entries; tma_a16_issue_rows). Against the same GEMMs issuing all T rows (forced by
 // marking every row in use in sorted_entries, which W8A16 reads nowhere else
 // but silu_mul's skip of padding rows), the rows in use must keep their
 // bits (a column's MMA result depends only on its own token) and the GEMM
@@ -504,7 +505,7 @@ TEST(Classical, W8A16NarrowIssueKeepsTheBits) {
     for (bool silu : {false, true}) {
       const ClassicalConfig cfg{T, ClassicalGemm::kTma, false, silu, true};
       if (!cfg.supports(s, f)) continue;
-      for (int B : {13, 70, 300}) {
+      for (int B : {13, 70, 300, 600}) {
         const std::string what = "B=" + std::to_string(B) + " " + cfg.label();
         ClassicalMoe moe(s, B);
         const auto x = synthetic_input(B, H, fresh_seed(), InputKind::kGaussian);
@@ -537,7 +538,7 @@ TEST(Classical, W8A16NarrowIssueKeepsTheBits) {
         for (int b0 = 0; b0 < rows; b0 += T) {
           int used = 0;
           for (int row = b0; row < b0 + T; ++row) used += sorted[row] >= 0;
-          const int issued = std::min(T, (std::max(used, 1) + 15) / 16 * 16);
+          const int issued = kernels::tma_a16_issue_rows(T, used);
           narrowed += issued < T;
           for (int row = b0; row < b0 + T; ++row) {
             const bool in_use = sorted[row] >= 0, dropped = row >= b0 + issued;
