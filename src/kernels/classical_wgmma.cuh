@@ -325,21 +325,6 @@ __device__ __forceinline__ void wgmma_m64n32_bf16_rs(float (&d)[16], const uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
-__device__ __forceinline__ void wgmma_m64n48_bf16_rs(float (&d)[24], const uint32_t (&a)[4], uint64_t desc_b,
-                                                     int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %29, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23"
-      "}, {%24, %25, %26, %27}, %28, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
 __device__ __forceinline__ void wgmma_m64n64_bf16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
                                                      int scale_d) {
   asm volatile(
@@ -371,46 +356,6 @@ __device__ __forceinline__ void wgmma_m64n80_bf16_rs(float (&d)[40], const uint3
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-__device__ __forceinline__ void wgmma_m64n96_bf16_rs(float (&d)[48], const uint32_t (&a)[4], uint64_t desc_b,
-                                                     int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %53, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-      "}, {%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-__device__ __forceinline__ void wgmma_m64n112_bf16_rs(float (&d)[56], const uint32_t (&a)[4], uint64_t desc_b,
-                                                      int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %61, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55"
-      "}, {%56, %57, %58, %59}, %60, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
@@ -465,37 +410,15 @@ __device__ __forceinline__ void wgmma_m64n144_bf16_rs(float (&d)[72], const uint
 
 template <int N>
 __device__ __forceinline__ void mma_bf16_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-  static_assert(N == 8 || (N % 16 == 0 && N >= 16 && N <= 144), "wgmma token tiles built: 8, then 16 to 144 by 16");
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 80 || N == 128 || N == 144,
+                "wgmma token tiles built: 8 to 144");
   if constexpr (N == 8) wgmma_m64n8_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 16) wgmma_m64n16_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 32) wgmma_m64n32_bf16_rs(d, a, desc_b, scale_d);
-  else if constexpr (N == 48) wgmma_m64n48_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 64) wgmma_m64n64_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 80) wgmma_m64n80_bf16_rs(d, a, desc_b, scale_d);
-  else if constexpr (N == 96) wgmma_m64n96_bf16_rs(d, a, desc_b, scale_d);
-  else if constexpr (N == 112) wgmma_m64n112_bf16_rs(d, a, desc_b, scale_d);
   else if constexpr (N == 128) wgmma_m64n128_bf16_rs(d, a, desc_b, scale_d);
   else wgmma_m64n144_bf16_rs(d, a, desc_b, scale_d);
-}
-
-// The m64nNk16 of the first n token rows only, n = 16, 32, .. up to kT (kT
-// % 16 == 0; any other n issues all kT): the accumulators of those rows, a
-// prefix of d (n8 group i, elements 4i .. 4i + 3, is tokens 8i .. 8i + 7),
-// the rest untouched. A token tile's wgmmas issue only its rows in use
-// (W8A16, GroupedGemmParams::row_entries); the instruction is collective, so
-// n must be the same across the warpgroup. A chain of tests, the widest
-// last: kN is the width tested here.
-template <int kT, int kN = 16>
-__device__ __forceinline__ void mma_bf16_rs_first(float (&d)[kT / 2], int n, const uint32_t (&a)[4], uint64_t desc_b,
-                                                  int scale_d) {
-  static_assert(kT % 16 == 0, "narrow issue: token tiles of whole n16 steps");
-  if constexpr (kN >= kT) {
-    mma_bf16_rs<kT>(d, a, desc_b, scale_d);
-  } else if (n == kN) {
-    mma_bf16_rs<kN>(*reinterpret_cast<float(*)[kN / 2]>(&d[0]), a, desc_b, scale_d);
-  } else {
-    mma_bf16_rs_first<kT, kN + 16>(d, n, a, desc_b, scale_d);
-  }
 }
 
 // The register form of fence_operand, for the A fragments of a register-A
