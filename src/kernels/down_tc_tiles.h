@@ -104,8 +104,9 @@ WD_HD TileSlot quad_slot(const unsigned long long* masks, int e, int t) {
   return {popcount64(masks[e] & kQuadMask << 2 * q & ((1ull << t) - 1ull)), 2, 2 * q};
 }
 // The general walks: the expert's k-th token, per_tile tokens a tile (8, or
-// 4 with hi and lo in one tile).
+// 4 with hi and lo in one tile), and the tiles of an expert of count tokens.
 WD_HD TileSlot ranked_slot(int k, int per_tile) { return {k, per_tile, 0}; }
+WD_HD constexpr int ranked_tiles(int count, int per_tile) { return (count + per_tile - 1) / per_tile; }
 // The by-token walk: token t in column t of its expert's tile, the second
 // one for tokens 4-7 of an expert with a pair.
 WD_HD int by_token_tile(unsigned long long mask, int t) { return int(t / 4 == 1 && by_token_pair(mask)); }

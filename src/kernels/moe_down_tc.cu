@@ -265,8 +265,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       int carry = 0;
       for (int base = 0; base < na; base += kWarpSize) {
         const int c = base + lane < na ? (quad || by_token ? s_cnt[base + lane]
-                                          : split      ? (s_cnt[base + lane] + 3) / 4
-                                                       : (s_cnt[base + lane] + 7) / 8)
+                                          : split      ? ranked_tiles(s_cnt[base + lane], 4)
+                                                       : ranked_tiles(s_cnt[base + lane], 8))
                                        : 0;
         const int incl = warp_inclusive_sum(c, lane);
         if (base + lane < na) s_tfirst[base + lane] = carry + incl - c;

@@ -54,8 +54,8 @@ void check_walk(const Group& g, Walk w) {
     const int cnt = popcount64(masks[e]);
     const int n = w == Walk::kQuad      ? quad_tiles(masks[e])
                   : w == Walk::kByToken ? by_token_tiles(masks[e])
-                  : w == Walk::kSplit   ? (cnt + 3) / 4
-                                        : (cnt + 7) / 8;
+                  : w == Walk::kSplit   ? ranked_tiles(cnt, 4)
+                                        : ranked_tiles(cnt, 8);
     ASSERT_GE(n, 1) << what << " expert " << e;
     first[e] = tiles;
     tiles += n;
