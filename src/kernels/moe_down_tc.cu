@@ -299,8 +299,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       s_ttok[slot] = t;
       s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    // The by-token walk: its h entries count half rows (2i: entry i's hi,
-    // 2i + 1: its lo; load_h).
+    // The by-token and split walks: their h entries count half rows (2i:
+    // entry i's hi, 2i + 1: its lo; load_h); column a of tile n reads entry
+    // i's hi, column b its lo.
+    auto put_halves = [&](int n, int a, int b, int i) {
+      s_tent[n * 8 + a] = 2 * i;
+      s_tent[n * 8 + b] = 2 * i + 1;
+    };
     for (int i = threadIdx.x; i < ne && by_token; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       const unsigned long long tile_mask = by_token_tile_mask(s_tokmask[e], t);
@@ -308,17 +313,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       if (!(tile_mask & ((1ull << t) - 1ull))) {  // the tile's lowest token: its expert, the unused column pairs
         s_texp[n] = e;
         for (int c = 0; c < 4; ++c)
-          if (!(tile_mask >> c & 1ull) && !(tile_mask >> (c + 4) & 1ull)) {
-            s_tent[n * 8 + c] = 2 * i;
-            s_tent[n * 8 + c + 4] = 2 * i + 1;
-          }
+          if (!(tile_mask >> c & 1ull) && !(tile_mask >> (c + 4) & 1ull)) put_halves(n, c, c + 4, i);
       }
-      s_tent[n * 8 + t] = 2 * i;
-      s_tent[n * 8 + (t ^ 4)] = 2 * i + 1;
+      put_halves(n, t, t ^ 4, i);
       s_ttok[n * 8 + t] = t;
       s_tw[n * 8 + t] = __ldg(p.route_w + size_t(b0) * K + i);
     }
-    // The split walk: h entries count half rows, as above.
+    // The split walk.
     for (int i = threadIdx.x; i < ne && split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
       const int pos = tokens_below(s_tokmask[e], t);
@@ -326,13 +327,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
       const int j = rank(e), n = s_tfirst[j] + ts.tile(), slot = n * 8 + ts.col();
       if (pos % 4 == 0) {
         s_texp[n] = e;
-        for (int c = min(4, s_cnt[j] - pos); c < 4; ++c) {
-          s_tent[n * 8 + c] = 2 * i;
-          s_tent[n * 8 + c + 4] = 2 * i + 1;
-        }
+        for (int c = min(4, s_cnt[j] - pos); c < 4; ++c) put_halves(n, c, c + 4, i);
       }
-      s_tent[slot] = 2 * i;
-      s_tent[slot + 4] = 2 * i + 1;
+      put_halves(n, ts.col(), ts.col() + 4, i);
       s_ttok[slot] = t;
       s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
