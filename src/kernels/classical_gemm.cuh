@@ -43,14 +43,13 @@ namespace wd::kernels {
 // W8A16 on the TMA tile (GroupedGemmParams::row_entries): the token rows a
 // tile's wgmmas issue when `used` of its T rows are in use. T = 144 issues
 // 128 where they fit (at 2048 tokens on E = 128, K = 8 an expert's one tile
-// holds 128 ± 11 rows; at 4096 its second 112 ± 16), T = 80 64 (at 1024
-// tokens an expert's one tile holds 64 ± 8); every other T, and more rows,
-// all T. One narrower width only: at T = 144 each width is its own copy of
-// the kernel's slot loop, and with a third ptxas serialises the wgmmas for
-// want of registers, as it does at T = 80 with a second; T = 80 runs its
-// two widths as two launches (docs/CLASSICAL.md, session 35).
+// holds 128 ± 11 rows; at 4096 its second 112 ± 16); every other T, and
+// more rows, all T. One narrower width only: each width is its own copy of
+// the kernel's slot loop, and with a third (or at T = 80 with a second)
+// ptxas serialises the wgmmas for want of registers (docs/CLASSICAL.md,
+// session 35).
 __host__ __device__ constexpr int tma_a16_issue_rows(int tile, int used) {
-  return tile == 144 && used <= 128 ? 128 : tile == 80 && used <= 64 ? 64 : tile;
+  return tile == 144 && used <= 128 ? 128 : tile;
 }
 
 struct GroupedGemmParams {

@@ -314,14 +314,7 @@ using namespace tma_tile;
   else v[1] = r0, v[3] = r1;
 }
 
-// kClass (W8A16 at T = 80, row_entries set: launch_tma): 0, every tile; 1,
-// only the tiles that issue tma_a16_issue_rows' narrower width, at that
-// width; 2, only the others, at T, launched right after a class-1 launch:
-// it starts as that launch's blocks retire, which have waited for the
-// previous stage already (so it does not wait at its start), and it waits
-// for the class-1 launch before it exits (so that the next stage's one wait
-// covers both).
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW, int kClass = 0>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -391,29 +384,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   auto tile_block = [&](int t) { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; };
   auto tile_n = [&](int t) { return kShareW ? (t >> 1) % ntn : t % ntn; };
   auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + tile_block(t)) : 0; };
-  // The token rows a tile's wgmmas issue (GroupedGemmParams::row_entries,
-  // tma_a16_issue_rows): a warp counts the tile's rows in use in the align
-  // stage's table (complete before this kernel, as the block table). Two
-  // widths in one kernel (kNarrowIssue: T = 144) are two copies of the
-  // consumers' slot loop; at T = 80 ptxas then serialises the wgmmas, so
-  // there the widths are two launches (kClass, kSplitIssue).
-  constexpr int kNarrowRows = tma_a16_issue_rows(kT, 0);
-  constexpr bool kSplitIssue = kA16 && kNarrowRows < kT && kT == 80;
-  constexpr bool kNarrowIssue = kA16 && kNarrowRows < kT && !kSplitIssue;
-  static_assert(kClass == 0 || kSplitIssue, "launches by class of tile: W8A16 at T = 80");
-  auto issue_rows = [&](int t) {
-    if (!(kNarrowIssue || kClass != 0) || g.row_entries == nullptr) return kT;
-    const int row0 = tile_block(t) * kT;
-    int used = 0;
-#pragma unroll
-    for (int r0 = 0; r0 < kT; r0 += 32) {
-      const int r = row0 + r0 + lane;
-      used += __popc(__ballot_sync(kFullMask, r0 + lane < kT && r < g.rows && __ldcg(g.row_entries + r) >= 0));
-    }
-    return tma_a16_issue_rows(kT, used);
-  };
-  // kClass: whether tile t is this launch's.
-  auto mine = [&](int t) { return kClass == 0 || (issue_rows(t) == kNarrowRows) == (kClass == 1); };
   // SiLU·up fused (BF16, W8A16; W8A8 with kSiluQuant): a tile is kRows / 2
   // neurons, its gate rows then its up rows; weight tile nt starts at row
   // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
@@ -421,7 +391,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
-    if constexpr (kClass != 2) wait_for_previous_kernel();
+    wait_for_previous_kernel();
     allow_next_kernel();
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(W::kProducerRegs));
@@ -480,12 +450,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // bytes too, loaded after the wait.
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
-      if constexpr (kGather || kClass != 0) break;  // the wait is behind us; or the tiles are a class's
+      if constexpr (kGather) break;  // the wait is behind us
       if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
-    if constexpr (kClass != 2) wait_for_previous_kernel();
+    wait_for_previous_kernel();
     allow_next_kernel();
     // The loads (warp 0; lane 0 issues the TMA copies): every slot, in the
     // consumers' order, once every consumer thread has released it, so the
@@ -508,7 +478,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      if (!mine(t)) continue;
       const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
       if constexpr (kGather) {
@@ -792,6 +761,23 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     return fused ? 32 * q + 8 * w4 + g8 : 64 * q + 16 * w4 + g8;
   };
   const int row2 = fused ? kRows / 2 : 8;
+  // The token rows the tile's wgmmas issue (GroupedGemmParams::row_entries,
+  // tma_a16_issue_rows): every consumer warp counts the tile's rows in use
+  // in the align stage's table (complete before this kernel, as the block
+  // table).
+  constexpr int kNarrowRows = tma_a16_issue_rows(kT, 0);
+  constexpr bool kNarrowIssue = kA16 && kNarrowRows < kT;
+  auto issue_rows = [&](int t) {
+    if (!kNarrowIssue || g.row_entries == nullptr) return kT;
+    const int row0 = tile_block(t) * kT;
+    int used = 0;
+#pragma unroll
+    for (int r0 = 0; r0 < kT; r0 += 32) {
+      const int r = row0 + r0 + lane;
+      used += __popc(__ballot_sync(kFullMask, r0 + lane < kT && r < g.rows && __ldcg(g.row_entries + r) >= 0));
+    }
+    return tma_a16_issue_rows(kT, used);
+  };
   auto slot_a16 = [&](int kt, auto width) {
     if constexpr (kA16) {
       constexpr int kN = decltype(width)::value;  // token rows the wgmmas issue
@@ -931,7 +917,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   };
 
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    if (!mine(t)) continue;
     if constexpr (kA16) {
       // The tile's slots at the width issue_rows gives: each width its own
       // copy of the slot loop, so that no wgmma sits behind a branch on the
@@ -957,8 +942,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       if constexpr (kNarrowIssue) {
         if (issue_rows(t) == kNarrowRows) slots(std::integral_constant<int, kNarrowRows>{});
         else slots(Full{});
-      } else if constexpr (kClass == 1) {
-        slots(std::integral_constant<int, kNarrowRows>{});
       } else {
         slots(Full{});
       }
@@ -1274,8 +1257,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   }
   // No block exits while the other may still arrive on its barriers.
   if constexpr (kCluster > 1) tma::cluster_sync();
-  // Class 2: done once the class-1 launch is (kClass above).
-  if constexpr (kClass == 2) wait_for_previous_kernel();
 #endif
 #endif
 }
@@ -1326,10 +1307,10 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 
 namespace {
 template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false,
-          bool kShareW = false, int kClass = 0>
+          bool kShareW = false>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW, kClass>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW>;
   Params tp{};
   tp.g = p;
   // Weight boxes of half a tile where the tile is two loads (fused: gate
@@ -1394,13 +1375,6 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   }
   if constexpr (kWide8) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
-  }
-  if constexpr (kA16 && kT == 80) {
-    // The tiles that issue fewer rows, then the others (kClass).
-    if (p.row_entries != nullptr) {
-      launch_tma_cluster<F, kA16, kT, 1, false, false, false, 1>(p, tiles, stream, pdl);
-      return launch_tma_cluster<F, kA16, kT, 1, false, false, false, 2>(p, tiles, stream, pdl);
-    }
   }
   launch_tma_cluster<F, kA16, kT, 1>(p, tiles, stream, pdl);
 }
