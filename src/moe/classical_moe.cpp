@@ -592,7 +592,8 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
                    : static_cast<const void*>(ws.h.data());
       p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
       p.a_rows_div = K;
-      // W8A16 on the TMA tile: each token tile issues only its rows in use.
+      // W8A16 on the TMA tile: a token tile's wgmmas issue fewer rows where its
+      // rows in use allow (kernels::tma_a16_issue_rows).
       p.row_entries = config.bf16_activations && config.gemm == ClassicalGemm::kTma ? ws.sorted_entries.data() : nullptr;
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
       p.block_expert = ws.block_expert.data();

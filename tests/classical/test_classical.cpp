@@ -487,13 +487,13 @@ TEST(Classical, EachStageOnItsOwn) {
 
 // W8A16 on the TMA tile issues a token tile's wgmmas over fewer rows where
 // its rows in use allow (GroupedGemmParams::row_entries: align's
-// sorted_entries; tma_a16_issue_rows). Against the same GEMMs issuing all T rows (forced by
-// marking every row in use in sorted_entries, which W8A16 reads nowhere else
-// but silu_mul's skip of padding rows), the rows in use must keep their
-// bits (a column's MMA result depends only on its own token) and the GEMM
-// outputs' rows past the issued ones must be zeros. The padding rows of A
-// are poisoned with a finite non-zero value first, so that a GEMM issuing
-// them writes non-zero rows there.
+// sorted_entries; tma_a16_issue_rows). Against the same GEMMs issuing all T
+// rows (forced by marking every row in use in sorted_entries, which W8A16
+// reads nowhere else but silu_mul's skip of padding rows), the rows in use
+// must keep their bits (a column's MMA result depends only on its own
+// token) and the GEMM outputs' rows past the issued ones must be zeros. The
+// padding rows of A are poisoned with a finite non-zero value first, so
+// that a GEMM issuing them writes non-zero rows there.
 TEST(Classical, W8A16NarrowIssueKeepsTheBits) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
