@@ -84,11 +84,13 @@ struct GroupedGemmParams {
   // sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
-  // TMA kernel, W8A16: when set, the align stage's sorted_entries (row ->
-  // entry, -1 for padding; an expert's rows in use come first in its
-  // blocks), and each token tile's wgmmas issue tma_a16_issue_rows(T, rows
-  // in use) rows instead of T; the outputs of the rows past them are zeros.
-  // nullptr: all T.
+  // TMA kernel, W8A16 and FP8 block-128 W8A8 at T = 128: when set, the
+  // align stage's sorted_entries (row -> entry, -1 for padding; an expert's
+  // rows in use come first in its blocks). W8A16: each token tile's wgmmas
+  // issue tma_a16_issue_rows(T, rows in use) rows instead of T; the outputs
+  // of the rows past them are zeros. FP8 block-128 at T = 128: a consumer
+  // warpgroup whose 64 rows are all padding skips its MMAs and stores (those
+  // rows' outputs are left as they were). nullptr: all T.
   const int32_t* row_entries;
   // W8A8 with fuse_silu: (rows, I/128) FP32 scales of the quantized h.
   float* out_scales;

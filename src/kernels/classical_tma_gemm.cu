@@ -116,7 +116,7 @@
 // had before.
 //
 // Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64, both GEMMs,
-// above 2048 tokens and at 257-512 on E = 128, K = 8):
+// at 257-512 tokens on E = 128, K = 8; until session 36 above 2048 too):
 // the token tile is the wgmma A operand (M = 64 tokens) and
 // each consumer warpgroup's 128 weight rows the B operand (m64n128k32), so
 // that a thread's accumulators are two tokens × 32 weight rows: its scale
@@ -141,6 +141,25 @@
 // group): gate_up −4.3 / −2.0 % at 4096 tokens, −7.8 / −3.3 % at 512.
 // MXFP8 keeps the weights as A (its scales are per weight row
 // and 32 K: 32 rows a thread would need 32 scales).
+//
+// Token-split swapped tile (kTokSplit: FP8 block-128 W8A8 at T = 128, both
+// GEMMs, from 2048 tokens on E = 128, K = 8): still tokens as A, but the
+// two consumer warpgroups split the tile's 128 token rows (64 each) and
+// share its 256 weight rows, which each takes as two m64n128 halves through
+// one partial-sum set (128 accumulators + 64 partial sums a thread; a
+// 256-wide set would not fit). A slot is 48 KB from L2 for 128 × 256
+// outputs against the T = 64 tile's 40 KB (36 with its shared token tile)
+// for 64 × 256, and the wgmmas read 80 KB of shared memory against 96 KB
+// for the same MACs. Fused gate_up: half 0 is the tile's 128 gate rows,
+// half 1 their up rows, so a token's 128 neurons (one activation group)
+// sit in one lane quad and h's scale needs no shared memory. A consumer
+// whose 64 rows are all padding (row_entries) skips its MMAs and stores, so
+// an expert's last tile costs the MMAs of T = 64's padding, not T = 128's.
+// Measured (session 36 run 3, against the defaults in one binary, µs,
+// qwen3-30b-a3b / qwen3-235b-a22b): 2048 tokens 323.5 -> 293.7 / 1044.3 ->
+// 979.4 (T = 80 with weight-sharing clusters before), 4096 472.1 -> 465.3 /
+// 1650.3 -> 1594.1 (gate_up −7.5 / −9.7 %, down +2.6 % / level); 1024
+// +1.6 / +2.2 % (T = 80 stays there).
 //
 // Numerics: FP32 accumulation. W8A8: a slot's four k32 wgmmas (MXFP8: each
 // k32 wgmma, one scale block) sum into a fresh register set, promoted with
@@ -241,7 +260,12 @@ struct Tile {
   // FP8 block-128 at T = 64: the operands swapped (kSwapAB, tma_gemm_kernel),
   // both GEMMs.
   static constexpr bool kSwapAB = kW8A8 && !kMx && kT == 64;
-  static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 ? 128 : 256;  // weight rows of a tile
+  // FP8 block-128 at T = 128: swapped too, the consumers splitting the
+  // tokens (kTokSplit, tma_gemm_kernel): consumer warpgroup c takes token
+  // rows 64c.. of the tile against all 256 weight rows, in two m64n128
+  // halves that share one partial-sum set.
+  static constexpr bool kTokSplit = kW8A8 && !kMx && kT == 128;
+  static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 && !kTokSplit ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
   static constexpr int kStageK = kFp8 ? kRowBytes : kRowBytes / 2;  // K elements per slot
@@ -322,19 +346,21 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #else
   using L = Tile<F, kT, kA16>;
   static_assert(kCluster == 1 || (kCluster == 2 && kT >= 16), "a half token tile must stay swizzle-aligned (8 rows)");
-  static_assert(kCluster == 1 || F == WeightFormat::kBF16 || kShareW || L::kSwapAB,
-                "clusters: BF16, the swapped FP8 tile, or weight-sharing (launch_tma)");
+  static_assert(kCluster == 1 || F == WeightFormat::kBF16 || kShareW || L::kSwapAB || L::kTokSplit,
+                "clusters: BF16, the swapped FP8 tiles, or weight-sharing (launch_tma)");
   static_assert(!kShareW || (kCluster == 2 && !kGather &&
                              ((F == WeightFormat::kBF16 && kT == 144) ||
                               (F == WeightFormat::kFP8Block128 && L::kWide8))),
                 "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kSiluQuant || (L::kWide8 && (kCluster == 1 || kShareW || L::kSwapAB) && !kGather),
+  static_assert(!kSiluQuant || ((L::kWide8 || L::kTokSplit) && (kCluster == 1 || kShareW || L::kSwapAB || L::kTokSplit) &&
+                                 !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
   constexpr bool kSwap = L::kSwapAB;  // operands swapped (file comment)
+  constexpr bool kTokSplit = L::kTokSplit;  // swapped, the consumers splitting the tokens
   using W = Warps<kA16, kT>;
   static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
@@ -599,12 +625,16 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // +10 to +12 %. ncu (session 23 run 3): the consumers already wait for
   // their slots' bytes a tenth of the time and L2 runs at 74 % (gate_up) and
   // 88 % (down) of its throughput: the supply, not the issue order, is the
-  // next bound.
+  // next bound. Session 36 run 1 on the swapped T = 64 tile: two partial-sum
+  // sets, a slot's promotion while the next slot's MMAs run (wait<1>),
+  // layer +2.2 / +4.9 % at 4096 tokens (qwen3-30b-a3b / qwen3-235b-a22b),
+  // level at 512 and 2048; the larger token-split tile (kTokSplit) won
+  // instead.
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
   const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
-  float part[kMB][kW8A8 ? kT / 2 : 1];
+  float part[kMB][kW8A8 ? (kTokSplit ? 32 : kT / 2) : 1];
   auto slot_fp8 = [&]() {
-    if constexpr (kW8A8) {
+    if constexpr (kW8A8 && !kTokSplit) {
       tma::wait(base + L::full(stage), phase);
       uint64_t da, db;
       descs(stage, da, db);
@@ -694,6 +724,49 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           for (int mb = 0; mb < kMB; ++mb) {
             const int r = (fused ? 64 * c + (kRows / 2) * mb : (kRows / 2) * c + 64 * mb) + 16 * w4 + g8;
             promote(mb, e8m0_to_float(wsb[r * 4 + ks]), e8m0_to_float(wsb[(r + 8) * 4 + ks]));
+          }
+        }
+      }
+      release(stage);
+      next();
+    }
+  };
+
+  // The token-split tile (kTokSplit): consumer c's A operand is token rows
+  // [64c, 64c + 64) of the slot's 128, its B operand all 256 weight rows, as
+  // two m64n128 halves (fused: the 128 gate rows, then their up rows; else
+  // output columns 0-127, then 128-255), each a commit group of four k32
+  // MMAs into the one partial-sum set, promoted into acc[half] with the
+  // half's block scale. Why: a slot brings 48 KB into shared memory for
+  // 128 × 256 outputs where the T = 64 tile brings 40 KB for 64 × 256
+  // (−40 % L2 bytes a MAC), and its wgmmas read 80 KB of shared memory for
+  // them where the T = 64 tile's read 96 KB for the same MACs. Element 4i +
+  // j of half h (acc[h]) is token 64c + 16w4 + g8 + 8(j >> 1) of the tile,
+  // weight row 128h + 8i + 2t4 + (j & 1). `active`: the consumer's first
+  // row is in use (align pads each expert's rows at its end, so a half with
+  // none in use is all padding: no MMAs, no stores).
+  auto slot_split = [&](bool active) {
+    if constexpr (kTokSplit) {
+      tma::wait(base + L::full(stage), phase);
+      if (active) {
+        const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
+        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const uint64_t dt = wgmma::sw128_desc(base + L::a(stage) + c * 64 * kRowBytes);
+        const float a_lo = sa[64 * c + 16 * w4 + g8], a_hi = sa[64 * c + 16 * w4 + g8 + 8];
+        float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + h * 128 * kRowBytes);
+          wgmma::fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
+          wgmma::commit();
+          wgmma::wait<0>();
+          const float s_lo = wsc[h] * a_lo, s_hi = wsc[h] * a_hi;
+#pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            wgmma::fence_operand(pf[i]);
+            acc[h][i] = __fmaf_rn(pf[i], (i & 2) ? s_hi : s_lo, acc[h][i]);
           }
         }
       }
@@ -975,7 +1048,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
         for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
-      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
+      if constexpr (kTokSplit) {
+        const int r = tile_block(t) * kT + 64 * c;
+        const bool active = g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0);
+        for (int kt = 0; kt < k_tiles; ++kt) slot_split(active);
+        if (!active) continue;  // all padding: nothing to store
+      } else {
+        for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
+      }
     }
 
     // Epilogue: straight from the registers, an m64 block v of output
@@ -1071,7 +1151,82 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         }
       }
     };
-    if constexpr (kSwap && !kSiluQuant) {
+    if constexpr (kTokSplit && !kSiluQuant) {
+      // The token-split tile, a plain GEMM (down): half h of the consumer's
+      // accumulators is output columns 128h.. of the tile for its 64 tokens,
+      // stored as the T = 64 swapped tile stores its 128 columns below.
+      const int tok0 = row0 + 64 * c + 16 * w4 + g8;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float(&af)[64] = acc[half];
+        const int col0 = tile_n(t) * kRows + 128 * half;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = tok0 + 8 * h;
+          const bool ok = row < g.rows && col0 < N;
+          if (g.out_fp32) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+              if (ok)
+                *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
+                    make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
+            continue;
+          }
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
+#pragma unroll
+            for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
+            quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
+            if (ok)
+              *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
+                  make_uint4(v[0], v[1], v[2], v[3]);
+          }
+        }
+      }
+    } else if constexpr (kTokSplit) {
+      // The token-split tile, SiLU·up fused (gate_up): a thread holds gate
+      // (acc[0]) and up (acc[1]) of neurons 8i + 2t4, + 1 (i < 16) of the
+      // tile's 128 for two tokens, so a token's 128 neurons — one activation
+      // group — are the quad's four lanes': its amax is two shuffles away
+      // (no shared memory, no barrier), quantized as the T = 64 tile's
+      // epilogue below does.
+      const int n0 = tile_n(t) * tile_rows;
+      float m[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        acc[0][i] = silu_fast(acc[0][i]) * acc[1][i];
+        m[(i >> 1) & 1] = fmaxf(m[(i >> 1) & 1], fabsf(acc[0][i]));
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 1));
+        m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 2));
+        const int row = row0 + 64 * c + 16 * w4 + g8 + 8 * h;
+        const float sc = e4m3_scale(m[h]);
+        const float r = 1.0f / sc;
+        if (t4 == 0 && row < g.rows) g.out_scales[size_t(row) * (N / 256) + n0 / 128] = sc;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          // Neurons 64·half + 16t4 .. + 15 of the tile, one 16-byte store
+          // (the byte order of the T = 64 epilogue below).
+          uint32_t q[8];
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            q[i] = __nv_cvt_float2_to_fp8x2(
+                make_float2(acc[0][4 * (8 * half + i) + 2 * h] * r, acc[0][4 * (8 * half + i) + 2 * h + 1] * r),
+                __NV_SATFINITE, __NV_E4M3);
+          uint32_t v[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
+          quad_transpose(v, t4);
+          if (row < g.rows)
+            *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * half + 16 * t4) =
+                make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
+                           __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
+        }
+      }
+    } else if constexpr (kSwap && !kSiluQuant) {
       // Swapped operands, a plain GEMM (down): element 4i + j of the flat
       // accumulators is token 16w4 + g8 + 8(j >> 1) of the tile, output
       // column 8i + 2t4 + (j & 1) of the consumer's 128. BF16: the quad's
@@ -1357,7 +1512,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
       return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, pairs, stream, pdl);
     }
   }
-  if constexpr ((F == WeightFormat::kBF16 && kT >= 64) || L::kSwapAB) {
+  if constexpr ((F == WeightFormat::kBF16 && kT >= 64) || L::kSwapAB || L::kTokSplit) {
     // Clusters sharing the token tile, where an expert block has an even
     // number of weight tiles. The swapped FP8 tile (session 23 run 9,
     // against unclustered, 4096 tokens; each block loads half the token tile
@@ -1367,13 +1522,18 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     // −0.3 / −0.1 %. So the fused gate_up alone takes them (session 24 run
     // 1, against both GEMMs clustered, 4096 tokens: layer 472.4 -> 468.6 /
     // 1666.0 -> 1662.7, down 143.2 -> 140.8 / 509.3 -> 507.3; 512 and 2048
-    // tokens within ±0.2 %).
+    // tokens within ±0.2 %). The token-split T = 128 tile takes them on
+    // both GEMMs (session 36 run 4, against none and against the fused
+    // gate_up's alone, 4096 tokens: 465.7 / 465.6 / 463.5 and 1596.0 /
+    // 1591.3 / 1582.4 µs; 2048: 292.9 / 293.2 / 293.4 and 983.5 / 972.1 /
+    // 967.5).
     if (ntn % 2 == 0 && (!L::kSwapAB || p.fuse_silu)) {
-      if (kWide8 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kWide8>(p, tiles, stream, pdl);
+      constexpr bool kQuant = kWide8 || L::kTokSplit;  // W8A8: h quantized in the epilogue
+      if (kQuant && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kQuant>(p, tiles, stream, pdl);
       return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
     }
   }
-  if constexpr (kWide8) {
+  if constexpr (kWide8 || L::kTokSplit) {
     if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
   }
   launch_tma_cluster<F, kA16, kT, 1>(p, tiles, stream, pdl);
@@ -1405,9 +1565,13 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
   const bool w8a8 = format != WeightFormat::kBF16 && !p.a_bf16;
   WD_CHECK(!p.fuse_silu ||
-               ((!w8a8 || ((tile_tokens == 64 || tile_tokens == 80) && p.out_scales)) && p.n % 256 == 0 && !p.out_fp32),
+               ((!w8a8 || ((tile_tokens == 64 || tile_tokens == 80 ||
+                            (tile_tokens == 128 && format == WeightFormat::kFP8Block128)) &&
+                           p.out_scales)) &&
+                p.n % 256 == 0 && !p.out_fp32),
            "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16) or W8A8 at tile_tokens "
-           "64 or 80 with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = 2I a multiple of 256, not ",
+           "64 or 80 (FP8 block-128 also 128) with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = "
+           "2I a multiple of 256, not ",
            to_string(format), p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens, " with N = ", p.n);
   WD_CHECK(!p.a_bf16 || format == WeightFormat::kMXFP8, "classical GEMM: W8A16 in the TMA GEMM takes MXFP8 weights, not ",
            to_string(format));

@@ -95,11 +95,13 @@ bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermed
 // SiLU·up fused into the gate_up GEMM (ClassicalConfig::fuse_silu): the TMA
 // tile's epilogue, where a tile is gate and up rows of the same neurons.
 // BF16 activations (BF16 weights or W8A16) at every T; W8A8 at T = 64 and
-// 80, whose 256-row tiles hold 128 neurons: one activation group, which the
-// epilogue quantizes too.
+// 80 and FP8 block-128 at 128, whose 256-row tiles hold 128 neurons: one
+// activation group, which the epilogue quantizes too.
 bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations, int tile_tokens) {
   const bool w8a8 = format != WeightFormat::kBF16 && !bf16_activations;
-  return s.intermediate % 128 == 0 && (!w8a8 || tile_tokens == 64 || tile_tokens == 80);
+  return s.intermediate % 128 == 0 &&
+         (!w8a8 || tile_tokens == 64 || tile_tokens == 80 ||
+          (tile_tokens == 128 && format == WeightFormat::kFP8Block128));
 }
 // Weight-sharing clusters (ClassicalConfig::share_weights): the TMA tile,
 // BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80 (the 256-row tiles).
@@ -250,6 +252,18 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // as many rows as pairing padded (4096 tokens, 11 % more rows: 563.6 ->
     // 606.0 and 1865.0 -> 1957.7): not taken there.
     if (format == WeightFormat::kFP8Block128 && c.tile_tokens == 80) c.share_weights = pairing_pads_little(m, sd, 80);
+    // FP8 block-128 from m = 128 (2048 tokens on E = 128, K = 8): the
+    // token-split T = 128 tile (two consumer warpgroups of 64 tokens against
+    // 256 weight rows: −40 % L2 bytes a MAC). Session 36 run 3, against the
+    // defaults in one binary, µs, qwen3-30b-a3b / qwen3-235b-a22b: 2048
+    // tokens (T = 80 with weight-sharing clusters) 323.5 -> 293.7 / 1044.3
+    // -> 979.4, 4096 (T = 64 swapped) 472.1 -> 465.3 / 1650.3 -> 1594.1
+    // (gate_up −7.5 / −9.7 %, down +2.6 / level); 1024 (T = 80) +1.6 / +2.2 %:
+    // not there.
+    if (format == WeightFormat::kFP8Block128 && m >= 128.0) {
+      c.tile_tokens = 128;
+      c.share_weights = false;
+    }
     // BF16 prefill: T = 144 where it pads an expert's tokens to fewer rows
     // than T = 128 (2048 and 4096 tokens on E = 128, K = 8: two 144-row
     // tiles hold 256 ± 2σ tokens, where 128-row ones take three for half
@@ -530,7 +544,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
   WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma &&
                                   silu_fuses(shape_, w.format, config.bf16_activations, config.tile_tokens)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
-           "W8A16) or W8A8 at T = 64 or 80, and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
+           "W8A16) or W8A8 at T = 64 or 80 (FP8 block-128 also 128), and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
   WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(w.format), ", H = ", H, ", I = ", I);
@@ -592,9 +606,13 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
                    : static_cast<const void*>(ws.h.data());
       p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
       p.a_rows_div = K;
-      // W8A16 on the TMA tile: a token tile's wgmmas issue fewer rows where its
-      // rows in use allow (kernels::tma_a16_issue_rows).
-      p.row_entries = config.bf16_activations && config.gemm == ClassicalGemm::kTma ? ws.sorted_entries.data() : nullptr;
+      // The TMA tile's rows in use: W8A16's wgmmas issue fewer rows where
+      // they allow (kernels::tma_a16_issue_rows); FP8 block-128's T = 128
+      // tile skips a consumer's half of all padding rows.
+      p.row_entries = (config.bf16_activations || (w8a8 && w.format == WeightFormat::kFP8Block128 && T == 128)) &&
+                              config.gemm == ClassicalGemm::kTma
+                          ? ws.sorted_entries.data()
+                          : nullptr;
       p.a_scales = w8a8 ? (up ? ws.a_scales.data() : ws.h_scales.data()) : nullptr;
       p.block_expert = ws.block_expert.data();
       p.num_blocks = ws.meta.data();

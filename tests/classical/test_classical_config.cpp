@@ -73,12 +73,11 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
   };
   expect(small, bf16, small_bf16);
   expect(big, bf16, big_bf16);
-  // FP8 block-128 at T = 80 pairs its token tiles in weight-sharing
-  // clusters where that pads at most 5 % more rows: 2048 tokens (two 80-row
-  // tiles an expert either way), not 1024 (one).
+  // FP8 block-128 takes its token-split T = 128 tile from m = 128 (2048
+  // tokens) on; below, T = 80 with one tile an expert (1024, 1025).
   Table fp8_table = w8a8;
   for (auto& [B, want] : fp8_table)
-    if (B == 2048) want = "t80/tma/silu/wmc/pdl";
+    if (B >= 2048) want = "t128/tma/silu/pdl";
   for (const MoeShape& s : {small, big}) {
     expect(s, mx, w8a8);
     expect(s, fp8, fp8_table);
@@ -305,10 +304,12 @@ TEST(ClassicalConfig, Tile144IsTheTmaTileWithBf16Activations) {
   EXPECT_EQ((ClassicalConfig{144, ClassicalGemm::kTma, true, false, true}).supports(s, WeightFormat::kMXFP8),
             ClassicalMoe::wgmma_available());
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, false, true}).supports(s, WeightFormat::kFP8Block128));
-  // W8A8 keeps its tiles at prefill; W8A16 takes 144 as BF16 does (80 at
-  // 1024 tokens, 128 at 3072, where 144 would pad more).
+  // W8A8 keeps its tiles at prefill (FP8 block-128: the token-split 128);
+  // W8A16 takes 144 as BF16 does (80 at 1024 tokens, 128 at 3072, where 144
+  // would pad more).
   for (int B : {2048, 4096}) {
-    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, B == 2048 ? 80 : 64) << B;
+    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kFP8Block128, true).tile_tokens, 128) << B;
+    EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true).tile_tokens, B == 2048 ? 80 : 64) << B;
     EXPECT_EQ(ClassicalConfig::for_batch(s, B, WeightFormat::kMXFP8, true, true).tile_tokens, 144) << B;
   }
   EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, WeightFormat::kMXFP8, true, true).tile_tokens, 80);
@@ -381,6 +382,37 @@ TEST(ClassicalConfig, SharedWeightTilesAreBf16At144AndFp8At64And80) {
       EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, false, false, true}).supports(s, f)) << t;
   EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, false, false, true}).supports(s, WeightFormat::kFP8Block128));
+}
+
+// SiLU·up and h's quantization fused into the W8A8 gate_up GEMM: where a
+// tile's 256 weight rows are 128 neurons, one activation group — T = 64 and
+// 80, and FP8 block-128's token-split tile at T = 128 — not MXFP8 W8A8 at T =
+// 128 (128-row tiles: half a group) nor at T = 32. The GEMM refuses the
+// others itself, on any machine (its checks come before the device's).
+TEST(ClassicalConfig, W8A8FusesSiluWhereATileIsOneActivationGroup) {
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const bool sm90a = ClassicalMoe::wgmma_available();
+  const WeightFormat fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
+  for (int t : {64, 80}) {
+    EXPECT_EQ((ClassicalConfig{t, ClassicalGemm::kTma, true, true}).supports(s, fp8), sm90a) << t;
+    EXPECT_EQ((ClassicalConfig{t, ClassicalGemm::kTma, true, true}).supports(s, mx), sm90a) << t;
+  }
+  EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kTma, true, true}).supports(s, fp8), sm90a);
+  EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma, true, true}).supports(s, mx));
+  for (WeightFormat f : {fp8, mx}) EXPECT_FALSE((ClassicalConfig{32, ClassicalGemm::kTma, true, true}).supports(s, f));
+  kernels::GroupedGemmParams p = small_gemm_params();
+  alignas(16) static float scales[4];
+  p.fuse_silu = 1;
+  p.out_scales = scales;
+  p.a_scales = p.w_block_scales = scales;
+  p.w_mx_scales = reinterpret_cast<const uint8_t*>(scales);
+  try {
+    kernels::grouped_gemm(p, mx, 128, kernels::GemmKernel::kTma, nullptr);
+    ADD_FAILURE() << "MXFP8 W8A8 with SiLU·up fused accepted at T = 128";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("FP8 block-128 also 128"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kernels::grouped_gemm(p, fp8, 32, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
