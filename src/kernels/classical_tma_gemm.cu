@@ -1151,39 +1151,70 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         }
       }
     };
-    if constexpr (kTokSplit && !kSiluQuant) {
-      // The token-split tile, a plain GEMM (down): half h of the consumer's
-      // accumulators is output columns 128h.. of the tile for its 64 tokens,
-      // stored as the T = 64 swapped tile stores its 128 columns below.
-      const int tok0 = row0 + 64 * c + 16 * w4 + g8;
+    // The swapped tiles (kSwap, kTokSplit), a plain GEMM (down): 128 output
+    // columns col0.. of tokens tok0 and tok0 + 8 from 64 accumulators,
+    // element 4i + 2h + b being token tok0 + 8h, column col0 + 8i + 2t4 + b.
+    // BF16: the quad's four lanes transpose their packed pairs of four
+    // consecutive i (a 4 × 4 transpose of 4-byte words, two shuffle rounds
+    // of two), so that lane t4 holds columns 32q + 8t4 .. + 7 of one token:
+    // 16-byte stores, a warp's store 8 tokens × 64 bytes (whole sectors; the
+    // 4-byte pair stores wrote half sectors: session 21 run 5 lost 7-18 %
+    // so).
+    auto store_swapped = [&](const float(&af)[64], int tok0, int col0) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float(&af)[64] = acc[half];
-        const int col0 = tile_n(t) * kRows + 128 * half;
+      for (int h = 0; h < 2; ++h) {
+        const int row = tok0 + 8 * h;
+        const bool ok = row < g.rows && col0 < N;
+        if (g.out_fp32) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = tok0 + 8 * h;
-          const bool ok = row < g.rows && col0 < N;
-          if (g.out_fp32) {
-#pragma unroll
-            for (int i = 0; i < 16; ++i)
-              if (ok)
-                *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
-                    make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
-            continue;
-          }
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
-#pragma unroll
-            for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
-            quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
+          for (int i = 0; i < 16; ++i)
             if (ok)
-              *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
-                  make_uint4(v[0], v[1], v[2], v[3]);
-          }
+              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
+                  make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
+          continue;
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
+#pragma unroll
+          for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
+          quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
+          if (ok)
+            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
+                make_uint4(v[0], v[1], v[2], v[3]);
         }
       }
+    };
+    // The swapped tiles' fused gate_up: E4M3 codes of h · r for 64 neurons
+    // (hv[4i + 2h + b], i < 8: neuron 8i + 2t4 + b of token tok0 + 8h) at
+    // byte n0 + off of the row, one 16-byte store a lane: the codes of neurons 8i
+    // + 2t4, + 1 are paired into words k = neurons 16k + 2t4, + 1 (low half)
+    // and 16k + 8 + 2t4, + 1 (high half); after the quad's transpose lane t4
+    // holds those of neurons 16t4 .. + 15 (word x: 2x, + 1 and 8 + 2x, + 1),
+    // which two byte permutes per pair of words put in order (session 22:
+    // one 16-byte store a token where the quad's lanes stored 2 bytes per i,
+    // as for down's BF16).
+    auto store_codes = [&](const float* hv, int h, float r, int row, int n0, int off) {
+      uint32_t q[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        q[i] = __nv_cvt_float2_to_fp8x2(make_float2(hv[4 * i + 2 * h] * r, hv[4 * i + 2 * h + 1] * r), __NV_SATFINITE,
+                                        __NV_E4M3);
+      uint32_t v[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
+      quad_transpose(v, t4);
+      if (row < g.rows)
+        *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + off + 16 * t4) =
+            make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
+                       __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
+    };
+    if constexpr (kTokSplit && !kSiluQuant) {
+      // The token-split tile, a plain GEMM (down): half h of the consumer's
+      // accumulators is output columns 128h.. of the tile for its 64 tokens.
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        store_swapped(acc[half], row0 + 64 * c + 16 * w4 + g8, tile_n(t) * kRows + 128 * half);
     } else if constexpr (kTokSplit) {
       // The token-split tile, SiLU·up fused (gate_up): a thread holds gate
       // (acc[0]) and up (acc[1]) of neurons 8i + 2t4, + 1 (i < 16) of the
@@ -1207,59 +1238,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         const float r = 1.0f / sc;
         if (t4 == 0 && row < g.rows) g.out_scales[size_t(row) * (N / 256) + n0 / 128] = sc;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          // Neurons 64·half + 16t4 .. + 15 of the tile, one 16-byte store
-          // (the byte order of the T = 64 epilogue below).
-          uint32_t q[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-            q[i] = __nv_cvt_float2_to_fp8x2(
-                make_float2(acc[0][4 * (8 * half + i) + 2 * h] * r, acc[0][4 * (8 * half + i) + 2 * h + 1] * r),
-                __NV_SATFINITE, __NV_E4M3);
-          uint32_t v[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
-          quad_transpose(v, t4);
-          if (row < g.rows)
-            *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * half + 16 * t4) =
-                make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
-                           __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
-        }
+        for (int half = 0; half < 2; ++half) store_codes(&acc[0][32 * half], h, r, row, n0, 64 * half);
       }
     } else if constexpr (kSwap && !kSiluQuant) {
       // Swapped operands, a plain GEMM (down): element 4i + j of the flat
       // accumulators is token 16w4 + g8 + 8(j >> 1) of the tile, output
-      // column 8i + 2t4 + (j & 1) of the consumer's 128. BF16: the quad's
-      // four lanes transpose their packed pairs of four consecutive i (a 4 ×
-      // 4 transpose of 4-byte words, two shuffle rounds of two), so that
-      // lane t4 holds columns 32q + 8t4 .. + 7 of one token: 16-byte stores,
-      // a warp's store 8 tokens × 64 bytes (whole sectors; the 4-byte pair
-      // stores wrote half sectors: session 21 run 5 lost 7-18 % so).
-      float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
-      const int col0 = tile_n(t) * kRows + 128 * c;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 16 * w4 + g8 + 8 * h;
-        const bool ok = row < g.rows && col0 < N;
-        if (g.out_fp32) {
-#pragma unroll
-          for (int i = 0; i < kT / 4; ++i)
-            if (ok)
-              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
-                  make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
-          continue;
-        }
-#pragma unroll
-        for (int q = 0; q < kT / 16; ++q) {
-          uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
-#pragma unroll
-          for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
-          quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
-          if (ok)
-            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
-                make_uint4(v[0], v[1], v[2], v[3]);
-        }
-      }
+      // column 8i + 2t4 + (j & 1) of the consumer's 128.
+      store_swapped(*reinterpret_cast<float(*)[64]>(&acc[0][0]), row0 + 16 * w4 + g8, tile_n(t) * kRows + 128 * c);
     } else if constexpr (kSwap) {
       // Swapped operands: element 4i + j of the flat accumulators is token
       // 16w4 + g8 + 8(j >> 1) of the tile, column 8i + 2t4 + (j & 1) of the
@@ -1297,29 +1282,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       named_barrier_sync(2, W::kConsumerThreads);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        // The token's codes of neurons 8i + 2t4, + 1 (i < 8), paired into
-        // words k = neurons 16k + 2t4, + 1 (low half) and 16k + 8 + 2t4, +
-        // 1 (high half); after the quad's transpose lane t4 holds those of
-        // neurons 16t4 .. + 15 (word x: 2x, + 1 and 8 + 2x, + 1), which
-        // two byte permutes per pair of words put in order: one 16-byte
-        // store a token where the quad's lanes stored 2 bytes per i
-        // (session 22: the same for down's BF16 took it from 4- to 16-byte
-        // stores).
-        const int tok = 16 * w4 + g8 + 8 * h, row = row0 + tok;
-        const float r = s_rcp[tok];
-        uint32_t q[kT / 8];
-#pragma unroll
-        for (int i = 0; i < kT / 8; ++i)
-          q[i] = __nv_cvt_float2_to_fp8x2(make_float2(af[4 * i + 2 * h] * r, af[4 * i + 2 * h + 1] * r), __NV_SATFINITE,
-                                          __NV_E4M3);
-        uint32_t v[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
-        quad_transpose(v, t4);
-        if (row < g.rows)
-          *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + 64 * c + 16 * t4) =
-              make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
-                         __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
+        const int tok = 16 * w4 + g8 + 8 * h;
+        store_codes(af, h, s_rcp[tok], row0 + tok, n0, 64 * c);  // the consumer's 64 neurons of the token
       }
     } else if constexpr (kSiluQuant) {
       // W8A8: h = silu(gate)·up of neurons n0 + 64c.. (m64 block 0 gate, 1
