@@ -629,22 +629,26 @@ TEST(Classical, EveryTileConfiguration) {
 // The swapped FP8 block-128 tiles (T = 64, and T = 128 split by tokens
 // between its consumers) in clusters of two that share the token tile: both
 // GEMMs of H = 512, I = 256 have two 256-row weight tiles (an even count, so
-// the clusters run where the launcher takes them: T = 64's and T = 128's
-// fused gate_up), SiLU·up fused or not, at one token tile an expert and at
-// several; at B = 5 most of T = 128's second halves are all padding.
+// the clusters run where the launcher takes them: T = 64's fused gate_up,
+// both of T = 128's), SiLU·up fused or not, at one token tile an expert and
+// at several; at B = 5 most of T = 128's second halves are all padding. H =
+// 384: down's second weight tile ends past N (its last 128 columns computed
+// from the next expert's rows and not stored).
 TEST(Classical, SwappedTileSharesTheTokenTile) {
   WD_REQUIRE_GPU();
-  const MoeShape s = make_shape(512, 256, 20, 6);
-  if (!ClassicalConfig{64, ClassicalGemm::kTma, true}.supports(s, WeightFormat::kFP8Block128))
-    GTEST_SKIP() << "no sm_90a device";
-  const Layer layer = Layer::make(s, WeightFormat::kFP8Block128, fresh_seed());
-  ClassicalMoe moe(s, 1024);
-  for (int t : {64, 128})
-    for (bool silu : {false, true}) {
-      const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
-      for (int B : {5, 300, 1024})
-        check_path(moe, layer, B, fresh_seed(), "fp8-block128 H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-    }
+  for (const MoeShape& s : {make_shape(512, 256, 20, 6), make_shape(384, 256, 20, 6)}) {
+    if (!ClassicalConfig{64, ClassicalGemm::kTma, true}.supports(s, WeightFormat::kFP8Block128))
+      GTEST_SKIP() << "no sm_90a device";
+    const Layer layer = Layer::make(s, WeightFormat::kFP8Block128, fresh_seed());
+    ClassicalMoe moe(s, 1024);
+    for (int t : {64, 128})
+      for (bool silu : {false, true}) {
+        const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu};
+        for (int B : {5, 300, 1024})
+          check_path(moe, layer, B, fresh_seed(),
+                     "fp8-block128 H=" + std::to_string(s.hidden) + " B=" + std::to_string(B) + " " + tma.label(), &tma);
+      }
+  }
 }
 
 // The TMA tile (sm_90a), every T, on what the small shapes above do not
