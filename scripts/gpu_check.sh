@@ -96,7 +96,7 @@ classical_benches() {
   note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
-    --batch 1024,2048,4096 --no-warp --no-router --stages --calls 8 --replays 7 --classical-config t128/tma/a16/silu/pdl \
+    --batch 1024,2048,4096 --no-warp --no-router --stages --calls 8 --replays 7 --classical-config t80/tma/a16/silu/pdl,t144/tma/a16/silu/pdl \
     --json "$OUT/h200-moe-prefill.json" \
     >"$LOG/bench-prefill.log" 2>&1
   note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
