@@ -218,8 +218,10 @@ struct Warps {
 // accumulators: 128 floats at T = 128); a tile reads 0.75 × the L2 bytes per
 // MMA of a 128-row one (session 10 run 3: 4-11 % faster at 4096 tokens,
 // level at 256-1024). W8A8: 128 weight rows (one m64nT each, T/2
-// accumulators and T/2 partial sums), 256 at T = 64 (below). As many slots as fit one block per SM,
-// up to 8: 4 of 48 KB for BF16 at T = 128, 6 of 33 KB for W8A8; the smaller
+// accumulators and T/2 partial sums), 256 at T = 64 and 80, and FP8
+// block-128's 256 at T = 128 (below). As many slots as fit one block per SM,
+// up to 8: 4 of 48 KB for BF16 at T = 128 (and FP8 block-128's 4 of 49 KB),
+// 6 of 33 KB for W8A8; the smaller
 // T keep more weight bytes in flight (BF16 T = 8: 6 × 32 KB). Up to 12 slots
 // measured slower for W8A8 at decode batches, and 128-row BF16 tiles at
 // T <= 32 slower from one token per expert on (session 11 run 5).
@@ -249,7 +251,8 @@ struct Tile {
   static constexpr bool kW8A8 = kFp8 && !kA16;  // FP8 activations, FP8 MMAs, promotions
   // W8A8 at T = 64 takes 256 rows too (two m64 blocks a consumer: 2 × (T/2
   // accumulators + T/2 partial sums) = 128 registers; at T = 128 that would
-  // be 256). At 1024 tokens the GEMMs were bound by L2 throughput (86-92 %,
+  // be 256, so FP8 block-128 takes them there by splitting the tokens
+  // between its consumers instead: kTokSplit, 128 + 64). At 1024 tokens the GEMMs were bound by L2 throughput (86-92 %,
   // ncu, session 12 run 7): each n-tile re-reads its expert block's token
   // tile, and 256 rows halve those re-reads. Run 8: MXFP8 9-12 % faster at
   // 512-1024 tokens, FP8 block-128 level (−1.2 % at 512, +0.6-1.8 % at 1024).
