@@ -358,7 +358,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
   static_assert(!kSiluQuant || ((L::kWide8 || L::kTokSplit) && (kCluster == 1 || kShareW || L::kSwapAB || L::kTokSplit) &&
                                  !kGather),
-                "SiLU·up and its quantization fused: W8A8 at T = 64 or 80 (256-row tiles: 128 neurons, one group)");
+                "SiLU·up and its quantization fused: W8A8 at T = 64 or 80, FP8 block-128 at 128 (256-row tiles: 128 "
+                "neurons, one group)");
+  static_assert(!kSiluQuant || tma_w8a8_fuses_silu(F, kT), "the rule the host checks (tma_w8a8_fuses_silu)");
   // kFp8: 1-byte weights with scales; kW8A8: FP8 activations too (FP8 MMAs
   // and promotions); kA16: FP8 weights decoded to BF16 by the consumers.
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
@@ -1532,10 +1534,8 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
   WD_CHECK(p.experts > 0, "classical GEMM: the TMA kernel needs the number of experts (the weights' extent)");
   const bool w8a8 = format != WeightFormat::kBF16 && !p.a_bf16;
   WD_CHECK(!p.fuse_silu ||
-               ((!w8a8 || ((tile_tokens == 64 || tile_tokens == 80 ||
-                            (tile_tokens == 128 && format == WeightFormat::kFP8Block128)) &&
-                           p.out_scales)) &&
-                p.n % 256 == 0 && !p.out_fp32),
+               ((!w8a8 || (tma_w8a8_fuses_silu(format, tile_tokens) && p.out_scales)) && p.n % 256 == 0 &&
+                !p.out_fp32),
            "classical GEMM: SiLU·up in the TMA GEMM takes BF16 activations (BF16 or W8A16) or W8A8 at tile_tokens "
            "64 or 80 (FP8 block-128 also 128) with out_scales, a 2-byte (BF16) or 1-byte (W8A8: E4M3) output and N = "
            "2I a multiple of 256, not ",

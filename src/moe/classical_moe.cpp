@@ -99,9 +99,7 @@ bool w8a8_shape_ok(const MoeShape& s) { return s.hidden % 128 == 0 && s.intermed
 // activation group, which the epilogue quantizes too.
 bool silu_fuses(const MoeShape& s, WeightFormat format, bool bf16_activations, int tile_tokens) {
   const bool w8a8 = format != WeightFormat::kBF16 && !bf16_activations;
-  return s.intermediate % 128 == 0 &&
-         (!w8a8 || tile_tokens == 64 || tile_tokens == 80 ||
-          (tile_tokens == 128 && format == WeightFormat::kFP8Block128));
+  return s.intermediate % 128 == 0 && (!w8a8 || kernels::tma_w8a8_fuses_silu(format, tile_tokens));
 }
 // Weight-sharing clusters (ClassicalConfig::share_weights): the TMA tile,
 // BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 and 80 (the 256-row tiles).
