@@ -676,17 +676,19 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + c * (kRows / 2) * kRowBytes);
         float(&pf)[kT] = *reinterpret_cast<float(*)[kT]>(&part[0][0]);
         float(&af)[kT] = *reinterpret_cast<float(*)[kT]>(&acc[0][0]);
+        // The scale products before the MMAs (a shared-memory load after
+        // the wait would delay the next slot's MMAs). Fused: the gate
+        // block's scale, then the up block's; else the consumer's 128 rows
+        // are one block.
+        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+        const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
+        const float w_lo = wsc[kSiluQuant ? 0 : c], w_hi = wsc[kSiluQuant ? 1 : c];
+        const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
         wgmma::fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, db + 2 * ks, dw + 2 * ks, ks != 0);
         wgmma::commit();
         wgmma::wait<0>();
-        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        const float a_lo = sa[16 * w4 + g8], a_hi = sa[16 * w4 + g8 + 8];
-        // Fused: the gate block's scale, then the up block's; else the
-        // consumer's 128 rows are one block.
-        const float w_lo = wsc[kSiluQuant ? 0 : c], w_hi = wsc[kSiluQuant ? 1 : c];
-        const float s00 = w_lo * a_lo, s01 = w_lo * a_hi, s10 = w_hi * a_lo, s11 = w_hi * a_hi;
 #pragma unroll
         for (int i = 0; i < kT / 4; ++i)
 #pragma unroll
@@ -750,28 +752,46 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // weight row 128h + 8i + 2t4 + (j & 1). `active`: the consumer's first
   // row is in use (align pads each expert's rows at its end, so a half with
   // none in use is all padding: no MMAs, no stores).
-  auto slot_split = [&](bool active) {
+  //
+  // A tile's first half-slot (slot 0, half 0) is issued before the previous
+  // tile's epilogue (issue_first, `pending`), so that the tensor cores run
+  // while the consumers store: the slot's MMAs go to the partial-sum set,
+  // not to the accumulators the epilogue reads.
+  auto issue_half = [&](int h) {
+    if constexpr (!kTokSplit) return;
+    float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
+    const uint64_t dt = wgmma::sw128_desc(base + L::a(stage) + c * 64 * kRowBytes);
+    const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + h * 128 * kRowBytes);
+    wgmma::fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
+    wgmma::commit();
+  };
+  auto issue_first = [&] {
+    tma::wait(base + L::full(stage), phase);
+    issue_half(0);
+  };
+  // `issued` (a std::bool_constant): half 0 of this slot is in flight
+  // already (issue_first; only where `active`).
+  auto slot_split = [&](bool active, auto issued) {
     if constexpr (kTokSplit) {
       tma::wait(base + L::full(stage), phase);
       if (active) {
         const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
         const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        const uint64_t dt = wgmma::sw128_desc(base + L::a(stage) + c * 64 * kRowBytes);
+        // Both halves' scale products before the first MMA: a shared-memory
+        // load after a wgmma wait sits between that wait and the next MMAs.
         const float a_lo = sa[64 * c + 16 * w4 + g8], a_hi = sa[64 * c + 16 * w4 + g8 + 8];
+        const float s_lo[2] = {wsc[0] * a_lo, wsc[1] * a_lo}, s_hi[2] = {wsc[0] * a_hi, wsc[1] * a_hi};
         float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const uint64_t dw = wgmma::sw128_desc(base + L::w(stage) + h * 128 * kRowBytes);
-          wgmma::fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
-          wgmma::commit();
+          if (h != 0 || !decltype(issued)::value) issue_half(h);
           wgmma::wait<0>();
-          const float s_lo = wsc[h] * a_lo, s_hi = wsc[h] * a_hi;
 #pragma unroll
           for (int i = 0; i < 64; ++i) {
             wgmma::fence_operand(pf[i]);
-            acc[h][i] = __fmaf_rn(pf[i], (i & 2) ? s_hi : s_lo, acc[h][i]);
+            acc[h][i] = __fmaf_rn(pf[i], (i & 2) ? s_hi[h] : s_lo[h], acc[h][i]);
           }
         }
       }
@@ -779,6 +799,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       next();
     }
   };
+  bool pending = false;  // kTokSplit: this tile's first half-slot is in flight
 
   // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
   // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
@@ -994,6 +1015,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     }
   };
 
+  // kTokSplit: whether consumer c's half of tile t holds a row in use (align
+  // pads each expert's rows at its end, so a half whose first row is padding
+  // is all padding). Read a tile ahead: the next tile's first MMAs go out
+  // before this tile's epilogue (issue_first) where its half is in use.
+  auto half_active = [&](int t) {
+    const int r = tile_block(t) * kT + 64 * c;
+    return t < tiles && (g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0));
+  };
+  bool active_next = kTokSplit && half_active(blockIdx.x);
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     if constexpr (kA16) {
       // The tile's slots at the width issue_rows gives: each width its own
@@ -1054,9 +1084,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
         for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
       if constexpr (kTokSplit) {
-        const int r = tile_block(t) * kT + 64 * c;
-        const bool active = g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0);
-        for (int kt = 0; kt < k_tiles; ++kt) slot_split(active);
+        const bool active = active_next;
+        active_next = half_active(t + int(gridDim.x));
+        if (pending) slot_split(active, std::true_type{});
+        else slot_split(active, std::false_type{});
+        for (int kt = 1; kt < k_tiles; ++kt) slot_split(active, std::false_type{});
+        // The next tile's first MMAs, then this tile's epilogue.
+        pending = active_next;
+        if (pending) issue_first();
         if (!active) continue;  // all padding: nothing to store
       } else {
         for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
@@ -1379,6 +1414,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int mb = 0; mb < kMB; ++mb) store(acc[mb], tile_n(t) * kRows + 64 * (c * kMB + mb), N);
     }
   }
+  // Nothing is in flight here (the last tile issued no next MMAs), but
+  // ptxas cannot tell: without this wait it fences the MMAs that cross the
+  // loop's branches (C7517/C7518).
+  if constexpr (kTokSplit) wgmma::wait<0>();
   // No block exits while the other may still arrive on its barriers.
   if constexpr (kCluster > 1) tma::cluster_sync();
 #endif
