@@ -200,16 +200,19 @@ constexpr int kRowBytes = 128;   // K bytes of a row per slot (the swizzle span)
 // groups of fragments need the registers), at T = 144 (two m64 blocks of 72
 // accumulators each: four warpgroups' 96 registers at entry cannot compile
 // an m64n144 wgmma; session 24) and at T = 8 (128-row tiles, one m64 block
-// each). T = 144 (144 accumulators; BF16 spilled at 224): 40 + 2 × 232.
+// each). T = 144 (144 accumulators; BF16 spilled at 224) and the W8A8
+// token-split tile (kTokSplit: 128 accumulators and 64 partial sums held
+// through the epilogue, where the next tile's first slot runs; 224 spilled
+// a register): 40 + 2 × 232.
 // (W8A8 at T = 96, 96 accumulators and 96 partial sums with SiLU·up fused,
 // spilled at 224 and at 232: not built, session 21.)
-template <bool kA16, int kT>
+template <bool kA16, int kT, bool kTokSplit = false>
 struct Warps {
   static constexpr int kConsumerWGs = kA16 && kT != 8 && kT != 64 && kT != 144 ? 4 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;
-  static constexpr int kProducerRegs = kConsumerWGs == 4 || kT == 144 ? 40 : 56;
-  static constexpr int kConsumerRegs = kConsumerWGs == 4 ? 104 : kT == 144 ? 232 : 224;
+  static constexpr int kProducerRegs = kConsumerWGs == 4 || kT == 144 || kTokSplit ? 40 : 56;
+  static constexpr int kConsumerRegs = kConsumerWGs == 4 ? 104 : kT == 144 || kTokSplit ? 232 : 224;
   static_assert(kProducerRegs + kConsumerWGs * kConsumerRegs <= (1 + kConsumerWGs) * (65536 / kThreads / 8 * 8),
                 "the registers of one SM sub-partition");
 };
@@ -366,7 +369,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   constexpr bool kFp8 = L::kFp8, kMx = L::kMx, kW8A8 = L::kW8A8;
   constexpr bool kSwap = L::kSwapAB;  // operands swapped (file comment)
   constexpr bool kTokSplit = L::kTokSplit;  // swapped, the consumers splitting the tokens
-  using W = Warps<kA16, kT>;
+  using W = Warps<kA16, kT, L::kTokSplit>;
   static_assert(kA16 || W::kConsumerWGs == 2, "BF16 and W8A8: two consumer warpgroups (rows kRows / 2 each)");
   constexpr int kN8 = kT / 8;  // n8 column groups of an accumulator set (wgmma_m64nT)
   constexpr int kRows = L::kRows, kStages = L::kStages, kStageK = L::kStageK, kMB = L::kMBlocks;
@@ -752,11 +755,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // weight row 128h + 8i + 2t4 + (j & 1). `active`: the consumer's first
   // row is in use (align pads each expert's rows at its end, so a half with
   // none in use is all padding: no MMAs, no stores).
-  //
-  // A tile's first half-slot (slot 0, half 0) is issued before the previous
-  // tile's epilogue (issue_first, `pending`), so that the tensor cores run
-  // while the consumers store: the slot's MMAs go to the partial-sum set,
-  // not to the accumulators the epilogue reads.
+
   auto issue_half = [&](int h) {
     if constexpr (!kTokSplit) return;
     float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
@@ -767,39 +766,72 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
     wgmma::commit();
   };
-  auto issue_first = [&] {
-    tma::wait(base + L::full(stage), phase);
-    issue_half(0);
+  // Both halves' scale products of the slot (a shared-memory load after a
+  // wgmma wait would sit between that wait and the next MMAs).
+  // (halves: a bit mask of the halves wanted.)
+  auto split_scales = [&](float(&s_lo)[2], float(&s_hi)[2], int halves = 3) {
+    const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
+    const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
+    const float a_lo = sa[64 * c + 16 * w4 + g8], a_hi = sa[64 * c + 16 * w4 + g8 + 8];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (halves & (1 << h)) s_lo[h] = wsc[h] * a_lo, s_hi[h] = wsc[h] * a_hi;
   };
-  // `issued` (a std::bool_constant): half 0 of this slot is in flight
-  // already (issue_first; only where `active`).
-  auto slot_split = [&](bool active, auto issued) {
+  // Half h's partial sums (in flight) into acc[h]: += or, the tile's first
+  // slot (`first`), = with the accumulators' zeros folded in.
+  auto promote_half = [&](auto h, auto first, const float(&s_lo)[2], const float(&s_hi)[2]) {
+    constexpr int kH = decltype(h)::value;
+    constexpr bool kFirst = decltype(first)::value;
+    float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
+    wgmma::wait<0>();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      wgmma::fence_operand(pf[i]);
+      acc[kH][i] = __fmaf_rn(pf[i], (i & 2) ? s_hi[kH] : s_lo[kH], kFirst ? 0.0f : acc[kH][i]);
+    }
+  };
+  auto slot_split = [&](bool active, auto first) {
     if constexpr (kTokSplit) {
       tma::wait(base + L::full(stage), phase);
       if (active) {
-        const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
-        const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
-        // Both halves' scale products before the first MMA: a shared-memory
-        // load after a wgmma wait sits between that wait and the next MMAs.
-        const float a_lo = sa[64 * c + 16 * w4 + g8], a_hi = sa[64 * c + 16 * w4 + g8 + 8];
-        const float s_lo[2] = {wsc[0] * a_lo, wsc[1] * a_lo}, s_hi[2] = {wsc[0] * a_hi, wsc[1] * a_hi};
-        float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (h != 0 || !decltype(issued)::value) issue_half(h);
-          wgmma::wait<0>();
-#pragma unroll
-          for (int i = 0; i < 64; ++i) {
-            wgmma::fence_operand(pf[i]);
-            acc[h][i] = __fmaf_rn(pf[i], (i & 2) ? s_hi[h] : s_lo[h], acc[h][i]);
-          }
-        }
+        float s_lo[2], s_hi[2];
+        split_scales(s_lo, s_hi);
+        issue_half(0);
+        promote_half(std::integral_constant<int, 0>{}, first, s_lo, s_hi);
+        issue_half(1);
+        promote_half(std::integral_constant<int, 1>{}, first, s_lo, s_hi);
       }
       release(stage);
       next();
     }
   };
-  bool pending = false;  // kTokSplit: this tile's first half-slot is in flight
+  // The next tile's first slot runs during this tile's epilogue (`pending`:
+  // its half is in use). look_ahead(0) issues its half 0 before the
+  // epilogue; once the epilogue's first part has freed acc[0], look_ahead(1)
+  // promotes half 0 there and issues half 1; once the second part has freed
+  // acc[1], look_ahead(2) promotes half 1 there and releases the slot. The
+  // tensor cores run while the consumers store.
+  // (The scale products are read where they are used: held through the
+  // epilogue, they made ptxas spill.)
+  bool pending = false;
+  auto look_ahead = [&](int step) {
+    if (!pending) return;
+    if (step == 0) {
+      tma::wait(base + L::full(stage), phase);
+      issue_half(0);
+      return;
+    }
+    float s_lo[2], s_hi[2];
+    split_scales(s_lo, s_hi, step);  // half step - 1
+    if (step == 1) {
+      promote_half(std::integral_constant<int, 0>{}, std::true_type{}, s_lo, s_hi);
+      issue_half(1);
+    } else {
+      promote_half(std::integral_constant<int, 1>{}, std::true_type{}, s_lo, s_hi);
+      release(stage);
+      next();
+    }
+  };
 
   // W8A16: the slot's eight k16 steps, each a register-A wgmma per m64 block
   // whose A fragments this thread decodes from the slot's E4M3 rows (mma.sync
@@ -1017,13 +1049,13 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
   // kTokSplit: whether consumer c's half of tile t holds a row in use (align
   // pads each expert's rows at its end, so a half whose first row is padding
-  // is all padding). Read a tile ahead: the next tile's first MMAs go out
-  // before this tile's epilogue (issue_first) where its half is in use.
+  // is all padding). Read a tile ahead: the next tile's first slot runs
+  // during this tile's epilogue (look_ahead) where its half is in use.
   auto half_active = [&](int t) {
     const int r = tile_block(t) * kT + 64 * c;
     return t < tiles && (g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0));
   };
-  bool active_next = kTokSplit && half_active(blockIdx.x);
+  bool active_next = kTokSplit && half_active(blockIdx.x), active = active_next;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     if constexpr (kA16) {
       // The tile's slots at the width issue_rows gives: each width its own
@@ -1078,24 +1110,19 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
         for (int i = 0; i < kT / 2; ++i) wgmma::fence_operand(acc[mb][i]);
+    } else if constexpr (kTokSplit) {
+      active = active_next;
+      active_next = half_active(t + int(gridDim.x));
+      // Slot 0, unless the previous tile's epilogue ran it (look_ahead).
+      if (!pending) slot_split(active, std::true_type{});
+      for (int kt = 1; kt < k_tiles; ++kt) slot_split(active, std::false_type{});
+      pending = active_next;
     } else {
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
         for (int i = 0; i < kT / 2; ++i) acc[mb][i] = 0.0f;
-      if constexpr (kTokSplit) {
-        const bool active = active_next;
-        active_next = half_active(t + int(gridDim.x));
-        if (pending) slot_split(active, std::true_type{});
-        else slot_split(active, std::false_type{});
-        for (int kt = 1; kt < k_tiles; ++kt) slot_split(active, std::false_type{});
-        // The next tile's first MMAs, then this tile's epilogue.
-        pending = active_next;
-        if (pending) issue_first();
-        if (!active) continue;  // all padding: nothing to store
-      } else {
-        for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
-      }
+      for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
     }
 
     // Epilogue: straight from the registers, an m64 block v of output
@@ -1252,9 +1279,18 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     if constexpr (kTokSplit && !kSiluQuant) {
       // The token-split tile, a plain GEMM (down): half h of the consumer's
       // accumulators is output columns 128h.. of the tile for its 64 tokens.
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-        store_swapped(acc[half], row0 + 64 * c + 16 * w4 + g8, tile_n(t) * kRows + 128 * half);
+      // (`active`: the consumer's half holds a row in use; look_ahead: the
+      // next tile's first slot, each half into the accumulators just stored.)
+      // (Clusters: both halves stored before half 1 goes out; between the
+      // stores, the next tile's half 0 beside acc[1] and the partial sums in
+      // flight made ptxas spill a register.)
+      const int tok0 = row0 + 64 * c + 16 * w4 + g8, col0 = tile_n(t) * kRows;
+      look_ahead(0);
+      if (active) store_swapped(acc[0], tok0, col0);
+      if constexpr (kCluster == 1) look_ahead(1);
+      if (active) store_swapped(acc[1], tok0, col0 + 128);
+      if constexpr (kCluster > 1) look_ahead(1);
+      look_ahead(2);
     } else if constexpr (kTokSplit) {
       // The token-split tile, SiLU·up fused (gate_up): a thread holds gate
       // (acc[0]) and up (acc[1]) of neurons 8i + 2t4, + 1 (i < 16) of the
@@ -1262,24 +1298,33 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // group — are the quad's four lanes': its amax is two shuffles away
       // (no shared memory, no barrier), quantized as the T = 64 tile's
       // epilogue below does.
+      // h goes to acc[1], so that acc[0] is free for the next tile's first
+      // half-slot (look_ahead, as in down above).
       const int n0 = tile_n(t) * tile_rows;
       float m[2] = {0.0f, 0.0f};
+      look_ahead(0);
+      if (active) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) {
-        acc[0][i] = silu_fast(acc[0][i]) * acc[1][i];
-        m[(i >> 1) & 1] = fmaxf(m[(i >> 1) & 1], fabsf(acc[0][i]));
+        for (int i = 0; i < 64; ++i) {
+          acc[1][i] = silu_fast(acc[0][i]) * acc[1][i];
+          m[(i >> 1) & 1] = fmaxf(m[(i >> 1) & 1], fabsf(acc[1][i]));
+        }
       }
+      look_ahead(1);
+      if (active) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 1));
-        m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 2));
-        const int row = row0 + 64 * c + 16 * w4 + g8 + 8 * h;
-        const float sc = e4m3_scale(m[h]);
-        const float r = 1.0f / sc;
-        if (t4 == 0 && row < g.rows) g.out_scales[size_t(row) * (N / 256) + n0 / 128] = sc;
+        for (int h = 0; h < 2; ++h) {
+          m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 1));
+          m[h] = fmaxf(m[h], __shfl_xor_sync(kFullMask, m[h], 2));
+          const int row = row0 + 64 * c + 16 * w4 + g8 + 8 * h;
+          const float sc = e4m3_scale(m[h]);
+          const float r = 1.0f / sc;
+          if (t4 == 0 && row < g.rows) g.out_scales[size_t(row) * (N / 256) + n0 / 128] = sc;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) store_codes(&acc[0][32 * half], h, r, row, n0, 64 * half);
+          for (int half = 0; half < 2; ++half) store_codes(&acc[1][32 * half], h, r, row, n0, 64 * half);
+        }
       }
+      look_ahead(2);
     } else if constexpr (kSwap && !kSiluQuant) {
       // Swapped operands, a plain GEMM (down): element 4i + j of the flat
       // accumulators is token 16w4 + g8 + 8(j >> 1) of the tile, output
