@@ -755,7 +755,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // weight row 128h + 8i + 2t4 + (j & 1). `active`: the consumer's first
   // row is in use (align pads each expert's rows at its end, so a half with
   // none in use is all padding: no MMAs, no stores).
-
+  //
+  // issue_half(h): the slot's half h, four k32 MMAs into the partial sums.
   auto issue_half = [&](int h) {
     if constexpr (!kTokSplit) return;
     float(&pf)[64] = *reinterpret_cast<float(*)[64]>(&part[0][0]);
@@ -766,9 +767,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int ks = 0; ks < 4; ++ks) wgmma::wgmma_m64n128_e4m3(pf, dt + 2 * ks, dw + 2 * ks, ks != 0);
     wgmma::commit();
   };
-  // Both halves' scale products of the slot (a shared-memory load after a
-  // wgmma wait would sit between that wait and the next MMAs).
-  // (halves: a bit mask of the halves wanted.)
+  // The scale products of the slot's halves (`halves`, a bit mask), read
+  // before its MMAs rather than between a wgmma wait and the next MMAs
+  // (level in session 37 run 2, kept as the shorter dependency chain).
   auto split_scales = [&](float(&s_lo)[2], float(&s_hi)[2], int halves = 3) {
     const float* sa = reinterpret_cast<const float*>(base_ptr + L::a_scales(stage));
     const float* wsc = reinterpret_cast<const float*>(base_ptr + L::w_scale(stage));
