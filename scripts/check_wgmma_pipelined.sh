@@ -13,8 +13,10 @@ ptxas=$(dirname "$nvcc")/ptxas
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
-for tu in classical_tma_gemm.cu classical_stream_wgmma.cu classical_gemm.cu classical_gemm_bf16.cu classical_gemm_fp8.cu \
-  classical_gemm_mxfp8.cu; do
+# The kernel TUs that use wgmma or instantiate the grouped GEMM's kernels.
+tus=$(cd "$src/src/kernels" && grep -lE "wgmma|classical_gemm_impl.cuh" -- *.cu)
+[ -n "$tus" ] || { echo "check_wgmma_pipelined: no wgmma TU under $src/src/kernels"; exit 1; }
+for tu in $tus; do
   "$nvcc" -DWD_HAVE_CUDA=1 -I "$src/include" -I "$src/src" -O3 -DNDEBUG -arch=compute_90a --expt-relaxed-constexpr \
     -std=c++17 -x cu -ptx "$src/src/kernels/$tu" -o "$tmp/$tu.ptx"
   "$ptxas" -arch=sm_90a "$tmp/$tu.ptx" -o "$tmp/$tu.cubin" >"$tmp/$tu.log" 2>&1 || { cat "$tmp/$tu.log"; exit 1; }

@@ -52,12 +52,19 @@ __host__ __device__ constexpr int tma_a16_issue_rows(int tile, int used) {
   return tile == 144 && used <= 128 ? 128 : tile;
 }
 
+// W8A8 on the TMA tile: the token tiles whose two consumer warpgroups split
+// the tokens (64 each against all 256 weight rows) and skip a half of all
+// padding rows when given row_entries: FP8 block-128 at T = 128.
+__host__ __device__ constexpr bool tma_w8a8_splits_tokens(WeightFormat format, int tile) {
+  return tile == 128 && format == WeightFormat::kFP8Block128;
+}
+
 // W8A8 (FP8 activations) on the TMA tile: the token tiles whose gate_up
 // epilogue can fuse SiLU·up and h's per-token quantization, those whose
 // 256 weight rows are 128 neurons, one activation group: T = 64 and 80
-// (FP8 block-128 and MXFP8), and FP8 block-128's token-split T = 128.
+// (FP8 block-128 and MXFP8), and the token-split tile.
 __host__ __device__ constexpr bool tma_w8a8_fuses_silu(WeightFormat format, int tile) {
-  return tile == 64 || tile == 80 || (tile == 128 && format == WeightFormat::kFP8Block128);
+  return tile == 64 || tile == 80 || tma_w8a8_splits_tokens(format, tile);
 }
 
 struct GroupedGemmParams {

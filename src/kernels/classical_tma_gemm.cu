@@ -270,7 +270,7 @@ struct Tile {
   // tokens (kTokSplit, tma_gemm_kernel): consumer warpgroup c takes token
   // rows 64c.. of the tile against all 256 weight rows, in two m64n128
   // halves that share one partial-sum set.
-  static constexpr bool kTokSplit = kW8A8 && !kMx && kT == 128;
+  static constexpr bool kTokSplit = kW8A8 && tma_w8a8_splits_tokens(F, kT);
   static constexpr int kRows = kA16 ? (kT == 8 ? 128 : 256) : kW8A8 && !kWide8 && !kTokSplit ? 128 : 256;  // weight rows of a tile
   static constexpr int kMBlocks = kRows / Warps<kA16, kT>::kConsumerWGs / 64;  // m64 blocks per consumer warpgroup
   static constexpr int kWTileBytes = kRows * kRowBytes;
@@ -818,6 +818,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // epilogue, they made ptxas spill.)
   bool pending = false;
   auto look_ahead = [&](int step) {
+    if constexpr (!kTokSplit) return;
     if (!pending) return;
     if (step == 0) {
       tma::wait(base + L::full(stage), phase);

@@ -605,9 +605,9 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
       p.a_rows = gather ? ws.sorted_entries.data() : nullptr;
       p.a_rows_div = K;
       // The TMA tile's rows in use: W8A16's wgmmas issue fewer rows where
-      // they allow (kernels::tma_a16_issue_rows); FP8 block-128's T = 128
-      // tile skips a consumer's half of all padding rows.
-      p.row_entries = (config.bf16_activations || (w8a8 && w.format == WeightFormat::kFP8Block128 && T == 128)) &&
+      // they allow (kernels::tma_a16_issue_rows); the W8A8 token-split tile
+      // skips a consumer's half of all padding rows.
+      p.row_entries = (config.bf16_activations || (w8a8 && kernels::tma_w8a8_splits_tokens(w.format, T))) &&
                               config.gemm == ClassicalGemm::kTma
                           ? ws.sorted_entries.data()
                           : nullptr;
