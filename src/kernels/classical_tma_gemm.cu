@@ -812,14 +812,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // promotes half 0 there and issues half 1; once the second part has freed
   // acc[1], look_ahead(2) promotes half 1 there and releases the slot. The
   // tensor cores run while the consumers store. (Session 37: half 0 alone
-  // −2.2 / −3.0 % at 4096 tokens in a run up to 1980 MHz, level in a
-  // power-capped one at 1425-1620 MHz, where both halves gave −0.7 / −1.4 %.)
+  // −2.2 / −3.0 % at 4096 tokens in a run up to 1980 MHz with its branches
+  // voted, level in a power-capped one unvoted, where both halves gave −0.7 /
+  // −1.4 %. Session 38 run 1: the branches that in-flight MMAs cross voted
+  // warp-uniform (`pending`, `active`), −3.2 / −2.4 % at 4096 tokens and
+  // −2.0 / −1.3 % at 2048, gate_up and down alike, at the same clocks.)
   // (The scale products are read where they are used: held through the
   // epilogue, they made ptxas spill.)
   bool pending = false;
   auto look_ahead = [&](int step) {
     if constexpr (!kTokSplit) return;
-    if (!pending) return;
+    if (!warp_uniform(pending)) return;
     if (step == 0) {
       tma::wait(base + L::full(stage), phase);
       issue_half(0);
@@ -1057,7 +1060,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // during this tile's epilogue (look_ahead) where its half is in use.
   auto half_active = [&](int t) {
     const int r = tile_block(t) * kT + 64 * c;
-    return t < tiles && (g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0));
+    return warp_uniform(t < tiles && (g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0)));
   };
   bool active_next = kTokSplit && half_active(blockIdx.x), active = active_next;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -1118,7 +1121,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       active = active_next;
       active_next = half_active(t + int(gridDim.x));
       // Slot 0, unless the previous tile's epilogue ran it (look_ahead).
-      if (!pending) slot_split(active, std::true_type{});
+      if (!warp_uniform(pending)) slot_split(active, std::true_type{});
       for (int kt = 1; kt < k_tiles; ++kt) slot_split(active, std::false_type{});
       pending = active_next;
     } else {
@@ -1290,9 +1293,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // flight made ptxas spill a register.)
       const int tok0 = row0 + 64 * c + 16 * w4 + g8, col0 = tile_n(t) * kRows;
       look_ahead(0);
-      if (active) store_swapped(acc[0], tok0, col0);
+      if (warp_uniform(active)) store_swapped(acc[0], tok0, col0);
       if constexpr (kCluster == 1) look_ahead(1);
-      if (active) store_swapped(acc[1], tok0, col0 + 128);
+      if (warp_uniform(active)) store_swapped(acc[1], tok0, col0 + 128);
       if constexpr (kCluster > 1) look_ahead(1);
       look_ahead(2);
     } else if constexpr (kTokSplit) {

@@ -153,6 +153,12 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// A condition every lane of the warp already holds alike, voted so that the
+// compiler knows it too and branches on it warp-uniformly. Where wgmmas stay
+// in flight across a branch, that is worth time: the FP8 128-token tile's
+// branches voted ran 2.4-3.6 % faster at 4096 tokens (session 38 run 1).
+__device__ __forceinline__ bool warp_uniform(bool p) { return __all_sync(kFullMask, p); }
+
 // Inclusive prefix sum over the warp's lanes: lane i (the caller's lane
 // index) gets v_0 + ... + v_i.
 __device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {

@@ -144,8 +144,8 @@ void run(const Opts& o) {
               gpu->name.c_str(), gpu->sms, double(gpu->memory_bytes) / (1 << 30),
               double(gpu->l2_bytes) / (1 << 20), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
               gpu->sm_clock_mhz, gpu->mem_clock_mhz);
-  std::printf("# measured now: streaming read %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
-              bw.read_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
+  std::printf("# measured now: streaming read %.3f TB/s, streaming write %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
+              bw.read_tbps, bw.write_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
   std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
               o.calls, o.replays);
   int device = 0;
@@ -163,6 +163,7 @@ void run(const Opts& o) {
                    {"memory_gib", double(gpu->memory_bytes) / (1 << 30)},
                    {"l2_mib", double(gpu->l2_bytes) / (1 << 20)},
                    {"read_tbps", bw.read_tbps},
+                   {"write_tbps", bw.write_tbps},
                    {"copy_tbps", bw.copy_tbps},
                    {"bandwidth_buffer_gib", o.bw_gib},
                    {"cuda_runtime", gpu->cuda_runtime},

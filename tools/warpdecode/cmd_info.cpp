@@ -30,8 +30,8 @@ void add_info(CLI::App& app) {
                 gpu->cuda_runtime.c_str(), gpu->driver.c_str());
 #ifdef WD_HAVE_CUDA
     const auto bw = kernels::measure_bandwidth(size_t(2) << 30, 20, nullptr);
-    std::printf("memory  streaming read %.2f TB/s, device copy %.2f TB/s (measured now, %.0f MiB buffer, median of 20)\n",
-                bw.read_tbps, bw.copy_tbps, double(bw.bytes) / (1 << 20));
+    std::printf("memory  streaming read %.2f TB/s, streaming write %.2f TB/s, device copy %.2f TB/s (measured now, %.0f MiB buffer, median of 20)\n",
+                bw.read_tbps, bw.write_tbps, bw.copy_tbps, double(bw.bytes) / (1 << 20));
 #endif
   });
 }
