@@ -66,6 +66,23 @@ void draw_routing(std::mt19937_64& g, int B, int E, int K, int32_t* ids, float* 
   }
 }
 
+// Balanced (Options::balanced_routing): calls of B tokens, each spreading
+// its B·K entries evenly over the E experts; the same weights as above.
+void draw_balanced_routing(std::mt19937_64& g, int calls, int B, int E, int K, int32_t* ids, float* w) {
+  for (int c = 0; c < calls; ++c) {
+    const int shift = int(g() % uint64_t(E));
+    for (int b = 0; b < B; ++b) {
+      const size_t t = size_t(c) * B + b;
+      float sum = 0;
+      for (int k = 0; k < K; ++k) {
+        ids[t * K + k] = int32_t((int64_t(b) * K + k + shift) % E);
+        sum += w[t * K + k] = 0.05f + float(g() % 1000) / 1000.0f;
+      }
+      for (int k = 0; k < K; ++k) w[t * K + k] /= sum;
+    }
+  }
+}
+
 int distinct(const int32_t* ids, int n) { return int(std::set<int32_t>(ids, ids + n).size()); }
 
 class Graph {
@@ -218,7 +235,8 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
     std::vector<double> us;
     double distinct_sum = 0;
     for (int r = -opt.warmup; r < opt.replays; ++r) {
-      draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+      if (opt.balanced_routing) draw_balanced_routing(g, N, B, E, K, ids_h.data(), rw_h.data());
+      else draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
       WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
       WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
       fresh_inputs(uint64_t(r + opt.warmup));
@@ -243,7 +261,8 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
       });
       std::vector<double> sus;
       for (int r = -opt.warmup; r < opt.replays; ++r) {
-        draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+        if (opt.balanced_routing) draw_balanced_routing(g, N, B, E, K, ids_h.data(), rw_h.data());
+      else draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
         WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
         WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
         WD_CUDA_CHECK(cudaStreamSynchronize(stream_));

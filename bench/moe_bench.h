@@ -106,6 +106,14 @@ struct Options {
   uint64_t seed = 1;
   bool with_router = true;
   bool stages = false;  // also time each stage of the path on its own
+  // Routing of the timed calls: uniform random top-K (false), or balanced:
+  // every expert takes the same number of a call's B·K entries (B·K / E
+  // where E divides it, else within one), token b of a call the K
+  // consecutive experts from
+  // (b·K + a per-call random shift) mod E. A diagnostic of what the
+  // experts' uneven loads cost (the classical path's last, mostly padding,
+  // token tile of an expert), not a routing a model produces.
+  bool balanced_routing = false;
   // Samples the SM clock and power while the graph is replayed back to back
   // before each layer's timed series: that settle then lasts ~250 ms and its
   // last 150 ms are sampled (null: no sampling, and a 20 ms settle).

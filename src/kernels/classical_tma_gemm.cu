@@ -435,6 +435,23 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       if (warp != 0) return;
     }
     const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
+    // The token-split tile in clusters sharing its token tile (kSkipPad):
+    // where the tile's second 64 rows are all padding (an expert's last
+    // block; consumer 1 skips them: row_entries), block 1 of the cluster does
+    // not load them and both slots expect half the token bytes (pad_hi, set
+    // per tile). Why: with uniform routing about half the experts end in
+    // such a block, whose tile costs its whole loads for a few rows (session
+    // 39 run 4: the same layer on balanced routing, no such blocks, is 11-19
+    // % faster at 2048-4096 tokens). Measured (run 5, 2048 / 4096 tokens, µs
+    // of the layer): qwen3-30b-a3b 285.6 -> 282.4 / 444.2 -> 442.7,
+    // qwen3-235b-a22b 951.9 -> 939.8 / 1539.7 -> 1525.5.
+    constexpr bool kSkipPad = kTokSplit && kCluster == 2 && !kShareW;
+    // (Spelled as the rows in use: the same test spelled as padding made
+    // ptxas spill a register of the 40-register producer of the fused tile.)
+    auto second_half_used = [&](int t) {
+      return !kSkipPad || g.row_entries == nullptr || __ldcg(g.row_entries + tile_block(t) * kT + kT / 2) >= 0;
+    };
+    bool pad_hi = false;
     // Lane 0: slot s expects the weight tile and the whole token tile (or,
     // gathering, the weight tile alone), and the weight tile (rows wrow.., K
     // block kt) is issued; with kShareW this block's half of it (fused: the
@@ -442,7 +459,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     // both blocks of the cluster, whose other block sends the other half.
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
-      tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : L::kATileBytes));
+      tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : pad_hi ? L::kATileBytes / 2 : L::kATileBytes));
       if constexpr (kSwap && kSiluQuant) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
         // neurons, then their up rows (four 64-row boxes; with kShareW,
@@ -474,8 +491,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                        full);
       } else {
         constexpr int kHalf = kT / 2;
-        tma::load_2d_multicast(base + L::a(s) + rank * kHalf * kRowBytes, &p.a_map, kt * kStageK,
-                               row0 + int(rank) * kHalf, full, 0x3);
+        if (!(pad_hi && rank == 1))
+          tma::load_2d_multicast(base + L::a(s) + rank * kHalf * kRowBytes, &p.a_map, kt * kStageK,
+                                 row0 + int(rank) * kHalf, full, 0x3);
       }
     };
     // Before the PDL wait, the producer issues the weight tiles of the first
@@ -485,6 +503,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     int early = 0;  // slots whose weight tile is already in flight
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
       if constexpr (kGather) break;  // the wait is behind us
+      pad_hi = !second_half_used(t);
       if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
@@ -514,6 +533,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
       const int expert = tile_expert(t), wrow = expert * N + n0;
+      pad_hi = !second_half_used(t);
       if constexpr (kGather) {
         // The tile's tokens into the table, between two barriers of the
         // producer warpgroup (the previous tile's copies were issued).

@@ -62,6 +62,7 @@ TEST(Cli, BadInputGetsOneClearError) {
 #ifdef WD_HAVE_CUDA
   expect_error("bench-moe --batch 1-64:0", "batch '1-64:0'");
   expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
+  expect_error("bench-moe --routing zipf", "zipf not in {uniform,balanced}");
 #endif
 }
 

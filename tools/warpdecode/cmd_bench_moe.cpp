@@ -42,6 +42,7 @@ struct Opts {
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
   std::vector<int> tune_batches;
   uint64_t seed = 1;
+  std::string routing = "uniform";  // or "balanced" (bench::Options::balanced_routing)
 };
 
 std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
@@ -148,6 +149,7 @@ void run(const Opts& o) {
               bw.read_tbps, bw.write_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
   std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
               o.calls, o.replays);
+  if (o.routing != "uniform") std::printf("# routing: %s (not uniform random top-K)\n", o.routing.c_str());
   int device = 0;
   WD_CUDA_CHECK(cudaGetDevice(&device));
   bench::ClockSampler clock(device);
@@ -183,13 +185,15 @@ void run(const Opts& o) {
                    {"clock_sampling", clock.available() ? "nvml: median of each layer's settle replays"
                                                         : "none: " + clock.unavailable_reason()},
                    {"power_limit_w", clock.power_limit_w()},
-                   {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh uniform top-K routing and activations before every replay"}};
+                   {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh routing (see routing) and activations before every replay"},
+                   {"routing", o.routing}};
   doc["records"] = nlohmann::json::array();
   // How every layer is timed, warp decode's and the classical path's alike.
   bench::Options opt;
   opt.calls = o.calls;
   opt.replays = o.replays;
   opt.seed = o.seed;
+  opt.balanced_routing = o.routing == "balanced";
   opt.with_router = !o.no_router && !o.tune;  // the tune compares the layers without their router
   opt.stages = o.stages && !o.tune;
   opt.clock = clock.available() ? &clock : nullptr;
@@ -311,6 +315,11 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--replays", o->replays, "Timed graph replays (median reported)")->capture_default_str();
   cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();
+  cmd->add_option("--routing", o->routing,
+                  "Routing of the timed calls: uniform (random top-K) or balanced (every expert the same share of a "
+                  "call's entries: a diagnostic of what uneven expert loads cost)")
+      ->check(CLI::IsMember({"uniform", "balanced"}))
+      ->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "Time every kernel configuration, not only the default");
   cmd->add_option("--sweep-filter", o->sweep_filter,
                   "With --sweep: only the default and configurations whose label contains this (e.g. tc/)");
