@@ -83,6 +83,12 @@ void draw_balanced_routing(std::mt19937_64& g, int calls, int B, int E, int K, i
   }
 }
 
+// The routing of `calls` calls of B tokens: balanced or uniform (Options).
+void draw_calls(std::mt19937_64& g, bool balanced, int calls, int B, int E, int K, int32_t* ids, float* w) {
+  if (balanced) draw_balanced_routing(g, calls, B, E, K, ids, w);
+  else draw_routing(g, calls * B, E, K, ids, w);
+}
+
 int distinct(const int32_t* ids, int n) { return int(std::set<int32_t>(ids, ids + n).size()); }
 
 class Graph {
@@ -235,8 +241,7 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
     std::vector<double> us;
     double distinct_sum = 0;
     for (int r = -opt.warmup; r < opt.replays; ++r) {
-      if (opt.balanced_routing) draw_balanced_routing(g, N, B, E, K, ids_h.data(), rw_h.data());
-      else draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+      draw_calls(g, opt.balanced_routing, N, B, E, K, ids_h.data(), rw_h.data());
       WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
       WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
       fresh_inputs(uint64_t(r + opt.warmup));
@@ -261,8 +266,7 @@ Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
       });
       std::vector<double> sus;
       for (int r = -opt.warmup; r < opt.replays; ++r) {
-        if (opt.balanced_routing) draw_balanced_routing(g, N, B, E, K, ids_h.data(), rw_h.data());
-      else draw_routing(g, B * N, E, K, ids_h.data(), rw_h.data());
+        draw_calls(g, opt.balanced_routing, N, B, E, K, ids_h.data(), rw_h.data());
         WD_CUDA_CHECK(cudaMemcpyAsync(ids.data(), ids_h.data(), ids.bytes(), cudaMemcpyHostToDevice, stream_));
         WD_CUDA_CHECK(cudaMemcpyAsync(rw.data(), rw_h.data(), rw.bytes(), cudaMemcpyHostToDevice, stream_));
         WD_CUDA_CHECK(cudaStreamSynchronize(stream_));

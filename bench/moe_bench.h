@@ -109,10 +109,10 @@ struct Options {
   // Routing of the timed calls: uniform random top-K (false), or balanced:
   // every expert takes the same number of a call's B·K entries (B·K / E
   // where E divides it, else within one), token b of a call the K
-  // consecutive experts from
-  // (b·K + a per-call random shift) mod E. A diagnostic of what the
-  // experts' uneven loads cost (the classical path's last, mostly padding,
-  // token tile of an expert), not a routing a model produces.
+  // consecutive experts from (b·K + a per-call random shift) mod E. A
+  // diagnostic of what the experts' uneven loads cost (the classical path's
+  // last, mostly padding, token tile of an expert), not a routing a model
+  // produces.
   bool balanced_routing = false;
   // Samples the SM clock and power while the graph is replayed back to back
   // before each layer's timed series: that settle then lasts ~250 ms and its
