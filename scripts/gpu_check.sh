@@ -151,7 +151,7 @@ else
   [ -s .git-commit ] && prefix+=(-DWD_BUILD_COMMIT="$(head -1 .git-commit)")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate access_pattern fp8_mma_precision warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
+    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate access_pattern fp8_mma_precision pdl_handoff warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
   # The classical path's GPU tests, if this tree has them (a failure here is reported, not fatal).
   if grep -q warpdecode_classical_gpu_tests tests/classical/CMakeLists.txt 2>/dev/null; then
@@ -165,7 +165,7 @@ else
   fi
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
     ln -sf bench/decode_rate "$BIN/decode_rate" && ln -sf bench/access_pattern "$BIN/access_pattern" &&
-    ln -sf bench/fp8_mma_precision "$BIN/fp8_mma_precision" &&
+    ln -sf bench/fp8_mma_precision "$BIN/fp8_mma_precision" && ln -sf bench/pdl_handoff "$BIN/pdl_handoff" &&
     { [ -x "$BIN/tests/classical/warpdecode_classical_gpu_tests" ] && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests" || true; } && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests"
   [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
     ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
@@ -179,6 +179,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 [ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
 # The FP8 MMA's summation against the exact sum (exits 1 if its layout check fails).
 [ -x "$BIN/fp8_mma_precision" ] && { "$BIN/fp8_mma_precision" | tee "$LOG/fp8-mma-precision.txt" || note "fp8_mma_precision FAILED (logs/fp8-mma-precision.txt)"; }
+# What a hand-off between two dependent kernels costs: stream order, PDL, a
+# flag (docs/PERF_LOG.md session 40; exits 1 if a consumer read h early).
+[ -x "$BIN/pdl_handoff" ] && { "$BIN/pdl_handoff" | tee "$LOG/pdl-handoff.txt" || note "pdl_handoff FAILED (logs/pdl-handoff.txt)"; }
 # The kernels' instruction mix (no disassembler on the build machine): a line
 # per kernel (scripts/sass_summary.awk: MMAs, wgmma waits, memory
 # instructions, spills). The full dump (57 MB) is kept only with SASS_FULL=1.
