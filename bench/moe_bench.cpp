@@ -51,6 +51,13 @@ MoeBench::~MoeBench() = default;
 
 namespace {
 
+// A token's K routing weights, softmax-like: K draws of draw_weight, then
+// divided by their sum (normalize_weights). Both routings draw them so.
+float draw_weight(std::mt19937_64& g) { return 0.05f + float(g() % 1000) / 1000.0f; }
+void normalize_weights(float* w, int K, float sum) {
+  for (int k = 0; k < K; ++k) w[k] /= sum;
+}
+
 // Uniform random top-K (K distinct experts per token), softmax-like weights.
 void draw_routing(std::mt19937_64& g, int B, int E, int K, int32_t* ids, float* w) {
   std::vector<int32_t> perm(E);
@@ -60,9 +67,9 @@ void draw_routing(std::mt19937_64& g, int B, int E, int K, int32_t* ids, float* 
     for (int k = 0; k < K; ++k) {
       std::swap(perm[k], perm[k + g() % (E - k)]);
       ids[b * K + k] = perm[k];
-      sum += w[b * K + k] = 0.05f + float(g() % 1000) / 1000.0f;
+      sum += w[b * K + k] = draw_weight(g);
     }
-    for (int k = 0; k < K; ++k) w[b * K + k] /= sum;
+    normalize_weights(w + b * K, K, sum);
   }
 }
 
@@ -76,9 +83,9 @@ void draw_balanced_routing(std::mt19937_64& g, int calls, int B, int E, int K, i
       float sum = 0;
       for (int k = 0; k < K; ++k) {
         ids[t * K + k] = int32_t((int64_t(b) * K + k + shift) % E);
-        sum += w[t * K + k] = 0.05f + float(g() % 1000) / 1000.0f;
+        sum += w[t * K + k] = draw_weight(g);
       }
-      for (int k = 0; k < K; ++k) w[t * K + k] /= sum;
+      normalize_weights(w + t * K, K, sum);
     }
   }
 }

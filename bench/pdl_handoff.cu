@@ -36,12 +36,14 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "kernels/common.cuh"
 #include "kernels/launch.cuh"
 
 namespace {
 
 using namespace wd::kernels;
+using wd::DeviceBuffer;
 
 constexpr int kProducerBlocks = 384, kProducerThreads = 128;
 constexpr int kConsumerBlocks = 128, kConsumerThreads = 384;
@@ -131,31 +133,25 @@ double median(std::vector<double> v) {
 int main() {
   cudaStream_t s;
   WD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  float* h;
-  unsigned *sync, *bad;
-  unsigned long long *t_done, *t_pass;
   constexpr int kWarps = kConsumerBlocks * kConsumerThreads / 32;
-  WD_CUDA_CHECK(cudaMalloc(&h, kH * sizeof(float)));
-  WD_CUDA_CHECK(cudaMalloc(&sync, 4 * sizeof(unsigned)));
-  WD_CUDA_CHECK(cudaMalloc(&bad, sizeof(unsigned)));
-  WD_CUDA_CHECK(cudaMalloc(&t_done, size_t(kPairs) * kProducerBlocks * 8));
-  WD_CUDA_CHECK(cudaMalloc(&t_pass, size_t(kPairs) * kWarps * 8));
-  WD_CUDA_CHECK(cudaMemset(sync, 0, 4 * sizeof(unsigned)));
-  WD_CUDA_CHECK(cudaMemset(bad, 0, sizeof(unsigned)));
+  DeviceBuffer<float> h(kH);
+  DeviceBuffer<unsigned> sync(4), bad(1);
+  DeviceBuffer<unsigned long long> t_done(size_t(kPairs) * kProducerBlocks), t_pass(size_t(kPairs) * kWarps);
+  sync.fill_bytes(0);
+  bad.fill_bytes(0);
 
   std::printf("hand-off between a %d×%d producer and a %d×%d consumer (µs)\n", kProducerBlocks, kProducerThreads,
               kConsumerBlocks, kConsumerThreads);
   std::printf("%-8s %8s %12s %14s %14s\n", "mode", "spin", "pair", "first pass", "last pass");
   const char* names[] = {"stream", "pdl", "flag"};
-  int rc = 0;
   for (unsigned spin_ns : {2000u, 10000u}) {
     for (int mode : {kStream, kPdl, kFlag}) {
       cudaGraph_t g;
       cudaGraphExec_t ge;
       WD_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       for (int p = 0; p < kPairs; ++p)
-        enqueue_pair(mode, p, h, sync, spin_ns, t_done + size_t(p) * kProducerBlocks, t_pass + size_t(p) * kWarps,
-                     bad, s);
+        enqueue_pair(mode, p, h.data(), sync.data(), spin_ns, t_done.data() + size_t(p) * kProducerBlocks,
+                     t_pass.data() + size_t(p) * kWarps, bad.data(), s);
       WD_CUDA_CHECK(cudaStreamEndCapture(s, &g));
       WD_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
       cudaEvent_t e0, e1;
@@ -171,9 +167,7 @@ int main() {
         float ms;
         WD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         pair_us.push_back(1000.0 * ms / kPairs);
-        std::vector<unsigned long long> done(size_t(kPairs) * kProducerBlocks), pass(size_t(kPairs) * kWarps);
-        WD_CUDA_CHECK(cudaMemcpy(done.data(), t_done, done.size() * 8, cudaMemcpyDeviceToHost));
-        WD_CUDA_CHECK(cudaMemcpy(pass.data(), t_pass, pass.size() * 8, cudaMemcpyDeviceToHost));
+        const std::vector<unsigned long long> done = t_done.download(), pass = t_pass.download();
         for (int p = 0; p < kPairs; ++p) {
           const auto d = *std::max_element(done.begin() + size_t(p) * kProducerBlocks,
                                            done.begin() + size_t(p + 1) * kProducerBlocks);
@@ -190,11 +184,10 @@ int main() {
       WD_CUDA_CHECK(cudaEventDestroy(e1));
     }
   }
-  unsigned wrong = 0;
-  WD_CUDA_CHECK(cudaMemcpy(&wrong, bad, sizeof(wrong), cudaMemcpyDeviceToHost));
-  if (wrong) {
+  WD_CUDA_CHECK(cudaStreamDestroy(s));
+  if (const unsigned wrong = bad.download()[0]) {
     std::printf("FAILED: %u values of h read before they were written\n", wrong);
-    rc = 1;
+    return 1;
   }
-  return rc;
+  return 0;
 }

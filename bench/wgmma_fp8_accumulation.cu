@@ -35,10 +35,13 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "kernels/classical_wgmma.cuh"
 #include "warpdecode/formats.h"
 
 namespace {
+
+using wd::DeviceBuffer;
 
 constexpr int kM = 64, kN = 8, kBlocks = 16, kK = 128 * kBlocks;
 constexpr int kProblems = 512;
@@ -71,21 +74,23 @@ __global__ void __launch_bounds__(128) accumulate(const uint8_t* a, const uint8_
     __syncthreads();
     fence();
   };
-  auto mmas = [&](float(&d)[4], bool accumulate_first) {
-    for (int ks = 0; ks < 4; ++ks)
+  // The staged block's k32 steps ks0 .. ks0 + n - 1 into d, the first
+  // overwriting d unless accumulate_first; then waited for.
+  auto mmas = [&](float(&d)[4], int ks0, int n, bool accumulate_first) {
+    for (int ks = ks0; ks < ks0 + n; ++ks)
       wgmma_m64n8_e4m3(d, sw128_desc(base + ks * 32), sw128_desc(base + kM * 128 + ks * 32),
-                       accumulate_first || ks > 0);
+                       accumulate_first || ks > ks0);
     commit();
     wait<0>();
   };
   float chain[4] = {}, part[4] = {}, prom[4] = {}, step[4] = {};
   for (int kb = 0; kb < kBlocks; ++kb) {
     stage(kb);
-    mmas(chain, kb > 0);
+    mmas(chain, 0, 4, kb > 0);
   }
   for (int kb = 0; kb < kBlocks; ++kb) {
     stage(kb);
-    mmas(part, false);
+    mmas(part, 0, 4, false);
     for (int i = 0; i < 4; ++i) prom[i] += part[i];
   }
   // Each k32 wgmma on its own, from zero, added in FP32 registers: what one
@@ -93,10 +98,8 @@ __global__ void __launch_bounds__(128) accumulate(const uint8_t* a, const uint8_
   for (int kb = 0; kb < kBlocks; ++kb) {
     stage(kb);
     for (int ks = 0; ks < 4; ++ks) {
-      if (ks > 0) fence();
-      wgmma_m64n8_e4m3(part, sw128_desc(base + ks * 32), sw128_desc(base + kM * 128 + ks * 32), 0);
-      commit();
-      wait<0>();
+      if (ks > 0) fence();  // part was read since the last wgmma
+      mmas(part, ks, 1, false);
       for (int i = 0; i < 4; ++i) step[i] += part[i];
     }
   }
@@ -162,13 +165,9 @@ int main() {
   cases.push_back(make_case("weights 112 x activations 1", rng, 112.0, 1.0));
 
   const size_t na = size_t(kProblems) * kM * kK, nb = size_t(kProblems) * kN * kK, nd = size_t(kProblems) * kM * kN;
-  uint8_t *a, *b;
-  float *dc, *dp, *ds;
-  WD_CUDA_CHECK(cudaMalloc(&a, na));
-  WD_CUDA_CHECK(cudaMalloc(&b, nb));
-  WD_CUDA_CHECK(cudaMalloc(&dc, nd * 4));
-  WD_CUDA_CHECK(cudaMalloc(&dp, nd * 4));
-  WD_CUDA_CHECK(cudaMalloc(&ds, nd * 4));
+  DeviceBuffer<uint8_t> a(na), b(nb);
+  const char* ways[3] = {"chain", "promote", "per k32"};
+  DeviceBuffer<float> d[3] = {DeviceBuffer<float>(nd), DeviceBuffer<float>(nd), DeviceBuffer<float>(nd)};
   const int smem = (kM + kN) * 128 + 1024;
   std::printf("# wgmma m64n8k32 E4M3, FP32 D, K = %d: D chained over all K (chain), each 128-K block from zero\n"
               "# added in FP32 registers (promote), or each k32 wgmma alone so added (per k32); against the exact\n"
@@ -176,18 +175,12 @@ int main() {
   std::printf("%-30s | %-8s %9s %12s %8s\n", "case", "way", "rel L2", "max err", "inexact");
   int rc = 0;
   for (const Case& cs : cases) {
-    WD_CUDA_CHECK(cudaMemcpy(a, cs.a.data(), na, cudaMemcpyHostToDevice));
-    WD_CUDA_CHECK(cudaMemcpy(b, cs.b.data(), nb, cudaMemcpyHostToDevice));
-    WD_CUDA_CHECK(cudaMemset(dc, 0xFF, nd * 4));  // NaN: an unwritten output fails the comparison
-    WD_CUDA_CHECK(cudaMemset(dp, 0xFF, nd * 4));
-    WD_CUDA_CHECK(cudaMemset(ds, 0xFF, nd * 4));
-    accumulate<<<kProblems, 128, smem>>>(a, b, dc, dp, ds);
+    a.upload(cs.a);
+    b.upload(cs.b);
+    for (auto& dw : d) dw.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
+    accumulate<<<kProblems, 128, smem>>>(a.data(), b.data(), d[0].data(), d[1].data(), d[2].data());
     WD_CUDA_CHECK_LAUNCH();
     WD_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> hc(nd), hp(nd), hs(nd);
-    WD_CUDA_CHECK(cudaMemcpy(hc.data(), dc, nd * 4, cudaMemcpyDeviceToHost));
-    WD_CUDA_CHECK(cudaMemcpy(hp.data(), dp, nd * 4, cudaMemcpyDeviceToHost));
-    WD_CUDA_CHECK(cudaMemcpy(hs.data(), ds, nd * 4, cudaMemcpyDeviceToHost));
     std::vector<double> x(nd);
     for (int p = 0; p < kProblems; ++p)
       for (int i = 0; i < kM; ++i)
@@ -198,18 +191,16 @@ int main() {
                  wd::e4m3_to_float(cs.b[(size_t(p) * kN + j) * kK + k]);
           x[(size_t(p) * kM + i) * kN + j] = s;
         }
-    const Stats sc = compare(hc, x), sp = compare(hp, x), ss = compare(hs, x);
-    for (const auto& [label, s] : {std::pair{"chain", sc}, std::pair{"promote", sp}, std::pair{"per k32", ss}})
-      std::printf("%-30s | %-8s %9.2e %12.3g %8ld\n", cs.what, label, s.rel_l2, s.max_ulps, s.inexact);
-    if (&cs == &cases[0] && (sc.inexact != 0 || sp.inexact != 0 || ss.inexact != 0)) {
+    bool exact = true;
+    for (int w = 0; w < 3; ++w) {
+      const Stats st = compare(d[w].download(), x);
+      std::printf("%-30s | %-8s %9.2e %12.3g %8ld\n", cs.what, ways[w], st.rel_l2, st.max_ulps, st.inexact);
+      exact &= st.inexact == 0;
+    }
+    if (&cs == &cases[0] && !exact) {
       std::printf("FAIL: integer sums are not exact: the layout is wrong\n");
       rc = 1;
     }
   }
-  WD_CUDA_CHECK(cudaFree(a));
-  WD_CUDA_CHECK(cudaFree(b));
-  WD_CUDA_CHECK(cudaFree(dc));
-  WD_CUDA_CHECK(cudaFree(dp));
-  WD_CUDA_CHECK(cudaFree(ds));
   return rc;
 }
