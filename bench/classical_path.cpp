@@ -24,25 +24,30 @@ constexpr ClassicalStage kExpertStages[] = {ClassicalStage::kAlign,   ClassicalS
 double weight_elem_bytes(const MoeShape& s, WeightFormat f) { return double(expert_bytes(s, f)) / s.expert_elems(); }
 }  // namespace
 
-// Napkin math per stage, B·K rows (padding not counted):
+// Napkin math per stage, B·K rows (padding not counted), for the stages as
+// configuration c runs them:
 //   align     ids read, sorted rows + entry rows written          ~ 3·B·K·4
 //   permute   x read once, B·K rows written (+ scales)            B·H·2 + B·K·H·a
+//             (0 where the gate_up GEMM gathers its rows from x)
 //   gate_up   distinct experts' gate_up weights + rows in + out   D·2I·H·w + B·K·(H·a + 2I·2)
-//   silu_mul  rows in, rows out (+ scales)                         B·K·(2I·2 + I·a)
+//             (out B·K·I·a where SiLU·up is fused into its epilogue)
+//   silu_mul  rows in, rows out (+ scales)                        B·K·(2I·2 + I·a)  (0 where fused)
 //   down      distinct experts' down weights + rows in + out      D·H·I·w + B·K·(I·a + H·2)
 //   combine   B·K partial rows read, y written                    B·K·H·2 + B·H·2
-// with a = activation bytes (2 BF16, 1 + 4/128 W8A8) and w = weight bytes.
-double classical_stage_bytes(ClassicalStage st, const MoeShape& s, WeightFormat f, double distinct, int batch) {
+// with a = activation bytes (2 for BF16 activations: BF16 weights or
+// W8A16; 1 + 4/128 for W8A8) and w = weight bytes.
+double classical_stage_bytes(ClassicalStage st, const MoeShape& s, WeightFormat f, const ClassicalConfig& c,
+                             double distinct, int batch) {
   const double H = s.hidden, I = s.intermediate, BK = double(batch) * s.top_k, B = batch;
-  const double a = f == WeightFormat::kBF16 ? 2.0 : 1.0 + 4.0 / 128.0;
+  const double a = f == WeightFormat::kBF16 || c.bf16_activations ? 2.0 : 1.0 + 4.0 / 128.0;
   const double w = weight_elem_bytes(s, f);
   switch (st) {
     case ClassicalStage::kRouterGemm: return double(s.experts) * H * 2 + B * H * 2 + B * s.experts * 4;
     case ClassicalStage::kTopK: return B * s.experts * 4 + BK * 8;
     case ClassicalStage::kAlign: return 3 * BK * 4;
-    case ClassicalStage::kPermute: return B * H * 2 + BK * H * a;
-    case ClassicalStage::kGateUp: return distinct * 2 * I * H * w + BK * (H * a + 2 * I * 2);
-    case ClassicalStage::kSiluMul: return BK * (2 * I * 2 + I * a);
+    case ClassicalStage::kPermute: return c.gathers_rows(f) ? 0.0 : B * H * 2 + BK * H * a;
+    case ClassicalStage::kGateUp: return distinct * 2 * I * H * w + BK * (H * a + (c.fuse_silu ? I * a : 2 * I * 2));
+    case ClassicalStage::kSiluMul: return c.fuse_silu ? 0.0 : BK * (2 * I * 2 + I * a);
     case ClassicalStage::kDown: return distinct * H * I * w + BK * (I * a + H * 2);
     case ClassicalStage::kCombine: return BK * H * 2 + B * H * 2;
   }
@@ -97,7 +102,7 @@ void ClassicalPath::run_stage(int stage, const MoeWeightsView& w, const uint16_t
 }
 
 double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, double distinct, int batch) const {
-  return classical_stage_bytes(kExpertStages[stage], s, format_, distinct, batch);
+  return classical_stage_bytes(kExpertStages[stage], s, format_, config_, distinct, batch);
 }
 
 // ---- table rows ------------------------------------------------------------------------------
@@ -132,7 +137,8 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
   add_clock_fields(rec, m.clock);
   if (ratio > 0) rec["warp_speedup"] = ratio;  // classical µs / warp decode µs
   for (const auto& st : m.stages) {
-    const double st_tbps = st.bytes / (st.time.us_median * 1e-6) / 1e12;
+    // A stage with nothing to move (SiLU·up fused, rows gathered) reads 0.
+    const double st_tbps = st.bytes > 0 ? st.bytes / (st.time.us_median * 1e-6) / 1e12 : 0.0;
     std::printf("%-22s %-6s %4d   stage %-18s %9.1f %9.1f %9.1f %10s %8s %10.1f %7.3f %6.1f\n", "", "", B,
                 st.name.c_str(), st.time.us_median, st.time.us_min, st.time.us_max, "", "", st.bytes / 1e6, st_tbps,
                 100.0 * st_tbps / read_tbps);

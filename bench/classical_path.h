@@ -24,9 +24,10 @@ WeightFormat held_format(WeightFormat run_format);
 bool warp_supports(WeightFormat f);
 
 // Bytes each classical stage must move per call (read + written), from the
-// shape, format, distinct experts and B (padding rows not counted).
-double classical_stage_bytes(ClassicalStage s, const MoeShape& shape, WeightFormat f, double distinct_experts,
-                             int batch);
+// shape, format, configuration (W8A16's BF16 activations, SiLU·up fused,
+// rows gathered), distinct experts and B (padding rows not counted).
+double classical_stage_bytes(ClassicalStage s, const MoeShape& shape, WeightFormat f, const ClassicalConfig& config,
+                             double distinct_experts, int batch);
 
 class ClassicalPath : public LayerPath {
  public:
