@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "kernels/bandwidth.cuh"
 #include "kernels/common.cuh"
 
@@ -202,13 +203,13 @@ int main() {
   const size_t buf_bytes = size_t(4) << 30;
   const auto bw = measure_bandwidth(buf_bytes, 20, nullptr);
   std::printf("streaming read %.2f TB/s (4 GiB)\n", bw.read_tbps);
-  uint8_t* buf = nullptr;
-  unsigned* sink = nullptr;
-  int* experts = nullptr;
-  WD_CUDA_CHECK(cudaMalloc(&buf, buf_bytes));
-  WD_CUDA_CHECK(cudaMemset(buf, 0x5a, buf_bytes));
-  WD_CUDA_CHECK(cudaMalloc(&sink, 4));
-  WD_CUDA_CHECK(cudaMalloc(&experts, sizeof(int) * kItems * 23));
+  wd::DeviceBuffer<uint8_t> buf_mem(buf_bytes), scales_mem(buf_bytes / 32);
+  wd::DeviceBuffer<unsigned> sink_mem(1);
+  wd::DeviceBuffer<int> experts_mem(size_t(kItems) * 23);
+  buf_mem.fill_bytes(0x5a);
+  uint8_t* const buf = buf_mem.data();
+  unsigned* const sink = sink_mem.data();
+  int* const experts = experts_mem.data();
   std::mt19937 rng(1);
   std::printf("%-34s %8s %8s %7s\n", "pattern (row bytes, piece, depth)", "us", "TB/s", "% read");
   auto report = [&](const char* name, int row_bytes, auto fn) {
@@ -216,7 +217,7 @@ int main() {
     const int n_experts = int(buf_bytes / expert_bytes);
     std::vector<int> ids(size_t(kItems) * 23);
     for (int& e : ids) e = int(rng() % unsigned(n_experts));
-    WD_CUDA_CHECK(cudaMemcpy(experts, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+    experts_mem.upload(ids);
     const float ms = fn(expert_bytes);
     const double tbps = double(kItems) * expert_bytes / (ms * 1e-3) / 1e12;
     std::printf("%-34s %8.1f %8.2f %7.1f\n", name, ms * 1e3, tbps, 100.0 * tbps / bw.read_tbps);
@@ -255,9 +256,8 @@ int main() {
   // walk; the question is only the scales' stream, every gate_up row below
   // walks the same way). Counted bytes: codes + scales (also where the
   // scales are not read: those rows are the same walk without its scale loads).
-  uint8_t* scales = nullptr;
-  WD_CUDA_CHECK(cudaMalloc(&scales, buf_bytes / 32));
-  WD_CUDA_CHECK(cudaMemset(scales, 0x7f, buf_bytes / 32));
+  scales_mem.fill_bytes(0x7f);
+  uint8_t* const scales = scales_mem.data();
   auto report_scaled = [&](const char* name, size_t code_bytes, size_t scale_bytes, size_t stride, auto fn) {
     // An expert's codes + scales; its items at `stride` apart when interleaved.
     const size_t items = code_bytes / (scale_bytes == 32 ? 1024 : 2048);
@@ -265,7 +265,7 @@ int main() {
     const int n_experts = int(buf_bytes / footprint) - 1;
     std::vector<int> ids(size_t(kItems) * 23);
     for (int& e : ids) e = int(rng() % unsigned(n_experts));
-    WD_CUDA_CHECK(cudaMemcpy(experts, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+    experts_mem.upload(ids);
     const float ms = fn(items);
     const double tbps = double(kItems) * (code_bytes + items * scale_bytes) / (ms * 1e-3) / 1e12;
     std::printf("%-34s %8.1f %8.2f %7.1f\n", name, ms * 1e3, tbps, 100.0 * tbps / bw.read_tbps);
@@ -294,9 +294,5 @@ int main() {
   WD_GS("gate_up interleaved 2112, d2", 2, 2112, 4);
   WD_GS("gate_up interleaved 2176, d2", 2, 2176, 4);
 #undef WD_GS
-  WD_CUDA_CHECK(cudaFree(scales));
-  WD_CUDA_CHECK(cudaFree(buf));
-  WD_CUDA_CHECK(cudaFree(sink));
-  WD_CUDA_CHECK(cudaFree(experts));
   return 0;
 }

@@ -13,6 +13,8 @@
 
 #include <cuda_runtime.h>
 
+#include "median.h"
+
 namespace wd::bench {
 namespace {
 
@@ -27,12 +29,6 @@ F symbol(void* lib, const char* name) {
   F f;
   std::memcpy(&f, &p, sizeof f);
   return f;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 
 #include <cstdio>
 
+#include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "kernels/common.cuh"
 
 namespace {
@@ -84,20 +86,22 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const uint4* src, floa
 template <Variant V>
 double rate(const char* name, int elems_per_iter, const uint4* src, float* out, int blocks, int sms, int clock_khz) {
   cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
+  WD_CUDA_CHECK(cudaEventCreate(&a));
+  WD_CUDA_CHECK(cudaEventCreate(&b));
+  decode_kernel<V><<<blocks, kThreads>>>(src, out, 1.0f);  // warm-up
+  WD_CUDA_CHECK_LAUNCH();
+  WD_CUDA_CHECK(cudaEventRecord(a));
   decode_kernel<V><<<blocks, kThreads>>>(src, out, 1.0f);
-  cudaEventRecord(a);
-  decode_kernel<V><<<blocks, kThreads>>>(src, out, 1.0f);
-  cudaEventRecord(b);
-  cudaEventSynchronize(b);
+  WD_CUDA_CHECK_LAUNCH();
+  WD_CUDA_CHECK(cudaEventRecord(b));
+  WD_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
+  WD_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
   const double elems = double(blocks) * kThreads * kIters * elems_per_iter;
   const double per_clk_sm = elems / (ms * 1e-3) / (double(clock_khz) * 1e3) / sms;
   std::printf("%-28s %8.3f ms  %7.1f weights/clk/SM  (%.0f G weights/s)\n", name, ms, per_clk_sm, elems / ms / 1e6);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  WD_CUDA_CHECK(cudaEventDestroy(a));
+  WD_CUDA_CHECK(cudaEventDestroy(b));
   return per_clk_sm;
 }
 
@@ -105,25 +109,19 @@ double rate(const char* name, int elems_per_iter, const uint4* src, float* out, 
 
 int main() {
   int sms = 0, clk = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
-  uint4* src;
-  float* out;
+  WD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WD_CUDA_CHECK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
   const int blocks = sms * 8;
-  cudaMalloc(&src, kThreads * 4 * sizeof(uint4));
-  cudaMalloc(&out, blocks * kThreads * sizeof(float));
-  cudaMemset(src, 0x3C, kThreads * 4 * sizeof(uint4));  // finite codes in every format
+  wd::DeviceBuffer<uint4> src(kThreads * 4);
+  wd::DeviceBuffer<float> out(size_t(blocks) * kThreads);
+  src.fill_bytes(0x3C);  // finite codes in every format
   std::printf("# decode rate, %d SMs, max clock %d MHz (rates per clock use the max clock)\n", sms, clk / 1000);
   std::printf("# HBM at 4.5 TB/s needs %.1f BF16 or %.1f E4M3 weights/clk/SM\n", 4.5e12 / 2 / (clk * 1e3) / sms,
               4.5e12 / (clk * 1e3) / sms);
-  rate<kBf16>("bf16 unpack", 8, src, out, blocks, sms, clk);
-  rate<kE4m3Cvt>("e4m3 cvt f16x2 + cvt f32", 16, src, out, blocks, sms, clk);
-  rate<kE4m3Int>("e4m3 int bits + fmul", 16, src, out, blocks, sms, clk);
-  rate<kE4m3CvtInt>("e4m3 cvt f16x2 + int f32", 16, src, out, blocks, sms, clk);
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) {
-    std::printf("CUDA error %s\n", cudaGetErrorString(e));
-    return 1;
-  }
+  rate<kBf16>("bf16 unpack", 8, src.data(), out.data(), blocks, sms, clk);
+  rate<kE4m3Cvt>("e4m3 cvt f16x2 + cvt f32", 16, src.data(), out.data(), blocks, sms, clk);
+  rate<kE4m3Int>("e4m3 int bits + fmul", 16, src.data(), out.data(), blocks, sms, clk);
+  rate<kE4m3CvtInt>("e4m3 cvt f16x2 + int f32", 16, src.data(), out.data(), blocks, sms, clk);
+  WD_CUDA_CHECK(cudaDeviceSynchronize());
   return 0;
 }

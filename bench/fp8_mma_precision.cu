@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/device_buffer.h"
 #include "kernels/mma.cuh"
 #include "warpdecode/formats.h"
 
@@ -159,29 +160,22 @@ int main() {
   cases.push_back(make_case("wide: sigma 64 x 64, C = 0", rng, 64.0, 64.0, 0.0));
 
   const size_t na = size_t(kTiles) * kM * kK, nb = size_t(kTiles) * kN * kK, nc = size_t(kTiles) * kM * kN;
-  uint8_t *a, *b;
-  float *c, *d8, *d16;
-  WD_CUDA_CHECK(cudaMalloc(&a, na));
-  WD_CUDA_CHECK(cudaMalloc(&b, nb));
-  WD_CUDA_CHECK(cudaMalloc(&c, nc * 4));
-  WD_CUDA_CHECK(cudaMalloc(&d8, nc * 4));
-  WD_CUDA_CHECK(cudaMalloc(&d16, nc * 4));
+  wd::DeviceBuffer<uint8_t> a(na), b(nb);
+  wd::DeviceBuffer<float> c(nc), d8(nc), d16(nc);
   std::printf("# one mma.sync m16n8k32 E4M3 (FP32 accumulate) against the exact sum; BF16: two m16n8k16 on the same values\n");
   std::printf("# errors: rel L2 over %d tiles; max |err| / max |term| and / sum |terms| in units of 2^-23; outputs not the exact sum rounded once\n", kTiles);
   std::printf("%-34s | %-9s %9s %12s %12s %8s\n", "case", "mma", "rel L2", "err/max_term", "err/sum_abs", "inexact");
   int rc = 0;
   for (const Case& cs : cases) {
-    WD_CUDA_CHECK(cudaMemcpy(a, cs.a.data(), na, cudaMemcpyHostToDevice));
-    WD_CUDA_CHECK(cudaMemcpy(b, cs.b.data(), nb, cudaMemcpyHostToDevice));
-    WD_CUDA_CHECK(cudaMemcpy(c, cs.c.data(), nc * 4, cudaMemcpyHostToDevice));
-    WD_CUDA_CHECK(cudaMemset(d8, 0xFF, nc * 4));  // NaN: an unwritten output fails the comparison
-    WD_CUDA_CHECK(cudaMemset(d16, 0xFF, nc * 4));
-    mma_kernel<<<kTiles / 4, 128>>>(a, b, c, d8, d16);
+    a.upload(cs.a);
+    b.upload(cs.b);
+    c.upload(cs.c);
+    d8.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
+    d16.fill_bytes(0xFF);
+    mma_kernel<<<kTiles / 4, 128>>>(a.data(), b.data(), c.data(), d8.data(), d16.data());
     WD_CUDA_CHECK_LAUNCH();
     WD_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> h8(nc), h16(nc);
-    WD_CUDA_CHECK(cudaMemcpy(h8.data(), d8, nc * 4, cudaMemcpyDeviceToHost));
-    WD_CUDA_CHECK(cudaMemcpy(h16.data(), d16, nc * 4, cudaMemcpyDeviceToHost));
+    const std::vector<float> h8 = d8.download(), h16 = d16.download();
     const Exact x = exact(cs);
     const Stats s8 = compare(h8, x), s16 = compare(h16, x);
     for (const auto& [label, s] : {std::pair{"e4m3 k32", s8}, std::pair{"bf16 2xk16", s16}})
@@ -192,10 +186,5 @@ int main() {
       rc = 1;
     }
   }
-  WD_CUDA_CHECK(cudaFree(a));
-  WD_CUDA_CHECK(cudaFree(b));
-  WD_CUDA_CHECK(cudaFree(c));
-  WD_CUDA_CHECK(cudaFree(d8));
-  WD_CUDA_CHECK(cudaFree(d16));
   return rc;
 }

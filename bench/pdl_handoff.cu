@@ -39,11 +39,13 @@
 #include "core/device_buffer.h"
 #include "kernels/common.cuh"
 #include "kernels/launch.cuh"
+#include "median.h"
 
 namespace {
 
 using namespace wd::kernels;
 using wd::DeviceBuffer;
+using wd::bench::median;
 
 constexpr int kProducerBlocks = 384, kProducerThreads = 128;
 constexpr int kConsumerBlocks = 128, kConsumerThreads = 384;
@@ -121,11 +123,6 @@ void enqueue_pair(int mode, int pair, float* h, unsigned* sync, unsigned spin_ns
   WD_CUDA_CHECK_LAUNCH();
   launch_kernel(consumer, dim3(kConsumerBlocks), dim3(kConsumerThreads), 0, s, mode != kStream, h, sync, mode, pair,
                 t_pass, bad);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
