@@ -6,7 +6,10 @@
 # print a short table last.
 #
 #   scripts/gpu_check.sh [quick|full|bench] [extra bench-moe args...]
-#     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32)
+#     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32) + the
+#            quick peers; no stand-alone benches (MICRO=1 adds them). Fits in one
+#            10-minute device call; full does not (split it: full with
+#            CLASSICAL_BENCH=0 ACCURACY=0, then classical, then ACCURACY=1 bench)
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: bench-moe only (full presets)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
@@ -56,6 +59,11 @@ OUT=${OUT:-$PWD/gpu-out}
 LOG="$OUT/logs"   # packed into $OUT/logs.tar.gz at the end (few files come back)
 mkdir -p "$OUT" "$LOG"
 SUMMARY=()
+START=$(date +%s)
+# The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
+# PDL hand-off, wgmma FP8 accumulation): every mode but quick, which must fit
+# in one device call; MICRO=1 or 0 overrides.
+MICRO=${MICRO:-$([ "$MODE" = quick ] && echo 0 || echo 1)}
 note() { SUMMARY+=("$1"); }
 # The warp-decode GPU tests alone (sweep and compare modes).
 warp_tests() {
@@ -77,7 +85,7 @@ classical_tests() {
   command -v compute-sanitizer >/dev/null || { note "classical san: compute-sanitizer not found"; return; }
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-      --gtest_filter='Classical.SanitizerCase:Classical.TmaTile*' >"$LOG/classical-sanitizer-$tool.log" 2>&1
+      --gtest_filter='Classical.SanitizerCase:Classical.TmaTileSanitizerCase' >"$LOG/classical-sanitizer-$tool.log" 2>&1
     rc=$?
     note "classical san $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/classical-sanitizer-$tool.log" | tr '\n' ' ')"
   done
@@ -175,17 +183,17 @@ fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
 "$BIN/warpdecode" info | tee "$LOG/info.txt"
-[ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
+[ "$MICRO" = 1 ] && [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
 # The MoE kernels' load patterns alone: the HBM ceiling of each (docs/PERF_LOG.md v12).
-[ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
+[ "$MICRO" = 1 ] && [ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
 # The FP8 MMA's summation against the exact sum (exits 1 if its layout check fails).
-[ -x "$BIN/fp8_mma_precision" ] && { "$BIN/fp8_mma_precision" | tee "$LOG/fp8-mma-precision.txt" || note "fp8_mma_precision FAILED (logs/fp8-mma-precision.txt)"; }
+[ "$MICRO" = 1 ] && [ -x "$BIN/fp8_mma_precision" ] && { "$BIN/fp8_mma_precision" | tee "$LOG/fp8-mma-precision.txt" || note "fp8_mma_precision FAILED (logs/fp8-mma-precision.txt)"; }
 # What a hand-off between two dependent kernels costs: stream order, PDL, a
 # flag (docs/PERF_LOG.md session 40; exits 1 if a consumer read h early).
-[ -x "$BIN/pdl_handoff" ] && { "$BIN/pdl_handoff" | tee "$LOG/pdl-handoff.txt" || note "pdl_handoff FAILED (logs/pdl-handoff.txt)"; }
+[ "$MICRO" = 1 ] && [ -x "$BIN/pdl_handoff" ] && { "$BIN/pdl_handoff" | tee "$LOG/pdl-handoff.txt" || note "pdl_handoff FAILED (logs/pdl-handoff.txt)"; }
 # The FP8 wgmma's accumulation over K = 2048, chained in D or promoted by
 # 128-K block (session 40; exits 1 if its layout check fails).
-[ -x "$BIN/wgmma_fp8_accumulation" ] && { "$BIN/wgmma_fp8_accumulation" | tee "$LOG/wgmma-fp8-accumulation.txt" || note "wgmma_fp8_accumulation FAILED (logs/wgmma-fp8-accumulation.txt)"; }
+[ "$MICRO" = 1 ] && [ -x "$BIN/wgmma_fp8_accumulation" ] && { "$BIN/wgmma_fp8_accumulation" | tee "$LOG/wgmma-fp8-accumulation.txt" || note "wgmma_fp8_accumulation FAILED (logs/wgmma-fp8-accumulation.txt)"; }
 # The kernels' instruction mix (no disassembler on the build machine): a line
 # per kernel (scripts/sass_summary.awk: MMAs, wgmma waits, memory
 # instructions, spills). The full dump (57 MB) is kept only with SASS_FULL=1.
@@ -379,6 +387,7 @@ echo
 echo "==================== summary ===================="
 {
   printf '%s\n' "${SUMMARY[@]}"
+  echo "total         $(( $(date +%s) - START )) s (quick must fit in one 10-minute device call)"
   grep -E "^# (measured|SM clock)" "$LOG/bench-moe.log" || true
   grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
     {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'

@@ -16,9 +16,12 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device_buffer.h"
@@ -139,32 +142,63 @@ void note_tail(double e_emu, const std::string& what) {
   if (e_emu > kW8A8VsEmulation / 2) std::cout << "[ note     ] W8A8 vs emulation " << e_emu << ": " << what << "\n";
 }
 
-// The whole path against both references.
-void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t seed, const std::string& what,
-                const ClassicalConfig* cfg = nullptr, InputKind kind = InputKind::kGaussian,
-                const HostRouting* routing = nullptr) {
+// One call's inputs and its references, shared by the configurations that
+// run it: the exact FP64 layer once, the classical emulation once per
+// (SiLU·up fused, BF16 activations) pair that asks for it. Each test run still
+// draws fresh inputs; sharing them across a loop's configurations only saves
+// the CPU references, which dominate the TMA tile test on the real shape.
+struct PathRefs {
+  int B;
+  std::vector<uint16_t> x;
+  HostRouting r;
+  std::vector<double> exact;
+  std::map<std::pair<bool, bool>, std::vector<double>> emu;
+  PathRefs(const Layer& layer, int batch, uint64_t seed, InputKind kind = InputKind::kGaussian,
+           const HostRouting* routing = nullptr)
+      : B(batch),
+        x(synthetic_input(batch, layer.host.view().shape.hidden, seed, kind)),
+        r(routing ? *routing
+                  : random_routing(batch, layer.host.view().shape.experts, layer.host.view().shape.top_k, seed + 1)),
+        exact(reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), batch,
+                                     reference::Precision::kFP64)) {}
+  const std::vector<double>& emulation(const Layer& layer, bool fuse_silu, bool bf16_activations) {
+    auto& e = emu[{fuse_silu, bf16_activations}];
+    if (e.empty())
+      e = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B, 0, fuse_silu,
+                                       bf16_activations);
+    return e;
+  }
+};
+
+// The whole path on refs' inputs against both references.
+void check_against(const ClassicalMoe& moe, const Layer& layer, PathRefs& refs, const std::string& what,
+                   const ClassicalConfig* cfg = nullptr) {
   const MoeShape& s = moe.shape();
-  const auto x = synthetic_input(B, s.hidden, seed, kind);
-  const HostRouting r = routing ? *routing : random_routing(B, s.experts, s.top_k, seed + 1);
-  const auto y = run_experts(moe, layer, x, r, B, OutputType::kFP32, cfg);
+  const int B = refs.B;
+  const auto y = run_experts(moe, layer, refs.x, refs.r, B, OutputType::kFP32, cfg);
   const ClassicalConfig used = cfg ? *cfg : ClassicalConfig::for_batch(s, B, layer.host.format());
-  const auto emu = reference::classical_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B, 0,
-                                                used.fuse_silu, used.bf16_activations);
-  const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
-                                            reference::Precision::kFP64);
+  const auto& emu = refs.emulation(layer, used.fuse_silu, used.bf16_activations);
   const bool w8a8 = layer.host.format() != WeightFormat::kBF16 && !used.bf16_activations;
   size_t nf = 0;
   const double e_emu = rel_l2(emu, y, &nf);
   EXPECT_EQ(nf, 0u) << what << ": unwritten or non-finite outputs";
   EXPECT_LE(e_emu, w8a8 ? kW8A8VsEmulation : 2e-3) << what << " vs classical reference";
   if (w8a8) note_tail(e_emu, what);
-  const double e_exact = rel_l2(exact, y);
+  const double e_exact = rel_l2(refs.exact, y);
   if (w8a8) {
     EXPECT_LE(e_exact, 0.0625) << what << " vs exact FP64";
     EXPECT_GE(e_exact, 5e-3) << what << ": W8A8 must quantize activations";
   } else {
     EXPECT_LE(e_exact, 1e-2) << what << " vs exact FP64";
   }
+}
+
+// The whole path on fresh inputs of its own against both references.
+void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t seed, const std::string& what,
+                const ClassicalConfig* cfg = nullptr, InputKind kind = InputKind::kGaussian,
+                const HostRouting* routing = nullptr) {
+  PathRefs refs(layer, B, seed, kind, routing);
+  check_against(moe, layer, refs, what, cfg);
 }
 
 const WeightFormat kAllFormats[] = {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8};
@@ -682,30 +716,81 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
-    for (int t : {64, 80, 128, 144})
-      for (bool silu : {false, true})
-        for (bool a16 : {false, true})
-          for (bool share : {false, true}) {
-            const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, share};
-            if (!tma.supports(paired, f)) continue;
-            for (int B : {5, 1024})
-              check_path(moe, layer, B, fresh_seed(),
-                         std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
-          }
+    for (int B : {5, 1024}) {
+      PathRefs refs(layer, B, fresh_seed());
+      for (int t : {64, 80, 128, 144})
+        for (bool silu : {false, true})
+          for (bool a16 : {false, true})
+            for (bool share : {false, true}) {
+              const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, share};
+              if (!tma.supports(paired, f)) continue;
+              check_against(moe, layer, refs,
+                            std::string(to_string(f)) + " H=512 B=" + std::to_string(B) + " " + tma.label(), &tma);
+            }
+    }
   }
   for (WeightFormat f : kAllFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
+    PathRefs refs(layer, 256, fresh_seed());
     for (int t : {8, 64, 80, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true})
           for (bool share : {false, true}) {
             const ClassicalConfig tma{t, ClassicalGemm::kTma, true, silu, a16, share};
             if (!tma.supports(real, f)) continue;
-            check_path(moe, layer, 256, fresh_seed(), std::string(to_string(f)) + " H=2048 B=256 " + tma.label(),
-                       &tma);
+            check_against(moe, layer, refs, std::string(to_string(f)) + " H=2048 B=256 " + tma.label(), &tma);
           }
   }
+}
+
+// The TMA tile's configurations under compute-sanitizer (memcheck,
+// racecheck): each one launched once on the shapes of the test above but
+// for the real one, at 300 tokens (several token tiles an expert, the slot
+// ring wrapping within a tile), then on qwen3-30b-a3b's H and I at the
+// prefill defaults. Values are the test above's business; here every output
+// must be written and finite, so a launch that stops early still fails.
+TEST(Classical, TmaTileSanitizerCase) {
+  WD_REQUIRE_GPU();
+  const MoeShape awkward = make_shape(160, 96, 20, 6);
+  if (!ClassicalConfig{128, ClassicalGemm::kTma, true}.supports(awkward, WeightFormat::kBF16))
+    GTEST_SKIP() << "no sm_90a device";
+  const MoeShape paired = make_shape(512, 256, 20, 6);
+  MoeShape real = preset_shape("qwen3-30b-a3b");
+  real.experts = 32;
+  struct Case {
+    const MoeShape* s;
+    WeightFormat f;
+    ClassicalConfig cfg;
+  };
+  std::vector<Case> cases;
+  for (int t : {8, 16, 32, 64, 80, 128, 144})
+    for (bool share : {false, true})
+      cases.push_back({&awkward, WeightFormat::kBF16, {t, ClassicalGemm::kTma, true, false, false, share}});
+  for (WeightFormat f : kAllFormats)
+    for (int t : {64, 80, 128, 144})
+      for (bool silu : {false, true})
+        for (bool a16 : {false, true})
+          for (bool share : {false, true}) cases.push_back({&paired, f, {t, ClassicalGemm::kTma, true, silu, a16, share}});
+  for (WeightFormat f : kAllFormats)
+    for (bool a16 : {false, true}) cases.push_back({&real, f, ClassicalConfig::for_batch(real, 300, f, true, a16)});
+  int ran = 0;
+  for (const auto& c : cases) {
+    if (!c.cfg.supports(*c.s, c.f)) continue;
+    const int B = 300;
+    const Layer layer = Layer::make(*c.s, c.f, fresh_seed());
+    const ClassicalMoe moe(*c.s, B);
+    const uint64_t seed = fresh_seed();
+    const auto y = run_experts(moe, layer, synthetic_input(B, c.s->hidden, seed, InputKind::kGaussian),
+                               random_routing(B, c.s->experts, c.s->top_k, seed + 1), B, OutputType::kFP32, &c.cfg);
+    const size_t bad = size_t(std::count_if(y.begin(), y.end(), [](double v) { return !std::isfinite(v); }));
+    EXPECT_EQ(bad, 0u) << to_string(c.f) << " H=" << c.s->hidden << " " << c.cfg.label()
+                       << ": unwritten or non-finite outputs";
+    ++ran;
+  }
+  // At least awkward's seven tiles, paired BF16's eight (T = 64, 80, 128,
+  // 144, SiLU·up fused or not) and the three real-shape defaults.
+  EXPECT_GE(ran, 18) << "fewer TMA configurations than these shapes take";
 }
 
 TEST(Classical, RealShapes) {
