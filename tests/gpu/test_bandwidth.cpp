@@ -1,10 +1,13 @@
-// The bandwidth kernels bench-moe measures its ceilings with: the streaming
-// write stores every word of the buffer (its tail past the unrolled walk
-// included) with its pattern, and measure_bandwidth reports all three rates.
+// The bandwidth kernels bench-moe measures its ceilings with: every read
+// pattern reads each word exactly once (its checksum equals the host's), the
+// streaming write stores every word of the buffer (its tail past the
+// unrolled walk included) with its pattern, and measure_bandwidth reports
+// all three rates, the read ceiling the fastest of the read patterns.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -38,6 +41,32 @@ TEST(Bandwidth, StreamWriteStoresEveryWordOfItsPattern) {
   EXPECT_EQ(wrong, 0u) << "first wrong word " << first_wrong << " of " << n;
 }
 
+TEST(Bandwidth, EveryReadPatternReadsEachWordOnce) {
+  WD_REQUIRE_GPU();
+  // Sizes off every pattern's step (grid passes, 512-byte warp steps, the
+  // warps' shares), one smaller than a warp's share, one below a warp step.
+  for (const size_t n : {(size_t(1) << 22) + 12345, size_t(100003), size_t(17)}) {
+    std::vector<uint4> host(n);
+    uint32_t x = 0x2545F491u;
+    unsigned want = 0;
+    for (auto& v : host) {
+      auto next = [&] { x ^= x << 13; x ^= x >> 17; x ^= x << 5; return x; };
+      v = make_uint4(next(), next(), next(), next());
+      want += v.x ^ v.y ^ v.z ^ v.w;
+    }
+    DeviceBuffer<uint4> buf(n);
+    WD_CUDA_CHECK(cudaMemcpy(buf.data(), host.data(), buf.bytes(), cudaMemcpyHostToDevice));
+    DeviceBuffer<unsigned> sink(1);
+    for (int p = 0; p < kReadPatterns; ++p) {
+      WD_CUDA_CHECK(cudaMemset(sink.data(), 0, sizeof(unsigned)));
+      stream_read(buf.data(), n, sink.data(), nullptr, ReadPattern(p));
+      unsigned got = 0;
+      WD_CUDA_CHECK(cudaMemcpy(&got, sink.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+      EXPECT_EQ(got, want) << read_pattern_name(ReadPattern(p)) << ", " << n << " words";
+    }
+  }
+}
+
 TEST(Bandwidth, MeasuresReadWriteAndCopyRates) {
   WD_REQUIRE_GPU();
   const BandwidthResult r = measure_bandwidth(size_t(256) << 20, 5, nullptr);
@@ -47,6 +76,13 @@ TEST(Bandwidth, MeasuresReadWriteAndCopyRates) {
     EXPECT_GT(tbps, 0.05);  // any CUDA GPU streams 256 MiB faster than 50 GB/s
     EXPECT_LT(tbps, 100.0);
   }
+  double best = 0;
+  for (const double tbps : r.read_pattern_tbps) {
+    EXPECT_TRUE(std::isfinite(tbps));
+    EXPECT_GT(tbps, 0.05);
+    best = std::max(best, tbps);
+  }
+  EXPECT_EQ(r.read_tbps, best);
 }
 
 }  // namespace

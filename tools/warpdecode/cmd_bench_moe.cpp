@@ -47,6 +47,14 @@ struct Opts {
 
 std::string config_label(const WarpDecodeConfig& c) { return c.label(); }
 
+// Each streaming-read pattern's rate, by name (the header's read_tbps is the
+// fastest of them).
+nlohmann::json read_patterns_json(const kernels::BandwidthResult& bw) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int p = 0; p < kernels::kReadPatterns; ++p) j[kernels::read_pattern_name(kernels::ReadPattern(p))] = bw.read_pattern_tbps[p];
+  return j;
+}
+
 // The default configuration, then each knob changed alone (one at a time).
 // With a filter, only the default and the configurations whose label
 // contains it (e.g. "tc/": the tensor-core family). Deep loads only where
@@ -147,6 +155,10 @@ void run(const Opts& o) {
               gpu->sm_clock_mhz, gpu->mem_clock_mhz);
   std::printf("# measured now: streaming read %.3f TB/s, streaming write %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
               bw.read_tbps, bw.write_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
+  std::printf("# read ceiling = the fastest of its patterns:");
+  for (int p = 0; p < kernels::kReadPatterns; ++p)
+    std::printf(" %s %.3f", kernels::read_pattern_name(kernels::ReadPattern(p)), bw.read_pattern_tbps[p]);
+  std::printf(" TB/s\n");
   std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
               o.calls, o.replays);
   if (o.routing != "uniform") std::printf("# routing: %s (not uniform random top-K)\n", o.routing.c_str());
@@ -165,6 +177,7 @@ void run(const Opts& o) {
                    {"memory_gib", double(gpu->memory_bytes) / (1 << 30)},
                    {"l2_mib", double(gpu->l2_bytes) / (1 << 20)},
                    {"read_tbps", bw.read_tbps},
+                   {"read_patterns_tbps", read_patterns_json(bw)},
                    {"write_tbps", bw.write_tbps},
                    {"copy_tbps", bw.copy_tbps},
                    {"bandwidth_buffer_gib", o.bw_gib},
