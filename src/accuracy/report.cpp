@@ -366,8 +366,19 @@ Result render(const Options& opt) {
     const json doc = read_json(f);
     const json h = doc.contains("header") ? doc["header"] : json::object();
     md << "## MoE layer speed: `" << fs::path(f).filename().string() << "`\n\n" << header_lines(h);
-    if (is_num(h, "read_tbps"))
-      md << "- measured read ceiling: " << fmt("%.3f", h["read_tbps"].get<double>()) << " TB/s (streaming read, same run)\n";
+    if (is_num(h, "read_tbps")) {
+      md << "- measured read ceiling: " << fmt("%.3f", h["read_tbps"].get<double>()) << " TB/s (streaming read, same run";
+      // Since session 43 the ceiling is the fastest of several read patterns;
+      // files from before carry the grid-stride walk's rate alone.
+      if (h.contains("read_patterns_tbps") && h["read_patterns_tbps"].is_object()) {
+        md << "; the fastest of:";
+        for (const auto& [name, tbps] : h["read_patterns_tbps"].items())
+          if (tbps.is_number()) md << " " << name << " " << fmt("%.3f", tbps.get<double>());
+      } else {
+        md << "; the grid-stride walk alone";
+      }
+      md << ")\n";
+    }
     md << "\nµs per layer call, router excluded (median over graph replays); TB/s = unique bytes read / time; "
           "default kernel configuration only.\n\n"
        << moe_table(doc) << "\n";

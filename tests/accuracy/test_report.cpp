@@ -181,6 +181,24 @@ TEST(Report, WritesMarkdownWithoutGnuplot) {
   EXPECT_NE(md.find("gnuplot not found"), std::string::npos) << md;
 }
 
+TEST(Report, SaysWhichReadCeilingAFileCarries) {
+  TempDir t;
+  json with = json::parse(kMoeJson);
+  with["header"]["read_patterns_tbps"] = {{"grid-stride", 4.30}, {"warp-chunks-d8", 4.51}};
+  Options o;
+  o.moe_files = {t.write("before.json", kMoeJson), t.write("after.json", with.dump())};
+  o.out_dir = (t.path / "out").string();
+  o.gnuplot = "gnuplot-that-is-not-installed";
+  const std::string md = read_file(render(o).markdown);
+  EXPECT_NE(md.find("- measured read ceiling: 4.510 TB/s (streaming read, same run; the grid-stride walk alone)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- measured read ceiling: 4.510 TB/s (streaming read, same run; the fastest of: grid-stride 4.300 "
+                    "warp-chunks-d8 4.510)"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Report, RejectsUnreadableInput) {
   TempDir t;
   Options o;
