@@ -5,26 +5,26 @@
 //   probabilities of those experts, renormalised over the K when
 //   norm_topk_prob (Qwen3 sets it).
 //
-// One kernel: one thread-block cluster of up to 16 blocks of 8 warps per
-// group of up to 8 tokens (the n8 of an m16n8k16 tile). The logits are
-// split into items of 16 experts × one K slice (the split depends on E and H
-// only); a warp runs an item as a chain of BF16 mma.sync tiles, the router
-// rows as A and the tokens as B, 16 bytes a lane from global memory, and
-// stores its FP32 partial sums into block 0's shared memory; after one
-// cluster barrier block 0 adds each logit's partial sums in slice order and
-// runs the softmax and K rounds of a warp-wide arg-max, one warp per token.
-// Softmax and top-K are instantiated for the smallest of 4 / 8 / 16 / 32
-// logits per lane that holds E (topk.cuh with_topk_width).
+// One kernel: one thread-block cluster of C blocks per group of up to 8
+// tokens (1 at B = 1, 2 up to B = 16, 4 up to 128; C = ceil(E / 8) up to
+// 16, 8 warps a block, at most 128 experts: one expert a warp; 16 warps a
+// block above). The blocks stage the group's activations in shared memory; a
+// warp computes its experts' logits for the group's tokens (lane l takes
+// 16-byte chunks l, l+32, ... of the row, loaded once for the group, 8 per
+// lane in flight; shfl_xor butterfly) and stores them into block 0's shared
+// memory; after one cluster barrier block 0 runs the softmax and K rounds of
+// a warp-wide arg-max, one warp per token. Softmax and top-K are
+// instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
+// holds E (topk.cuh with_topk_width).
 // Layouts: router (E, H) BF16; x (B, H) BF16; ids (B, K) int32; weights
 // (B, K) FP32. Invariants: H % 8 == 0, H <= 81920, E <= 1024, K <= 16,
-// B <= 8 · 65535. A token's logits and picks depend only on its own x (the
-// same tiles and the same order of partial sums whatever the group, its
-// column in the tile or the cluster size). No global scratch: calls need no
-// ordering between them. sm_90+ (clusters). With programmatic_launch the
+// B <= 65535. A token's logits and picks depend only on its own x (the same
+// FMAs in the same order whatever the group). No global scratch: calls need
+// no ordering between them. sm_90+ (clusters). With programmatic_launch the
 // router's first rows stream while the previous kernel (which writes x)
 // finishes.
 // Bytes: one read of the E·H·2 router per group (from L2 after the first),
-// B·H·2 of x (once per expert tile, from L2 after the first).
+// B·H·2 of x (C times, from L2 after the first).
 #pragma once
 
 #include <cuda_runtime.h>

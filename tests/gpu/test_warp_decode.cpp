@@ -211,12 +211,13 @@ TEST(WarpDecode, RealShapes) {
 // ---- router ----------------------------------------------------------------------------
 TEST(WarpDecode, RouterMatchesReference) {
   WD_REQUIRE_GPU();
-  // The router's work splits (items of 16 experts × a K slice): E = 20 (2
-  // tiles, a partial one), 128, 160, 256, 300 (19 tiles, the last with 12
-  // rows) and 1000 (63 tiles, two slices), 8 (one tile, half of it past E);
-  // H = 96 and 160 (3 and 5 chunks: one chunk a slice), 24576; the top-K
-  // instances of 4, 8 (E = 160, 256), 16 (300) and 32 (1000) logits per lane.
-  // Groups of 8 tokens: B = 1, 2, 3, 7 fill part of one, 9 and 64 several.
+  // The router's clusters: E = 20 (3 blocks of 8 warps), 128 (16 blocks, one
+  // expert a warp), 160 and 256 (16 warps a block: 10 and 16 blocks), 300
+  // and 1000 (16 blocks, warps taking 2 and 4 experts), 8 (one block: no
+  // cluster); the top-K instances of 4, 8 (E = 160, 256), 16 (300) and 32
+  // (1000) logits per lane. Groups of 1, 2 and 4 tokens (B = 1, <= 16, 64); H = 24576:
+  // 4 tokens' activations exceed the shared memory, so B = 64 runs groups
+  // of 2.
   for (const MoeShape& s : {preset_shape("qwen3-30b-a3b"), preset_shape("tiny"), make_shape(160, 96, 20, 6),
                             make_shape(512, 64, 160, 8), make_shape(256, 64, 256, 8), make_shape(256, 64, 300, 8),
                             make_shape(256, 64, 1000, 8), make_shape(24576, 64, 8, 4)}) {
@@ -239,9 +240,9 @@ TEST(WarpDecode, RouterMatchesReference) {
   }
 }
 
-// A token's routing weights are the same bits whatever the batch: alone (B =
-// 1), in a partial group (B = 9, 20) and in full ones (B = 64), the token in
-// other columns of its group's tiles.
+// A token's routing weights are the same bits whatever the batch: groups of
+// 1 (B = 1), 2 (B = 9) and 4 (B = 20, 64) tokens, the token at other
+// positions of its group.
 TEST(WarpDecode, RouterIsBatchInvariantBitwise) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("qwen3-30b-a3b");
