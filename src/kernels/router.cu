@@ -14,8 +14,8 @@ namespace {
 
 // The kernel: grid (C, groups), one thread-block cluster of C blocks per
 // group of up to kTokens tokens (C = ceil(E / kWarps), at most 16). Each block
-// stages the group's activations in shared memory as FP32 (nb × H, 8
-// loads in flight a thread); warp w of cluster block r computes
+// stages the group's activations (nb × H BF16) in shared memory with
+// cp.async (every copy in flight at once); warp w of cluster block r computes
 // the logits of experts e = r·kWarps + w, + C·kWarps, ... for the group's
 // tokens. Lane l takes 16-byte chunks l, l+32, ... of the router row, loaded
 // once for all the group's tokens, kRowBatch at a time with the next batch
@@ -41,32 +41,30 @@ constexpr size_t kMaxStagedBytes = 160 * 1024;  // a group's activations in shar
 // 8.3, B = 64 11.8 / 11.2 / 12.0; qwen3-235b-a22b alike), larger ones re-read
 // the router fewer times at large batches; B = 1 a group of one (no code
 // for absent tokens). Halved while the group's activations exceed
-// kMaxStagedBytes (a group of one holds H <= 40960).
+// kMaxStagedBytes (a group of one holds H <= 81920).
 int group_tokens(int batch, int hidden) {
   int t = batch == 1 ? 1 : batch <= 16 ? 2 : batch <= 128 ? 4 : 8;
-  while (t > 1 && size_t(t) * size_t(hidden) * 4 > kMaxStagedBytes) t /= 2;
+  while (t > 1 && size_t(t) * size_t(hidden) * 2 > kMaxStagedBytes) t /= 2;
   return t;
 }
 
-// Shared memory: the group's activations (nbmax × H FP32), then its logits
+// Shared memory: the group's activations (nbmax × H BF16), then its logits
 // (nbmax × E FP32; block 0's are read), nbmax = min(B, kTokens).
 size_t router_smem(const RouterParams& p, int tokens) {
   const size_t nbmax = size_t(std::min(p.batch, tokens));
-  return nbmax * size_t(p.hidden) * 4 + nbmax * size_t(p.experts) * 4;
+  return nbmax * size_t(p.hidden) * 2 + nbmax * size_t(p.experts) * 4;
 }
 
 template <int kPerLane, int kWarps, int kTokens>
 __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_constant__ RouterParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // (nb, H/8) chunks of the group's activations, each 8 FP32 values as two
-  // float4 (decoded once at staging, not once per expert row), then the logits.
-  extern __shared__ float4 s_x[];
+  extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations, then the logits
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
   const int b0 = blockIdx.y * kTokens, nb = min(kTokens, p.batch - b0);
   const int nbmax = min(kTokens, p.batch);
   const uint32_t rank = tma::cluster_rank();
-  const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 4);  // (nbmax, E) FP32 of block 0
+  const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
   // No block stores into block 0's shared memory before every block of the
   // cluster has started (the wait below, long satisfied by then).
   tma::cluster_arrive_relaxed();
@@ -91,8 +89,8 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
         if (t < nb) {
-          const float4 lo = s_x[2 * (t * chunks + c)], hi = s_x[2 * (t * chunks + c) + 1];
-          const float a[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+          float a[8];
+          Bf16Codec::decode(s_x[t * chunks + c], a);
 #pragma unroll
           for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
         }
@@ -112,28 +110,10 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
   // router's first weights stream while it finishes).
   wait_for_previous_kernel();
   allow_next_kernel();
-  // Staged as FP32 (exact): each row chunk's FMAs then read a token's 8
-  // values with two shared loads and no unpacking (8 of the 17 instructions
-  // a token and chunk took from BF16), the same FMAs in the same order.
-  // Loads through L2 (x is the previous kernel's output), 8 in flight a
-  // thread: a load-use loop made one L2 round trip per step (session 10).
-  for (int i0 = threadIdx.x; i0 < nb * chunks; i0 += 8 * int(blockDim.x)) {
-    uint4 r[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int i = i0 + u * int(blockDim.x);
-      if (i < nb * chunks) r[u] = __ldcg(reinterpret_cast<const uint4*>(p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks)));
-    }
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int i = i0 + u * int(blockDim.x);
-      if (i >= nb * chunks) break;
-      float v[8];
-      Bf16Codec::decode(r[u], v);
-      s_x[2 * i] = make_float4(v[0], v[1], v[2], v[3]);
-      s_x[2 * i + 1] = make_float4(v[4], v[5], v[6], v[7]);
-    }
-  }
+  for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
+    cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   tma::cluster_wait();
   for (; e < E; e += stride) {
@@ -164,7 +144,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
   // writer, acquire by block 0); the other blocks are done.
   tma::cluster_sync();
   if (rank != 0) return;
-  const float* logits = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(s_x) + nbmax * H * 4);
+  const float* logits = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(s_x) + nbmax * H * 2);
   for (int t = warp; t < nb; t += kWarps) {
     const int b = b0 + t;
     warp_softmax_topk<kPerLane>(logits + t * E, E, p.top_k, p.norm_topk_prob != 0, p.ids + size_t(b) * p.top_k,
@@ -196,8 +176,8 @@ void launch_group(const RouterParams& p, cudaStream_t stream) {
 
 void router(const RouterParams& p, cudaStream_t stream) {
   WD_CHECK(p.batch >= 1 && p.batch <= 65535, "router: batch = ", p.batch, " must be in [1, 65535]");
-  WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0 && size_t(p.hidden) * 4 <= kMaxStagedBytes, "router: H = ", p.hidden,
-           " must be a positive multiple of 8, at most ", kMaxStagedBytes / 4);
+  WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0 && size_t(p.hidden) * 2 <= kMaxStagedBytes, "router: H = ", p.hidden,
+           " must be a positive multiple of 8, at most ", kMaxStagedBytes / 2);
   WD_CHECK(p.experts >= 1 && p.experts <= kMaxExperts, "router: E = ", p.experts,
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16 && p.top_k <= p.experts, "router: K = ", p.top_k,

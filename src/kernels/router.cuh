@@ -8,7 +8,7 @@
 // One kernel: one thread-block cluster of C blocks per group of up to 8
 // tokens (1 at B = 1, 2 up to B = 16, 4 up to 128; C = ceil(E / 8) up to
 // 16, 8 warps a block, at most 128 experts: one expert a warp; 16 warps a
-// block above). The blocks stage the group's activations in shared memory (FP32); a
+// block above). The blocks stage the group's activations in shared memory; a
 // warp computes its experts' logits for the group's tokens (lane l takes
 // 16-byte chunks l, l+32, ... of the row, loaded once for the group, 8 per
 // lane in flight; shfl_xor butterfly) and stores them into block 0's shared
@@ -17,7 +17,7 @@
 // instantiated for the smallest of 4 / 8 / 16 / 32 logits per lane that
 // holds E (topk.cuh with_topk_width).
 // Layouts: router (E, H) BF16; x (B, H) BF16; ids (B, K) int32; weights
-// (B, K) FP32. Invariants: H % 8 == 0, H <= 40960, E <= 1024, K <= 16,
+// (B, K) FP32. Invariants: H % 8 == 0, H <= 81920, E <= 1024, K <= 16,
 // B <= 65535. A token's logits and picks depend only on its own x (the same
 // FMAs in the same order whatever the group). No global scratch: calls need
 // no ordering between them. sm_90+ (clusters). With programmatic_launch the
