@@ -183,17 +183,19 @@ fi
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null | sed 's/^/gpu           /' | tee "$LOG/nvidia-smi.txt"
 "$BIN/warpdecode" info | tee "$LOG/info.txt"
-[ "$MICRO" = 1 ] && [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
-# The MoE kernels' load patterns alone: the HBM ceiling of each (docs/PERF_LOG.md v12).
-[ "$MICRO" = 1 ] && [ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
-# The FP8 MMA's summation against the exact sum (exits 1 if its layout check fails).
-[ "$MICRO" = 1 ] && [ -x "$BIN/fp8_mma_precision" ] && { "$BIN/fp8_mma_precision" | tee "$LOG/fp8-mma-precision.txt" || note "fp8_mma_precision FAILED (logs/fp8-mma-precision.txt)"; }
-# What a hand-off between two dependent kernels costs: stream order, PDL, a
-# flag (docs/PERF_LOG.md session 40; exits 1 if a consumer read h early).
-[ "$MICRO" = 1 ] && [ -x "$BIN/pdl_handoff" ] && { "$BIN/pdl_handoff" | tee "$LOG/pdl-handoff.txt" || note "pdl_handoff FAILED (logs/pdl-handoff.txt)"; }
-# The FP8 wgmma's accumulation over K = 2048, chained in D or promoted by
-# 128-K block (session 40; exits 1 if its layout check fails).
-[ "$MICRO" = 1 ] && [ -x "$BIN/wgmma_fp8_accumulation" ] && { "$BIN/wgmma_fp8_accumulation" | tee "$LOG/wgmma-fp8-accumulation.txt" || note "wgmma_fp8_accumulation FAILED (logs/wgmma-fp8-accumulation.txt)"; }
+if [ "$MICRO" = 1 ]; then
+  [ -x "$BIN/decode_rate" ] && "$BIN/decode_rate" | tee "$LOG/decode-rate.txt"
+  # The MoE kernels' load patterns alone: the HBM ceiling of each (docs/PERF_LOG.md v12).
+  [ -x "$BIN/access_pattern" ] && "$BIN/access_pattern" | tee "$LOG/access-pattern.txt"
+  # The FP8 MMA's summation against the exact sum (exits 1 if its layout check fails).
+  [ -x "$BIN/fp8_mma_precision" ] && { "$BIN/fp8_mma_precision" | tee "$LOG/fp8-mma-precision.txt" || note "fp8_mma_precision FAILED (logs/fp8-mma-precision.txt)"; }
+  # What a hand-off between two dependent kernels costs: stream order, PDL, a
+  # flag (docs/PERF_LOG.md session 40; exits 1 if a consumer read h early).
+  [ -x "$BIN/pdl_handoff" ] && { "$BIN/pdl_handoff" | tee "$LOG/pdl-handoff.txt" || note "pdl_handoff FAILED (logs/pdl-handoff.txt)"; }
+  # The FP8 wgmma's accumulation over K = 2048, chained in D or promoted by
+  # 128-K block (session 40; exits 1 if its layout check fails).
+  [ -x "$BIN/wgmma_fp8_accumulation" ] && { "$BIN/wgmma_fp8_accumulation" | tee "$LOG/wgmma-fp8-accumulation.txt" || note "wgmma_fp8_accumulation FAILED (logs/wgmma-fp8-accumulation.txt)"; }
+fi
 # The kernels' instruction mix (no disassembler on the build machine): a line
 # per kernel (scripts/sass_summary.awk: MMAs, wgmma waits, memory
 # instructions, spills). The full dump (57 MB) is kept only with SASS_FULL=1.
