@@ -1,6 +1,10 @@
 #include "kernels/router.cuh"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "kernels/common.cuh"
@@ -13,7 +17,7 @@ namespace wd::kernels {
 namespace {
 
 // The kernel: grid (C, groups), one thread-block cluster of C blocks per
-// group of up to kTokens tokens (C = ceil(E / kWarps), at most 16). Each block
+// group of `group` <= kTokens tokens (C = ceil(E / kWarps), at most 16). Each block
 // stages the group's activations (nb × H BF16) in shared memory with
 // cp.async (every copy in flight at once); warp w of cluster block r computes
 // the logits of experts e = r·kWarps + w, + C·kWarps, ... for the group's
@@ -35,34 +39,43 @@ constexpr int kMaxCluster = 16;      // blocks of a group's cluster (non-portabl
 constexpr int kRowBatch = 8;         // 16-byte row chunks per lane in flight (two batches: 64 registers)
 constexpr size_t kMaxStagedBytes = 160 * 1024;  // a group's activations in shared memory
 
-// Tokens per group (one cluster each) for a batch of B: small groups spread
-// small batches over more clusters (session 15 run 3, qwen3-30b-a3b, router
-// alone, µs, groups of 8 / 4 / 2: B = 8 9.8 / 6.0 / 4.7, B = 32 9.9 / 7.0 /
-// 8.3, B = 64 11.8 / 11.2 / 12.0; qwen3-235b-a22b alike), larger ones re-read
-// the router fewer times at large batches; B = 1 a group of one (no code
-// for absent tokens). Halved while the group's activations exceed
-// kMaxStagedBytes (a group of one holds H <= 81920).
-int group_tokens(int batch, int hidden) {
+// Tokens per group (one cluster each) for a batch of B, before the wave
+// count is looked at: small groups spread small batches over more clusters
+// (session 15 run 3, qwen3-30b-a3b, router alone, µs, groups of 8 / 4 / 2:
+// B = 8 9.8 / 6.0 / 4.7, B = 32 9.9 / 7.0 / 8.3, B = 64 11.8 / 11.2 / 12.0;
+// qwen3-235b-a22b alike), larger ones re-read the router fewer times at
+// large batches; B = 1 a group of one (no code for absent tokens). Halved
+// while the group's activations exceed kMaxStagedBytes (a group of one
+// holds H <= 81920).
+int measured_group(int batch, int hidden) {
   int t = batch == 1 ? 1 : batch <= 16 ? 2 : batch <= 128 ? 4 : 8;
   while (t > 1 && size_t(t) * size_t(hidden) * 2 > kMaxStagedBytes) t /= 2;
   return t;
 }
 
+// The largest group a cluster can take: kMaxGroup tokens, fewer where their
+// activations exceed the staging budget.
+constexpr int kMaxGroup = 8;
+int largest_group(int hidden) {
+  return int(std::min<size_t>(kMaxGroup, kMaxStagedBytes / (size_t(hidden) * 2)));
+}
+
 // Shared memory: the group's activations (nbmax × H BF16), then its logits
-// (nbmax × E FP32; block 0's are read), nbmax = min(B, kTokens).
+// (nbmax × E FP32; block 0's are read), nbmax = min(B, tokens).
 size_t router_smem(const RouterParams& p, int tokens) {
   const size_t nbmax = size_t(std::min(p.batch, tokens));
   return nbmax * size_t(p.hidden) * 2 + nbmax * size_t(p.experts) * 4;
 }
 
 template <int kPerLane, int kWarps, int kTokens>
-__global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_constant__ RouterParams p) {
+__global__ void __launch_bounds__(kWarps* kWarpSize)
+    router_kernel(const __grid_constant__ RouterParams p, int group) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations, then the logits
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
-  const int b0 = blockIdx.y * kTokens, nb = min(kTokens, p.batch - b0);
-  const int nbmax = min(kTokens, p.batch);
+  const int b0 = int(blockIdx.y) * group, nb = min(group, p.batch - b0);
+  const int nbmax = min(group, p.batch);
   const uint32_t rank = tma::cluster_rank();
   const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
   // No block stores into block 0's shared memory before every block of the
@@ -155,21 +168,88 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) router_kernel(const __grid_
 #endif
 }
 
+// How a group size launches: the kernel instance (its token capacity the
+// smallest of 1, 2, 4, 8 that holds the group), its cluster and how many
+// such clusters the device holds at once.
 // One expert per warp where 16 blocks suffice; fewer blocks if the device
 // cannot hold a cluster that large with this shared memory (the bits do not
 // depend on it). 8 warps a block up to 128 experts (kPerLane 4: 16 blocks of
 // 8, the router's bytes spread over 16 SMs), 16 above.
-template <int kPerLane, int kTokens>
-void launch_group(const RouterParams& p, cudaStream_t stream) {
-  constexpr int kWarps = kPerLane == 4 ? 8 : 16;
-  const auto kernel = &router_kernel<kPerLane, kWarps, kTokens>;
-  const size_t smem = router_smem(p, kTokens);
-  ensure_dynamic_smem(kernel, smem);  // (largest_cluster raises it only where it tries a cluster)
-  const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
-  const int cluster = largest_cluster(kernel, kWarps * kWarpSize, smem, wanted);
-  const unsigned groups = unsigned((p.batch + kTokens - 1) / kTokens);
-  launch_kernel_ex(kernel, dim3(unsigned(cluster), groups), dim3(kWarps * kWarpSize), smem, stream,
-                   p.programmatic_launch != 0, cluster, p);
+struct Geometry {
+  int group = 0;      // tokens a cluster
+  int cluster = 1;    // blocks a cluster
+  long resident = 1;  // clusters the device holds at once
+  size_t smem = 0;    // dynamic shared memory a block
+};
+
+template <int kPerLane>
+constexpr int kWarpsFor = kPerLane == 4 ? 8 : 16;
+
+template <int kPerLane, typename F>
+void with_capacity(int group, F&& f) {
+  if (group <= 1) return f(std::integral_constant<int, 1>{});
+  if (group <= 2) return f(std::integral_constant<int, 2>{});
+  if (group <= 4) return f(std::integral_constant<int, 4>{});
+  return f(std::integral_constant<int, kMaxGroup>{});
+}
+
+template <int kPerLane>
+Geometry geometry(const RouterParams& p, int group) {
+  constexpr int kWarps = kWarpsFor<kPerLane>;
+  Geometry g;
+  g.group = group;
+  g.smem = router_smem(p, group);
+  with_capacity<kPerLane>(group, [&](auto cap) {
+    const auto kernel = &router_kernel<kPerLane, kWarps, decltype(cap)::value>;
+    ensure_dynamic_smem(kernel, g.smem);  // (largest_cluster raises it only where it tries a cluster)
+    const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
+    g.cluster = largest_cluster(kernel, kWarps * kWarpSize, g.smem, wanted);
+    g.resident = resident_clusters(kernel, kWarps * kWarpSize, g.smem, g.cluster);
+  });
+  return g;
+}
+
+long waves(const RouterParams& p, const Geometry& g) {
+  const long clusters = (p.batch + g.group - 1) / g.group;
+  return (clusters + g.resident - 1) / g.resident;
+}
+
+// The group size of a call: the measured rule, then, where its clusters take
+// more than one wave on this device, the smallest larger group that takes
+// fewer waves (session 43's ncu at qwen3-235b-a22b B = 64: 16 clusters of
+// 16 blocks where 14 fit, so the last two ran alone). A token's logits do not
+// depend on the group, so neither do the bits. Chosen once per (device,
+// batch, shape): a call costs a map lookup.
+template <int kPerLane>
+Geometry chosen_geometry(const RouterParams& p) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, int, int>, Geometry> chosen;
+  int dev = 0;
+  WD_CUDA_CHECK(cudaGetDevice(&dev));
+  const auto key = std::make_tuple(dev, p.batch, p.hidden, p.experts, p.group_tokens);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
+  Geometry best = geometry<kPerLane>(p, p.group_tokens > 0 ? p.group_tokens : measured_group(p.batch, p.hidden));
+  if (p.group_tokens == 0) {
+    long best_waves = waves(p, best);
+    for (int t = best.group + 1; t <= std::min(largest_group(p.hidden), p.batch) && best_waves > 1; ++t) {
+      const Geometry g = geometry<kPerLane>(p, t);
+      if (const long w = waves(p, g); w < best_waves) best = g, best_waves = w;
+    }
+  }
+  chosen[key] = best;
+  return best;
+}
+
+template <int kPerLane>
+void launch(const RouterParams& p, cudaStream_t stream) {
+  const Geometry g = chosen_geometry<kPerLane>(p);
+  const unsigned groups = unsigned((p.batch + g.group - 1) / g.group);
+  with_capacity<kPerLane>(g.group, [&](auto cap) {
+    const auto kernel = &router_kernel<kPerLane, kWarpsFor<kPerLane>, decltype(cap)::value>;
+    launch_kernel_ex(kernel, dim3(unsigned(g.cluster), groups), dim3(kWarpsFor<kPerLane> * kWarpSize), g.smem,
+                     stream, p.programmatic_launch != 0, g.cluster, p, g.group);
+  });
 }
 
 }  // namespace
@@ -182,16 +262,10 @@ void router(const RouterParams& p, cudaStream_t stream) {
            " must be in [1, ", kMaxExperts, "]");
   WD_CHECK(p.top_k >= 1 && p.top_k <= 16 && p.top_k <= p.experts, "router: K = ", p.top_k,
            " must be in [1, min(E, 16)]");
+  WD_CHECK(p.group_tokens >= 0 && p.group_tokens <= largest_group(p.hidden), "router: group_tokens = ",
+           p.group_tokens, " must be 0 (chosen per call) or at most ", largest_group(p.hidden), " at H = ", p.hidden);
   WD_CHECK(p.router && p.x && p.ids && p.weights, "router: a required pointer is null");
-  with_topk_width(p.experts, [&](auto width) {
-    constexpr int kPerLane = decltype(width)::value;
-    switch (group_tokens(p.batch, p.hidden)) {
-      case 1: return launch_group<kPerLane, 1>(p, stream);
-      case 2: return launch_group<kPerLane, 2>(p, stream);
-      case 4: return launch_group<kPerLane, 4>(p, stream);
-      default: return launch_group<kPerLane, 8>(p, stream);
-    }
-  });
+  with_topk_width(p.experts, [&](auto width) { launch<decltype(width)::value>(p, stream); });
 }
 
 }  // namespace wd::kernels

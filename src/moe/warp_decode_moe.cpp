@@ -374,7 +374,7 @@ void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch,
   const kernels::RouterParams p{w.router,      x,          ids,
                                 weights,       batch,      shape_.hidden,
                                 shape_.experts, shape_.top_k, shape_.norm_topk_prob ? 1 : 0,
-                                /*programmatic_launch=*/1};
+                                /*programmatic_launch=*/1, /*group_tokens=*/0};
   kernels::router(p, stream);
 }
 

@@ -774,12 +774,22 @@ TEST(Classical, TmaTileSanitizerCase) {
           for (bool share : {false, true}) cases.push_back({&paired, f, {t, ClassicalGemm::kTma, true, silu, a16, share}});
   for (WeightFormat f : kAllFormats)
     for (bool a16 : {false, true}) cases.push_back({&real, f, ClassicalConfig::for_batch(real, 300, f, true, a16)});
+  // One layer per (shape, format) and one ClassicalMoe per shape, shared by
+  // their configurations: building them (host synthesis, quantization,
+  // upload) once per configuration was most of this test's time under the
+  // sanitizers.
+  const int B = 300;
+  std::map<std::pair<const MoeShape*, WeightFormat>, Layer> layers;
+  std::map<const MoeShape*, std::unique_ptr<ClassicalMoe>> moes;
   int ran = 0;
   for (const auto& c : cases) {
     if (!c.cfg.supports(*c.s, c.f)) continue;
-    const int B = 300;
-    const Layer layer = Layer::make(*c.s, c.f, fresh_seed());
-    const ClassicalMoe moe(*c.s, B);
+    auto lit = layers.find({c.s, c.f});
+    if (lit == layers.end()) lit = layers.emplace(std::make_pair(c.s, c.f), Layer::make(*c.s, c.f, fresh_seed())).first;
+    const Layer& layer = lit->second;
+    std::unique_ptr<ClassicalMoe>& m = moes[c.s];
+    if (!m) m = std::make_unique<ClassicalMoe>(*c.s, B);
+    const ClassicalMoe& moe = *m;
     const uint64_t seed = fresh_seed();
     const auto y = run_experts(moe, layer, synthetic_input(B, c.s->hidden, seed, InputKind::kGaussian),
                                random_routing(B, c.s->experts, c.s->top_k, seed + 1), B, OutputType::kFP32, &c.cfg);

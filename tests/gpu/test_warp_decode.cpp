@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/device_buffer.h"
+#include "kernels/router.cuh"
 #include "tests/gpu/gpu_test_util.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
@@ -265,6 +266,47 @@ TEST(WarpDecode, RouterIsBatchInvariantBitwise) {
       EXPECT_EQ(ids[i], all_ids[size_t(first) * K + i]) << "B=" << B << " first=" << first << " i=" << i;
       EXPECT_EQ(float_bits(w[i]), float_bits(all_w[size_t(first) * K + i])) << "B=" << B << " first=" << first;
     }
+  }
+}
+
+// The router's kernel with every group size it takes forced (tokens a
+// cluster: 1 up to 8, or fewer where H leaves less staging room) and chosen
+// per call (0): the ids must be the reference's and the weights the same
+// bits whatever the group. B = 70 leaves a part-filled last group for most
+// sizes. Shapes: E = 128 (8 warps a block, 4 logits a lane), E = 300 (16
+// warps a block, 16 logits a lane), and H = 40960 (at most 2 tokens a group).
+TEST(WarpDecode, RouterBitsDoNotDependOnTheGroup) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {make_shape(4096, 32, 128, 8), make_shape(1024, 32, 300, 10), make_shape(40960, 32, 16, 4)}) {
+    SyntheticSpec spec;
+    spec.seed = fresh_seed();
+    const MoeWeights host = MoeWeights::synthetic(s, spec);
+    const int B = 70, K = s.top_k;
+    const auto [x, r] = unambiguous_inputs(host.view(), B, fresh_seed);
+    DeviceBuffer<uint16_t> router(host.router), dx(x);
+    DeviceBuffer<int32_t> ids(size_t(B) * K);
+    DeviceBuffer<float> w(size_t(B) * K);
+    auto route = [&](int group) {
+      ids.fill_bytes(0xFF);
+      w.fill_bytes(0xFF);
+      kernels::RouterParams p{router.data(), dx.data(), ids.data(), w.data(), B, s.hidden, s.experts, K,
+                              s.norm_topk_prob ? 1 : 0, /*programmatic_launch=*/0, group};
+      kernels::router(p, nullptr);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      return std::make_pair(ids.download(), w.download());
+    };
+    const int largest = std::min(8, 81920 / s.hidden);
+    const auto [ids1, w1] = route(1);
+    EXPECT_EQ(ids1, r.ids) << "H=" << s.hidden << " E=" << s.experts;
+    for (size_t i = 0; i < w1.size(); ++i)
+      EXPECT_NEAR(w1[i], r.weights[i], 1e-5 * r.weights[i] + 1e-7) << "H=" << s.hidden << " i=" << i;
+    for (int group = 0; group <= largest; ++group) {
+      const auto [ids_g, w_g] = route(group);
+      EXPECT_EQ(ids_g, ids1) << "H=" << s.hidden << " E=" << s.experts << " group=" << group;
+      for (size_t i = 0; i < w_g.size(); ++i)
+        ASSERT_EQ(float_bits(w_g[i]), float_bits(w1[i])) << "H=" << s.hidden << " group=" << group << " i=" << i;
+    }
+    EXPECT_THROW(route(largest + 1), Error) << "H=" << s.hidden;
   }
 }
 
