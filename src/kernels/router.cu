@@ -214,10 +214,16 @@ long waves(const RouterParams& p, const Geometry& g) {
   return (clusters + g.resident - 1) / g.resident;
 }
 
-// The group size of a call: the measured rule, then, where its clusters take
-// more than one wave on this device, the smallest larger group that takes
-// fewer waves (session 43's ncu at qwen3-235b-a22b B = 64: 16 clusters of
-// 16 blocks where 14 fit, so the last two ran alone). A token's logits do not
+// The group size of a call: the measured rule, or, where its clusters take
+// more than one wave on this device, the smallest larger group whose
+// clusters fit in one wave, if there is one. Session 43's ncu at
+// qwen3-235b-a22b B = 64: 16 clusters of 16 blocks where 14 fit, so the last
+// two ran on their own. Session 44 (H200, router alone, two rounds each):
+// groups of 5 at B = 64 and 7 at B = 96 took 10.7-11.5 µs where groups of 4
+// took 12.4-14.3 (qwen3-30b-a3b), 18.2-22.6 where 19.7-23.2
+// (qwen3-235b-a22b); at B = 128, where no group of 8 or fewer reaches one
+// wave, groups of 5 in two waves were 5-8 % slower than groups of 4 in
+// three, so the rule leaves such batches alone. A token's logits do not
 // depend on the group, so neither do the bits. Chosen once per (device,
 // batch, shape): a call costs a map lookup.
 template <int kPerLane>
@@ -230,11 +236,13 @@ Geometry chosen_geometry(const RouterParams& p) {
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
   Geometry best = geometry<kPerLane>(p, p.group_tokens > 0 ? p.group_tokens : measured_group(p.batch, p.hidden));
-  if (p.group_tokens == 0) {
-    long best_waves = waves(p, best);
-    for (int t = best.group + 1; t <= std::min(largest_group(p.hidden), p.batch) && best_waves > 1; ++t) {
+  if (p.group_tokens == 0 && waves(p, best) > 1) {
+    for (int t = best.group + 1; t <= std::min(largest_group(p.hidden), p.batch); ++t) {
       const Geometry g = geometry<kPerLane>(p, t);
-      if (const long w = waves(p, g); w < best_waves) best = g, best_waves = w;
+      if (waves(p, g) == 1) {
+        best = g;
+        break;
+      }
     }
   }
   chosen[key] = best;

@@ -6,9 +6,9 @@
 //   norm_topk_prob (Qwen3 sets it).
 //
 // One kernel: one thread-block cluster of C blocks per group of up to 8
-// tokens (1 at B = 1, 2 up to B = 16, 4 up to 128, 8 above; larger groups
-// where they take fewer waves of clusters on the device; C = ceil(E / 8) up
-// to 16, 8 warps a block, at most 128 experts: one expert a warp; 16 warps a
+// tokens (1 at B = 1, 2 up to B = 16, 4 up to 128, 8 above; a larger group
+// where that brings every cluster into one wave on the device, e.g. 5 at B =
+// 64 on an H200; C = ceil(E / 8) up to 16, 8 warps a block, at most 128 experts: one expert a warp; 16 warps a
 // block above). The blocks stage the group's activations in shared memory; a
 // warp computes its experts' logits for the group's tokens (lane l takes
 // 16-byte chunks l, l+32, ... of the row, loaded once for the group, 8 per
