@@ -99,6 +99,7 @@ const char* read_pattern_name(ReadPattern p) {
     case ReadPattern::kWarpChunks4: return "warp-chunks-d4";
     case ReadPattern::kWarpChunks8: return "warp-chunks-d8";
     case ReadPattern::kWarpChunks4EvictFirst: return "warp-chunks-d4-ef";
+    case ReadPattern::kCount: break;
   }
   return "?";
 }
@@ -119,6 +120,7 @@ void stream_read(const uint4* data, size_t n, unsigned* sink, cudaStream_t strea
     case ReadPattern::kWarpChunks4EvictFirst:
       stream_read_chunks_kernel<4, true><<<grid, kThreads, 0, stream>>>(data, n, sink);
       break;
+    case ReadPattern::kCount: WD_CHECK(false, "stream_read: ReadPattern::kCount is not a read pattern");
   }
   WD_CUDA_CHECK_LAUNCH();
 }

@@ -23,8 +23,9 @@ enum class ReadPattern {
   kWarpChunks4,            // each warp its contiguous share; 4 steps of 512 bytes in flight
   kWarpChunks8,            // the same, 8 steps in flight
   kWarpChunks4EvictFirst,  // kWarpChunks4 with the L2 evict-first policy of the weight loads
+  kCount                   // not a pattern: how many there are (a new one goes above)
 };
-constexpr int kReadPatterns = 4;
+constexpr int kReadPatterns = int(ReadPattern::kCount);
 const char* read_pattern_name(ReadPattern p);
 
 struct BandwidthResult {
