@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "median.h"
+#include "core/median.h"
 
 namespace wd::bench {
 namespace {

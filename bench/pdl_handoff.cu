@@ -39,13 +39,13 @@
 #include "core/device_buffer.h"
 #include "kernels/common.cuh"
 #include "kernels/launch.cuh"
-#include "median.h"
+#include "core/median.h"
 
 namespace {
 
 using namespace wd::kernels;
 using wd::DeviceBuffer;
-using wd::bench::median;
+using wd::median;
 
 constexpr int kProducerBlocks = 384, kProducerThreads = 128;
 constexpr int kConsumerBlocks = 128, kConsumerThreads = 384;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/median.h"
 #include "core/device_buffer.h"
 #include "kernels/common.cuh"
 
@@ -86,10 +87,6 @@ __global__ void fill_kernel(uint4* data, size_t n) {
     data[i] = make_uint4(unsigned(i), unsigned(i >> 32) ^ 0x5A5A5A5Au, unsigned(i * 2654435761u), 0x3F800000u);
 }
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
