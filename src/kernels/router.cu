@@ -17,7 +17,7 @@ namespace wd::kernels {
 namespace {
 
 // The kernel: grid (C, groups), one thread-block cluster of C blocks per
-// group of `group` <= kTokens tokens (C = ceil(E / kWarps), at most 16). Each block
+// group of kTokens tokens (the last group may hold fewer) (C = ceil(E / kWarps), at most 16). Each block
 // stages the group's activations (nb × H BF16) in shared memory with
 // cp.async (every copy in flight at once); warp w of cluster block r computes
 // the logits of experts e = r·kWarps + w, + C·kWarps, ... for the group's
@@ -36,7 +36,11 @@ namespace {
 // atomic counter, and the last block read them back from L2 (three L2 round
 // trips in a row, and a counter the next call needed zeroed).
 constexpr int kMaxCluster = 16;      // blocks of a group's cluster (non-portable above 8)
-constexpr int kRowBatch = 8;         // 16-byte row chunks per lane in flight (two batches: 64 registers)
+// 16-byte row chunks per lane in flight (two batches: 64 registers at 8);
+// 4 from 5 tokens a group, whose accumulators and activations need the
+// registers (at most 128 a thread, two 8-warp blocks an SM).
+template <int kTokens>
+constexpr int kRowBatch = kTokens >= 5 ? 4 : 8;
 constexpr size_t kMaxStagedBytes = 160 * 1024;  // a group's activations in shared memory
 
 // Tokens per group (one cluster each) for a batch of B, before the wave
@@ -68,14 +72,15 @@ size_t router_smem(const RouterParams& p, int tokens) {
 }
 
 template <int kPerLane, int kWarps, int kTokens>
-__global__ void __launch_bounds__(kWarps* kWarpSize)
-    router_kernel(const __grid_constant__ RouterParams p, int group) {
+__global__ void __launch_bounds__(kWarps* kWarpSize, kWarps == 8 ? 2 : 1)
+    router_kernel(const __grid_constant__ RouterParams p) {
+  constexpr int kBatch = kRowBatch<kTokens>;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ uint4 s_x[];  // (nb, H/8) 16-byte chunks of the group's activations, then the logits
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int H = p.hidden, E = p.experts, chunks = H / 8;
-  const int b0 = int(blockIdx.y) * group, nb = min(group, p.batch - b0);
-  const int nbmax = min(group, p.batch);
+  const int b0 = int(blockIdx.y) * kTokens, nb = min(kTokens, p.batch - b0);
+  const int nbmax = min(kTokens, p.batch);
   const uint32_t rank = tma::cluster_rank();
   const uint32_t s_logits = smem_u32(s_x) + uint32_t(nbmax * H * 2);  // (nbmax, E) FP32 of block 0
   // No block stores into block 0's shared memory before every block of the
@@ -87,32 +92,36 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
   // only where c < chunks.
   const int nj = (chunks + kWarpSize - 1) / kWarpSize;
   const uint16_t* row = nullptr;
-  auto load = [&](uint4 (&wr)[kRowBatch], int j0) {
+  auto load = [&](uint4 (&wr)[kBatch], int j0) {
 #pragma unroll
-    for (int j = 0; j < kRowBatch; ++j) wr[j] = ld_cached(row + 8 * min(lane + kWarpSize * (j0 + j), chunks - 1));
+    for (int j = 0; j < kBatch; ++j) wr[j] = ld_cached(row + 8 * min(lane + kWarpSize * (j0 + j), chunks - 1));
   };
+  // Every token slot of the group computes, a slot past the group's last
+  // token on that token's activations (its sums are never stored): straight
+  // code the compiler interleaves across tokens, where a test per token made
+  // a basic block of each token's chain, run one after another (session 44:
+  // 2.2 M of the 2.9 M warp instructions at B = 64 were that code, issued at
+  // 0.24 a scheduler-cycle).
   float acc[kTokens];
-  auto compute = [&](const uint4 (&wr)[kRowBatch], int j0) {
+  auto compute = [&](const uint4 (&wr)[kBatch], int j0) {
 #pragma unroll
-    for (int j = 0; j < kRowBatch; ++j) {
+    for (int j = 0; j < kBatch; ++j) {
       const int c = lane + kWarpSize * (j0 + j);
       if (c >= chunks) break;
       float wv[8];
       Bf16Codec::decode(wr[j], wv);
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
-        if (t < nb) {
-          float a[8];
-          Bf16Codec::decode(s_x[t * chunks + c], a);
+        float a[8];
+        Bf16Codec::decode(s_x[min(t, nb - 1) * chunks + c], a);
 #pragma unroll
-          for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
-        }
+        for (int q = 0; q < 8; ++q) acc[t] = __fmaf_rn(wv[q], a[q], acc[t]);
       }
     }
   };
   // Two buffers used alternately, never copied (a copy of a register whose
   // load is in flight waits for the load).
-  uint4 wa[kRowBatch], wb[kRowBatch];
+  uint4 wa[kBatch], wb[kBatch];
   const int stride = int(gridDim.x) * kWarps;  // warps of the cluster
   int e = int(rank) * kWarps + warp;
   if (e < E) {
@@ -123,8 +132,9 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
   // router's first weights stream while it finishes).
   wait_for_previous_kernel();
   allow_next_kernel();
-  for (int i = threadIdx.x; i < nb * chunks; i += blockDim.x)
-    cp_async16(smem_u32(s_x + i), p.x + size_t(b0 + i / chunks) * H + 8 * (i % chunks), true);
+  for (int t = 0; t < nb; ++t)
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+      cp_async16(smem_u32(s_x + t * chunks + c), p.x + size_t(b0 + t) * H + 8 * c, true);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -136,13 +146,13 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
     }
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
-    for (int j0 = 0;; j0 += 2 * kRowBatch) {
-      if (j0 + kRowBatch < nj) load(wb, j0 + kRowBatch);
+    for (int j0 = 0;; j0 += 2 * kBatch) {
+      if (j0 + kBatch < nj) load(wb, j0 + kBatch);
       compute(wa, j0);
-      if (j0 + kRowBatch >= nj) break;
-      if (j0 + 2 * kRowBatch < nj) load(wa, j0 + 2 * kRowBatch);
-      compute(wb, j0 + kRowBatch);
-      if (j0 + 2 * kRowBatch >= nj) break;
+      if (j0 + kBatch >= nj) break;
+      if (j0 + 2 * kBatch < nj) load(wa, j0 + 2 * kBatch);
+      compute(wb, j0 + kBatch);
+      if (j0 + 2 * kBatch >= nj) break;
     }
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
@@ -168,9 +178,8 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
 #endif
 }
 
-// How a group size launches: the kernel instance (its token capacity the
-// smallest of 1, 2, 4, 8 that holds the group), its cluster and how many
-// such clusters the device holds at once.
+// How a group size launches: the kernel instance (one for each group size,
+// 1 to 8), its cluster and how many such clusters the device holds at once.
 // One expert per warp where 16 blocks suffice; fewer blocks if the device
 // cannot hold a cluster that large with this shared memory (the bits do not
 // depend on it). 8 warps a block up to 128 experts (kPerLane 4: 16 blocks of
@@ -186,12 +195,19 @@ template <int kPerLane>
 constexpr int kWarpsFor = kPerLane == 4 ? 8 : 16;
 
 template <int kPerLane, typename F>
-void with_capacity(int group, F&& f) {
-  if (group <= 1) return f(std::integral_constant<int, 1>{});
-  if (group <= 2) return f(std::integral_constant<int, 2>{});
-  if (group <= 4) return f(std::integral_constant<int, 4>{});
-  return f(std::integral_constant<int, kMaxGroup>{});
+void with_group(int group, F&& f) {
+  switch (group) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, kMaxGroup>{});
+  }
 }
+static_assert(kMaxGroup == 8, "with_group instantiates groups 1 to 8");
 
 template <int kPerLane>
 Geometry geometry(const RouterParams& p, int group) {
@@ -199,8 +215,8 @@ Geometry geometry(const RouterParams& p, int group) {
   Geometry g;
   g.group = group;
   g.smem = router_smem(p, group);
-  with_capacity<kPerLane>(group, [&](auto cap) {
-    const auto kernel = &router_kernel<kPerLane, kWarps, decltype(cap)::value>;
+  with_group<kPerLane>(group, [&](auto tokens) {
+    const auto kernel = &router_kernel<kPerLane, kWarps, decltype(tokens)::value>;
     ensure_dynamic_smem(kernel, g.smem);  // (largest_cluster raises it only where it tries a cluster)
     const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
     g.cluster = largest_cluster(kernel, kWarps * kWarpSize, g.smem, wanted);
@@ -253,10 +269,10 @@ template <int kPerLane>
 void launch(const RouterParams& p, cudaStream_t stream) {
   const Geometry g = chosen_geometry<kPerLane>(p);
   const unsigned groups = unsigned((p.batch + g.group - 1) / g.group);
-  with_capacity<kPerLane>(g.group, [&](auto cap) {
-    const auto kernel = &router_kernel<kPerLane, kWarpsFor<kPerLane>, decltype(cap)::value>;
+  with_group<kPerLane>(g.group, [&](auto tokens) {
+    const auto kernel = &router_kernel<kPerLane, kWarpsFor<kPerLane>, decltype(tokens)::value>;
     launch_kernel_ex(kernel, dim3(unsigned(g.cluster), groups), dim3(kWarpsFor<kPerLane> * kWarpSize), g.smem,
-                     stream, p.programmatic_launch != 0, g.cluster, p, g.group);
+                     stream, p.programmatic_launch != 0, g.cluster, p);
   });
 }
 
