@@ -17,7 +17,8 @@ namespace wd::kernels {
 namespace {
 
 // The kernel: grid (C, groups), one thread-block cluster of C blocks per
-// group of kTokens tokens (the last group may hold fewer) (C = ceil(E / kWarps), at most 16). Each block
+// group of kTokens tokens, the last group perhaps fewer (C = ceil(E /
+// kWarps), at most 16). Each block
 // stages the group's activations (nb × H BF16) in shared memory with
 // cp.async (every copy in flight at once); warp w of cluster block r computes
 // the logits of experts e = r·kWarps + w, + C·kWarps, ... for the group's
