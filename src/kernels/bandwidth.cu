@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "core/median.h"
 #include "core/device_buffer.h"
+#include "core/median.h"
 #include "kernels/common.cuh"
 
 namespace wd::kernels {
@@ -86,7 +86,6 @@ __global__ void fill_kernel(uint4* data, size_t n) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     data[i] = make_uint4(unsigned(i), unsigned(i >> 32) ^ 0x5A5A5A5Au, unsigned(i * 2654435761u), 0x3F800000u);
 }
-
 
 }  // namespace
 

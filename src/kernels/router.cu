@@ -195,7 +195,7 @@ struct Geometry {
 template <int kPerLane>
 constexpr int kWarpsFor = kPerLane == 4 ? 8 : 16;
 
-template <int kPerLane, typename F>
+template <typename F>
 void with_group(int group, F&& f) {
   switch (group) {
     case 1: return f(std::integral_constant<int, 1>{});
@@ -216,7 +216,7 @@ Geometry geometry(const RouterParams& p, int group) {
   Geometry g;
   g.group = group;
   g.smem = router_smem(p, group);
-  with_group<kPerLane>(group, [&](auto tokens) {
+  with_group(group, [&](auto tokens) {
     const auto kernel = &router_kernel<kPerLane, kWarps, decltype(tokens)::value>;
     ensure_dynamic_smem(kernel, g.smem);  // (largest_cluster raises it only where it tries a cluster)
     const int wanted = std::min(kMaxCluster, (p.experts + kWarps - 1) / kWarps);
@@ -270,7 +270,7 @@ template <int kPerLane>
 void launch(const RouterParams& p, cudaStream_t stream) {
   const Geometry g = chosen_geometry<kPerLane>(p);
   const unsigned groups = unsigned((p.batch + g.group - 1) / g.group);
-  with_group<kPerLane>(g.group, [&](auto tokens) {
+  with_group(g.group, [&](auto tokens) {
     const auto kernel = &router_kernel<kPerLane, kWarpsFor<kPerLane>, decltype(tokens)::value>;
     launch_kernel_ex(kernel, dim3(unsigned(g.cluster), groups), dim3(kWarpsFor<kPerLane> * kWarpSize), g.smem,
                      stream, p.programmatic_launch != 0, g.cluster, p);
