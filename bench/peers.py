@@ -17,8 +17,12 @@ Method (bench/moe_bench.h): weights in ceil(8·L2 / layer) copies cycled call
 by call; a CUDA graph of `calls` layer calls, each with its own fresh uniform
 random top-K routing and activations, re-drawn before every replay; µs per
 layer = replay time / calls, median over replays; router excluded. Unique bytes
-= distinct experts × expert bytes + B·H·2, TB/s against the streaming read
-bandwidth measured here (torch.sum over 4 GiB).
+= distinct experts × expert bytes + B·H·2, TB/s against a streaming read
+bandwidth: with --read-from, the one `warpdecode bench-moe` measured in the
+same device call (the JSON header's read_tbps: the fastest of its four read
+patterns), so that our rows and these share a denominator; without it, the
+one measured here (torch.sum over 4 GiB, a few per cent lower on the H200).
+Both are printed and written to the JSON header.
 
   python3 bench/peers.py --preset qwen3-30b-a3b --format bf16,fp8 --batch 1,8,32 --json peers.json
 """
@@ -228,12 +232,23 @@ def main():
     ap.add_argument("--hf-max-batch", type=int, default=64, help="skip hf_eager above this B (it is slow)")
     ap.add_argument("--json", default="")
     ap.add_argument("--gemm-rate", action="store_true", help="also measure dense BF16 and FP8 GEMM TFLOP/s (8192^3)")
+    ap.add_argument("--read-from", default="",
+                    help="a bench-moe JSON from the same card and call: its header's read_tbps is the %% denominator")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     props = torch.cuda.get_device_properties(0)
-    read = read_bandwidth()
+    read_torch = read_bandwidth()
+    read, read_source = read_torch, "torch.sum over 4 GiB"
+    if args.read_from:
+        header = json.load(open(args.read_from))["header"]
+        if header.get("card") != props.name:
+            sys.exit(f"--read-from {args.read_from}: measured on {header.get('card')!r}, this card is {props.name!r}")
+        read, read_source = float(header["read_tbps"]), f"bench-moe ({args.read_from})"
+        if not read > 0:
+            sys.exit(f"--read-from {args.read_from}: no positive read_tbps in its header")
     print(f"# {props.name} | {props.multi_processor_count} SMs | L2 {props.L2_cache_size / 2**20:.0f} MiB | "
-          f"torch {torch.__version__} CUDA {torch.version.cuda} | read (torch.sum, 4 GiB) {read:.3f} TB/s")
+          f"torch {torch.__version__} CUDA {torch.version.cuda} | read (torch.sum, 4 GiB) {read_torch:.3f} TB/s | "
+          f"% of {read:.3f} TB/s, {read_source}")
     rates = {}
     if args.gemm_rate:
         for name, fp8 in (("bf16", False), ("fp8", True)):
@@ -289,7 +304,8 @@ def main():
             torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"header": {"card": props.name, "read_tbps": read, "torch": torch.__version__, "gemm_tflops": rates,
+            json.dump({"header": {"card": props.name, "read_tbps": read, "read_source": read_source,
+                                  "read_torch_sum_tbps": read_torch, "torch": torch.__version__, "gemm_tflops": rates,
                                   "command": " ".join(sys.argv), "time_utc": int(time.time())},
                        "records": records}, f, indent=2)
         print(f"# wrote {args.json}")

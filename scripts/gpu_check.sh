@@ -8,10 +8,18 @@
 #   scripts/gpu_check.sh [quick|full|bench] [extra bench-moe args...]
 #     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32) + the
 #            quick peers; no stand-alone benches (MICRO=1 adds them). Fits in one
-#            10-minute device call; full does not (split it: full with
-#            CLASSICAL_BENCH=0 ACCURACY=0, then classical, then ACCURACY=1 bench)
+#            10-minute device call; full does not. Every committed table in three
+#            calls: `bench` (warp decode, the router, the PyTorch peers), then
+#            `ACCURACY=1 classical-tables` (side-by-side, prefill, accuracy), then
+#            `classical` for the crossover tune (and the classical tests)
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
-#     bench: bench-moe only (full presets)
+#     bench: no tests: bench-moe on the three presets (default and tiled-only
+#            uploads: h200-moe.json, h200-moe-tiled-only.json), the router's
+#            stages (h200-router-stages.json) and, unless PEERS=0, the PyTorch
+#            peers as a % of the read bandwidth bench-moe measured in this call
+#            (h200-peers.json)
+#     classical-tables: no tests: the classical path's side-by-side and prefill
+#            tables (h200-moe-classical.json, h200-moe-prefill.json)
 #     profile: ncu on the two warp-decode kernels (qwen3-30b-a3b, B = 1, 8, 32)
 #     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
 #             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH, SOURCE_FORMAT;
@@ -108,6 +116,16 @@ classical_benches() {
     --json "$OUT/h200-moe-prefill.json" \
     >"$LOG/bench-prefill.log" 2>&1
   note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+}
+# Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
+# outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
+# rewritten after each part, so a timeout in the drift keeps the one-layer records.
+accuracy_study() {
+  local t0
+  t0=$(date +%s)
+  timeout "${ACCURACY_TIMEOUT:-300}" "$BIN/warpdecode" accuracy --preset qwen3-30b-a3b --format mxfp8 --batch 8,32 --inputs gaussian,outliers \
+    --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1
+  note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-accuracy.json"
 }
 # The end of every mode that stops early: the summary, the logs packed.
 finish() {
@@ -251,6 +269,14 @@ if [ "$MODE" = source ]; then
   finish
 fi
 
+if [ "$MODE" = classical-tables ]; then
+  classical_benches "$@"
+  if [ "${ACCURACY:-0}" = 1 ]; then accuracy_study; fi
+  { grep -E "^# measured" "$LOG/bench-classical.log" | head -1; grep -vE "^#" "$LOG/bench-classical.log"
+    grep -E "^qwen" "$LOG/bench-prefill.log"; [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45; } | tail -150
+  finish
+fi
+
 if [ "$MODE" = classical ]; then
   classical_tests
   classical_benches "$@"
@@ -363,15 +389,18 @@ if [ "$MODE" != quick ]; then
   note "bench (tiled) rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-tiled-only.json"
 fi
 [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ] && classical_benches
-
-# Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
-# outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
-# rewritten after each part, so a timeout in the drift keeps the one-layer records.
-if { [ "$MODE" = full ] && [ "${ACCURACY:-1}" = 1 ]; } || [ "${ACCURACY:-0}" = 1 ]; then
+# The router alone and each kernel of the layer (--stages), BF16 (the router
+# reads BF16 activations whatever the weight format), the three presets.
+if [ "$MODE" = bench ]; then
   t0=$(date +%s)
-  timeout "${ACCURACY_TIMEOUT:-300}" "$BIN/warpdecode" accuracy --preset qwen3-30b-a3b --format mxfp8 --batch 8,32 --inputs gaussian,outliers \
-    --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1
-  note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-accuracy.json"
+  timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b --format bf16 \
+    --batch 1,4,8,32,64,96 --no-classical --stages --calls 8 --replays 12 --json "$OUT/h200-router-stages.json" \
+    >"$LOG/bench-router-stages.log" 2>&1
+  note "router stages rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-router-stages.json"
+fi
+
+if { [ "$MODE" = full ] && [ "${ACCURACY:-1}" = 1 ]; } || [ "${ACCURACY:-0}" = 1 ]; then
+  accuracy_study
 fi
 
 # PyTorch peers (HF eager loop, torch._grouped_mm pipeline), same method; PEERS=0 skips.
@@ -381,6 +410,8 @@ if [ "${PEERS:-1}" = 1 ] && python3 -c "import torch" 2>/dev/null; then
     quick) PEER_ARGS=(--preset qwen3-30b-a3b --format bf16 --batch 1,8,32) ;;
     *) PEER_ARGS=(--preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8 --batch 1,2,4,8,16,32,64,128) ;;
   esac
+  # The % against the read bandwidth bench-moe measured above, in this call.
+  [ -s "$OUT/h200-moe.json" ] && PEER_ARGS+=(--read-from "$OUT/h200-moe.json")
   PYTHONUNBUFFERED=1 python3 bench/peers.py "${PEER_ARGS[@]}" --json "$OUT/h200-peers.json" 2>&1 | tee "$LOG/peers.log"
   note "peers         rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-peers.json"
 fi
@@ -393,6 +424,7 @@ echo "==================== summary ===================="
   grep -E "^# (measured|SM clock)" "$LOG/bench-moe.log" || true
   grep -E "^(preset|qwen|tiny| )" "$LOG/bench-moe.log" | awk '$2 == "stage" {printf "%-29s %4s   stage %-20s %9s %7s %6s\n", "", $1, $3, $4, $8, $9; next}
     {printf "%-22s %-6s %4s %-26s %9s %7s %6s\n",$1,$2,$3,$4,$5,$11,$12}'
+  [ -f "$LOG/bench-router-stages.log" ] && awk '/^qwen/ {p = $1} $2 == "stage" && $3 == "router" {printf "%-22s router %4s %9s µs\n", p, $1, $4}' "$LOG/bench-router-stages.log"
   [ -f "$LOG/bench-classical.log" ] && grep -vE "^#" "$LOG/bench-classical.log" | tail -60
   [ -f "$LOG/bench-prefill.log" ] && grep -E "^qwen" "$LOG/bench-prefill.log"
   [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45
