@@ -35,6 +35,7 @@ MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
     if (options.tiled_mxfp8_down) held += layer_bytes_ / 3;
     if (options.tiled_mxfp8_gate_up) held += layer_bytes_ / 3 * 2;
   }
+  if (format == WeightFormat::kBF16 && options.tiled_bf16 && !options.tiled_only_bf16) held += layer_bytes_;
   WD_CHECK(held <= memory_budget, "bench: one copy of the layer (", held >> 20,
            " MiB) does not fit in the memory budget (", memory_budget >> 20, " MiB)");
   size_t copies = std::max<size_t>(1, (8 * l2_bytes + layer_bytes_ - 1) / layer_bytes_);

@@ -48,10 +48,15 @@ struct DeviceWeightsOptions {
   // tensors exist on the device while the copies are made (one layer at a
   // time), then are freed.
   bool canonical_mxfp8 = true;
-  // BF16: both projections held in their tiled layouts only (the same
-  // layouts over the rows' bytes), the canonical memory; then, as for
-  // tiled-only MXFP8, only the tensor-core kernels read the weights. BF16 has
-  // no "second copy" mode: it would double the layer's memory. Off by default.
+  // BF16: both projections a second time, in their tiled layouts (the same
+  // layouts over the rows' bytes), where the shape takes both (H % 64 == 0,
+  // I % 64 == 0), which the tensor-core kernels then stream with the same
+  // bits: twice the layer's memory, warp decode at the tiled-only speed, the
+  // canonical tensors kept for every other path. Off by default.
+  bool tiled_bf16 = false;
+  // BF16: both projections held in their tiled layouts only (the canonical
+  // tensors freed once tiled), the canonical memory; then, as for tiled-only
+  // MXFP8, only the tensor-core kernels read the weights. Off by default.
   bool tiled_only_bf16 = false;
 
   // Both tiled copies and nothing else, in either format: the fastest warp
@@ -62,6 +67,17 @@ struct DeviceWeightsOptions {
     o.tiled_mxfp8_gate_up = true;
     o.canonical_mxfp8 = false;
     o.tiled_only_bf16 = true;
+    return o;
+  }
+  // Both tiled copies beside the canonical tensors, in either format: twice
+  // the canonical memory, warp decode at the tiled-only speed, and every
+  // other path (the scalar kernels, the classical path, hence MoeDispatch
+  // above its crossover) still reads the weights.
+  static DeviceWeightsOptions tiled_beside_canonical() {
+    DeviceWeightsOptions o;
+    o.tiled_mxfp8_down = true;
+    o.tiled_mxfp8_gate_up = true;
+    o.tiled_bf16 = true;
     return o;
   }
 };

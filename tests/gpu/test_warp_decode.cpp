@@ -830,6 +830,74 @@ TEST(WarpDecodeTensorCores, TiledOnlyWeightsGiveTheSameBits) {
   EXPECT_THROW(DeviceMoeWeights::upload(MoeWeights::synthetic(s, SyntheticSpec{}).to_mxfp8(), half), InvalidArgument);
 }
 
+// Both tiled copies beside the canonical tensors
+// (DeviceWeightsOptions::tiled_beside_canonical()), BF16 and MXFP8: the
+// memory of the canonical tensors plus the tiled-only upload's, the default
+// configuration streams the tiled copies, every tensor-core configuration
+// gives the bits of canonical-only weights, and the readers of the canonical
+// layout (the scalar kernels, the classical path) still take the weights,
+// with the bits they give on canonical-only weights. A shape the tilings
+// cannot take gets the canonical tensors alone.
+TEST(WarpDecodeTensorCores, TiledBesideCanonicalServesEveryPath) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(512, 192, 20, 6);
+  DeviceWeightsOptions canonical_only;
+  canonical_only.tiled_mxfp8_down = false;
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    SCOPED_TRACE(name(f));
+    MoeWeights host = MoeWeights::synthetic(s, SyntheticSpec{fresh_seed()});
+    if (f == WeightFormat::kMXFP8) host = host.to_mxfp8();
+    const Layer canon{host, DeviceMoeWeights::upload(host, canonical_only)};
+    const Layer both{host, DeviceMoeWeights::upload(host, DeviceWeightsOptions::tiled_beside_canonical())};
+    const MoeWeightsView bv = both.dev.view();
+    ASSERT_TRUE(bv.has_canonical());
+    ASSERT_NE(bv.gate_up_tiled, nullptr);
+    ASSERT_NE(bv.down_tiled, nullptr);
+    const size_t router_bytes = size_t(s.experts) * s.hidden * sizeof(uint16_t);
+    EXPECT_EQ(both.dev.bytes(),
+              canon.dev.bytes() + DeviceMoeWeights::upload(host, DeviceWeightsOptions::tiled_only()).bytes() -
+                  router_bytes);
+
+    WarpDecodeMoe moe(s, 80);
+    const WarpDecodeConfig dflt = moe.default_config(9, bv);
+    EXPECT_TRUE(dflt.tc_tiled_down && dflt.tc_tiled_gate_up) << dflt.label();
+    for (const WarpDecodeConfig* cfg : {static_cast<const WarpDecodeConfig*>(nullptr), &dflt})
+      for (int B : {1, 9, 64, 70}) {
+        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        const auto y = run_experts(moe, both, x, r, B, OutputType::kFP32, cfg);
+        const std::string what = "B=" + std::to_string(B) + (cfg ? " " + cfg->label() : " default");
+        EXPECT_EQ(y, run_experts(moe, canon, x, r, B, OutputType::kFP32, cfg)) << what;
+        expect_close(reference_y(canon, x, r, B), y, 2e-5, what);
+      }
+
+    const int B = 5;
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    WarpDecodeMoe scalar_moe(s, 8, KernelFamily::kScalar);
+    EXPECT_EQ(run_experts(scalar_moe, both, x, r, B, OutputType::kFP32),
+              run_experts(scalar_moe, canon, x, r, B, OutputType::kFP32));
+    ClassicalMoe classical(s, 8);
+    DeviceBuffer<uint16_t> dx(x);
+    const auto classical_y = [&](const MoeWeightsView& v) {
+      DeviceBuffer<float> y(size_t(B) * s.hidden);
+      y.fill_bytes(0xFF);
+      classical.forward(v, dx.data(), B, MoeOutput{y.data(), OutputType::kFP32, nullptr}, nullptr);
+      WD_CUDA_CHECK(cudaDeviceSynchronize());
+      return y.download();
+    };
+    const auto yc = classical_y(bv);
+    EXPECT_EQ(yc, classical_y(canon.dev.view()));
+    for (float v : yc) ASSERT_TRUE(std::isfinite(v));
+  }
+  // A shape the tilings cannot take (H % 64): the canonical tensors alone.
+  const MoeWeights odd = MoeWeights::synthetic(make_shape(160, 96, 20, 6), SyntheticSpec{});
+  const auto odd_dev = DeviceMoeWeights::upload(odd, DeviceWeightsOptions::tiled_beside_canonical());
+  EXPECT_TRUE(odd_dev.view().has_canonical());
+  EXPECT_EQ(odd_dev.view().gate_up_tiled, nullptr);
+  EXPECT_EQ(odd_dev.view().down_tiled, nullptr);
+}
+
 TEST(WarpDecodeTensorCores, RefusesShapesItCannotTake) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(160, 96, 20, 6);  // H % 256 != 0

@@ -37,6 +37,7 @@ struct Opts {
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   bool tiled_gate_up = false;  // MXFP8 weights also keep the tiled gate_up copy (swept against the canonical)
   bool tiled_only = false;     // BF16 and MXFP8 weights as both tiled copies alone (DeviceWeightsOptions::tiled_only())
+  bool tiled_beside = false;   // both tiled copies beside the canonical tensors (DeviceWeightsOptions::tiled_beside_canonical())
   std::vector<std::string> classical_configs;  // labels timed beside the default
   std::string tune_json = "crossover.json";
   std::string sweep_filter;  // --sweep times only the default and configurations whose label contains this
@@ -190,10 +191,12 @@ void run(const Opts& o) {
                    {"build", build_description()},
                    {"command", command_line()},
                    {"max_batch", o.max_batch},
-                   {"mxfp8_weights", o.tiled_only      ? "tiled only (gate_up and down)"
-                                     : o.tiled_gate_up ? "canonical + tiled gate_up + tiled down"
-                                                       : "canonical + tiled down"},
-                   {"bf16_weights", o.tiled_only ? "tiled only (gate_up and down)" : "canonical"},
+                   {"mxfp8_weights", o.tiled_only                       ? "tiled only (gate_up and down)"
+                                     : o.tiled_gate_up || o.tiled_beside ? "canonical + tiled gate_up + tiled down"
+                                                                         : "canonical + tiled down"},
+                   {"bf16_weights", o.tiled_only     ? "tiled only (gate_up and down)"
+                                    : o.tiled_beside ? "canonical + tiled gate_up + tiled down"
+                                                     : "canonical"},
                    {"time_utc", std::time(nullptr)},
                    {"clock_sampling", clock.available() ? "nvml: median of each layer's settle replays"
                                                         : "none: " + clock.unavailable_reason()},
@@ -226,6 +229,7 @@ void run(const Opts& o) {
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
       DeviceWeightsOptions wopt;
       if (o.tiled_only) wopt = DeviceWeightsOptions::tiled_only();
+      if (o.tiled_beside) wopt = DeviceWeightsOptions::tiled_beside_canonical();
       wopt.tiled_mxfp8_gate_up = wopt.tiled_mxfp8_gate_up || o.tiled_gate_up;
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
                          wopt);
@@ -343,9 +347,15 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_flag("--no-router", o->no_router, "Skip the with-router timing");
   cmd->add_flag("--tiled-gate-up", o->tiled_gate_up,
                 "MXFP8: keep the tiled gate_up copy too; --sweep then times gate_up on it and on the canonical");
-  cmd->add_flag("--tiled-only", o->tiled_only,
-                "BF16 and MXFP8 weights as their two tiled copies alone (the canonical memory; "
-                "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels only, no classical row");
+  auto* only = cmd->add_flag("--tiled-only", o->tiled_only,
+                             "BF16 and MXFP8 weights as their two tiled copies alone (the canonical memory; "
+                             "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels only, no "
+                             "classical row");
+  cmd->add_flag("--tiled-beside-canonical", o->tiled_beside,
+                "BF16 and MXFP8 weights with both tiled copies beside the canonical tensors (twice the memory; "
+                "DeviceWeightsOptions::tiled_beside_canonical()): warp decode at the tiled-only speed, every "
+                "path timed")
+      ->excludes(only);
   cmd->add_flag("--stages", o->stages, "Also time each kernel (stage) of the path on its own");
   cmd->add_flag("--no-classical", o->no_classical, "Skip the classical expert-centric path");
   cmd->add_flag("--classical-sweep", o->classical_sweep, "Time every tile configuration of the classical path");

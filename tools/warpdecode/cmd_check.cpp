@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/warpdecode/commands.h"
@@ -124,17 +125,25 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
       }
     }
   }
-  // Uploaded tiled-only (DeviceWeightsOptions::tiled_only()): the tensor
-  // cores on the tiled copies alone, the same bits as on the default upload.
+  // Uploaded tiled-only (the tiled copies alone) and with both tiled copies
+  // beside the canonical tensors: the tensor cores stream the tiled copies,
+  // with the same bits as on the default upload.
   if (!tc_fp32.empty() && down_tiling_fits(s) && gate_up_tiling_fits(s)) {
-    const auto tiled = DeviceMoeWeights::upload(w, DeviceWeightsOptions::tiled_only());
-    const auto y = fp32_out(*layers.back(), tiled.view());
-    Row r = judge(fmt, "gpu warp tensor-core, tiled-only", ref, y, 2e-5);
-    const bool same = y == tc_fp32;
-    r.pass = r.pass && same;
-    r.note += std::string(r.note.empty() ? "" : "; ") +
-              (same ? "bits equal the default upload's" : "BITS DIFFER from the default upload's");
-    rows.push_back(r);
+    const std::pair<const char*, DeviceWeightsOptions> uploads[] = {
+        {"tiled-only", DeviceWeightsOptions::tiled_only()},
+        {"tiled beside canonical", DeviceWeightsOptions::tiled_beside_canonical()}};
+    for (const auto& [label, options] : uploads) {
+      const auto tiled = DeviceMoeWeights::upload(w, options);
+      WD_CHECK(tiled.view().gate_up_tiled != nullptr && tiled.view().down_tiled != nullptr, "check: the ", label,
+               " upload holds no tiled copies");
+      const auto y = fp32_out(*layers.back(), tiled.view());
+      Row r = judge(fmt, std::string("gpu warp tensor-core, ") + label, ref, y, 2e-5);
+      const bool same = y == tc_fp32;
+      r.pass = r.pass && same;
+      r.note += std::string(r.note.empty() ? "" : "; ") +
+                (same ? "bits equal the default upload's" : "BITS DIFFER from the default upload's");
+      rows.push_back(r);
+    }
   }
   WD_CUDA_CHECK(cudaDeviceSynchronize());
   return rows;
