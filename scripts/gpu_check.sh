@@ -127,6 +127,10 @@ accuracy_study() {
     --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1
   note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-accuracy.json"
 }
+# Its tables, without the per-seed lines (for the summaries).
+accuracy_summary() {
+  grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45
+}
 # The end of every mode that stops early: the summary, the logs packed.
 finish() {
   printf '%s\n' "${SUMMARY[@]}"
@@ -273,7 +277,7 @@ if [ "$MODE" = classical-tables ]; then
   classical_benches "$@"
   if [ "${ACCURACY:-0}" = 1 ]; then accuracy_study; fi
   { grep -E "^# measured" "$LOG/bench-classical.log" | head -1; grep -vE "^#" "$LOG/bench-classical.log"
-    grep -E "^qwen" "$LOG/bench-prefill.log"; [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45; } | tail -150
+    grep -E "^qwen" "$LOG/bench-prefill.log"; [ -f "$LOG/accuracy.log" ] && accuracy_summary; } | tail -150
   finish
 fi
 
@@ -427,6 +431,6 @@ echo "==================== summary ===================="
   [ -f "$LOG/bench-router-stages.log" ] && awk '/^qwen/ {p = $1} $2 == "stage" && $3 == "router" {printf "%-22s router %4s %9s µs\n", p, $1, $4}' "$LOG/bench-router-stages.log"
   [ -f "$LOG/bench-classical.log" ] && grep -vE "^#" "$LOG/bench-classical.log" | tail -60
   [ -f "$LOG/bench-prefill.log" ] && grep -E "^qwen" "$LOG/bench-prefill.log"
-  [ -f "$LOG/accuracy.log" ] && grep -vE "^(accuracy|drift): seed|^  (warp|classical)" "$LOG/accuracy.log" | tail -45
+  [ -f "$LOG/accuracy.log" ] && accuracy_summary
 } | tee "$OUT/summary.txt"
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$LOG"

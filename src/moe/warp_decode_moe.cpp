@@ -42,8 +42,11 @@ struct DeviceMoeWeights::Impl {
     kernels::tile_mxfp8_gate_up(shape, gate_up.data(), gate_up_scales.data(), gate_up_tiled.data(),
                                 gate_up_tiled_scales.data(), stream);
   }
-  // BF16: both tiled copies (tiled_bf16, or tiled-only weights).
+  // BF16: both tiled copies (tiled_bf16, or tiled-only weights), where the
+  // shape takes both layouts, as the MXFP8 copies (check_options refuses
+  // tiled-only weights on any other shape).
   void tile_bf16(cudaStream_t stream) {
+    if (!down_tiling_fits(shape) || !gate_up_tiling_fits(shape)) return;
     down_tiled = DeviceBuffer<uint8_t>(down.bytes());
     gate_up_tiled = DeviceBuffer<uint8_t>(gate_up.bytes());
     kernels::tile_bf16_down(shape, reinterpret_cast<const uint16_t*>(down.data()),
@@ -59,10 +62,7 @@ struct DeviceMoeWeights::Impl {
     if (!bf16)  // measured on the canonical scales, before they may go
       scales_narrow = kernels::max_byte(gate_up_scales.data(), gate_up_scales.bytes(), stream) <= kMxNarrowMaxCode &&
                       kernels::max_byte(down_scales.data(), down_scales.bytes(), stream) <= kMxNarrowMaxCode;
-    // BF16 beside the canonical tensors: where the shape takes both layouts,
-    // as the MXFP8 copies (tiled-only weights were checked by check_options).
-    const bool bf16_tiles = down_tiling_fits(shape) && gate_up_tiling_fits(shape);
-    if (bf16 && (options.tiled_only_bf16 || (options.tiled_bf16 && bf16_tiles))) tile_bf16(stream);
+    if (bf16 && (options.tiled_bf16 || options.tiled_only_bf16)) tile_bf16(stream);
     if (!bf16 && options.tiled_mxfp8_down) tile_down(stream);
     if (!bf16 && options.tiled_mxfp8_gate_up) tile_gate_up(stream);
     WD_CUDA_CHECK(cudaStreamSynchronize(stream));  // the copies are made before a source can go
