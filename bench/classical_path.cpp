@@ -168,17 +168,28 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       const MoeShape shape = preset_shape(preset);
       size_t free_b = 0, total_b = 0;
       WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream);
+      // The tiled copies beside the canonical tensors: warp decode is timed on
+      // both uploads from the same weights (its default configuration on the
+      // default upload reads what that upload holds; the tiled one streams
+      // the copies), the classical path reads the canonical tensors either way.
+      MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream,
+                  warp_supports(f) ? DeviceWeightsOptions::tiled_beside_canonical() : DeviceWeightsOptions{});
+      const bool tiled = warp_supports(f) && warp_streams_tiled(mb.weights(0).view());
       // MXFP8 on sm_90a: the classical path also in W8A16, against the same
       // warp-decode times (DispatchPolicy::kBf16Activations' crossover).
       const bool w8a16 = ClassicalConfig::for_batch(shape, 1, f, ClassicalMoe::wgmma_available(), true).bf16_activations;
       nlohmann::json points = nlohmann::json::array();
-      std::vector<double> warp_times, classical_times, w8a16_times;
+      std::vector<double> warp_times, tiled_times, classical_times, w8a16_times;
       for (int B : ladder) {
-        Measurement wm;
+        Measurement wm, tm;
         if (warp_supports(f)) {
           WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f));
           wm = mb.run(B, wp, opt);
+        }
+        if (tiled) {
+          WarpPath tp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
+          tm = mb.run(B, tp, opt);
+          tiled_times.push_back(tm.experts.us_median);
         }
         const double warp_us = wm.experts.us_median;
         ClassicalPath cp(mb, f, std::nullopt);
@@ -191,10 +202,15 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         if (wm.clock.samples > 0 || cm.clock.samples > 0)
           std::printf("  %5.0f / %5.0f", wm.clock.sm_mhz_median, cm.clock.sm_mhz_median);
         std::printf("\n");
+        if (tiled)
+          std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f  (warp decode on the tiled copies)\n", preset.c_str(),
+                      to_string(f), B, tm.experts.us_median, cl_us, cl_us / tm.experts.us_median);
         nlohmann::json point = {{"batch", B}, {"warp_us", warp_us}, {"classical_us", cl_us}, {"config", cp.config()}};
+        if (tiled) point["warp_tiled_us"] = tm.experts.us_median;
         // The SM clock each path ran at (bench-moe with NVML): a point where
         // warp decode ran slower than the card's usual clock shows it.
         if (wm.clock.samples > 0) point["warp_sm_clock_mhz"] = wm.clock.sm_mhz_median;
+        if (tm.clock.samples > 0) point["warp_tiled_sm_clock_mhz"] = tm.clock.sm_mhz_median;
         if (cm.clock.samples > 0) point["classical_sm_clock_mhz"] = cm.clock.sm_mhz_median;
         if (w8a16) {
           ClassicalPath ap(mb, f, ClassicalConfig::for_batch(shape, B, f, true, true));
@@ -210,23 +226,30 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         std::fflush(stdout);
         points.push_back(point);
       }
-      auto add = [&](const std::vector<double>& times, bool bf16_act, int w8a16_from) {
-        const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp_times, times) : 1;
-        std::printf("# crossover %s %s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
+      // One entry: the classical times against warp decode's on one upload.
+      auto add = [&](const std::vector<double>& warp, const std::vector<double>& times, bool bf16_act, int w8a16_from,
+                     bool tiled_warp) {
+        const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp, times) : 1;
+        std::printf("# crossover %s %s%s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
+                    tiled_warp ? " (warp decode on the tiled copies)" : "",
                     crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
                                                         : ("B >= " + std::to_string(crossover)).c_str());
         table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover,
-                                 bf16_act, w8a16_from});
+                                 bf16_act, w8a16_from, tiled_warp});
         return crossover;
       };
-      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)},
-                            {"crossover", add(classical_times, false, CrossoverEntry::kNever)}, {"points", points}};
+      nlohmann::json lad = {{"preset", preset},
+                            {"format", to_string(f)},
+                            {"crossover", add(warp_times, classical_times, false, CrossoverEntry::kNever, false)},
+                            {"points", points}};
+      if (tiled) lad["tiled_crossover"] = add(tiled_times, classical_times, false, CrossoverEntry::kNever, true);
       if (w8a16) {
         // Where W8A16 beats the default classical configuration (kFastest's choice on the classical side).
         const int from = crossover_from_ladder(ladder, classical_times, w8a16_times);
         std::printf("# W8A16 faster than the default classical configuration %s %s: %s\n", preset.c_str(),
                     to_string(f), from == CrossoverEntry::kNever ? "never" : ("B >= " + std::to_string(from)).c_str());
-        lad["w8a16_crossover"] = add(w8a16_times, true, from);
+        lad["w8a16_crossover"] = add(warp_times, w8a16_times, true, from, false);
+        if (tiled) lad["tiled_w8a16_crossover"] = add(tiled_times, w8a16_times, true, from, true);
         lad["w8a16_from"] = from;
       }
       ladders.push_back(lad);

@@ -33,6 +33,9 @@
 #            no tests: % of the read bandwidth per B, and every B slower than a larger
 #            one by more than 2 % (a cliff the ladder 1, 2, 4, … 64 steps over: PERF_LOG
 #            session 27's bank conflict at B = 24 and 56)
+#     tune:  the crossover tune alone (h200-crossover.json: warp decode on the default
+#            upload and on the tiled copies against the classical path, per preset;
+#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 200)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json), the prefill table
 #             with stages (h200-moe-prefill.json) and the crossover tune
@@ -116,6 +119,23 @@ classical_benches() {
     --json "$OUT/h200-moe-prefill.json" \
     >"$LOG/bench-prefill.log" 2>&1
   note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+}
+# The warp/classical crossover of MoeDispatch (bench-moe --tune; warp decode
+# on the default upload and on the tiled copies), one preset a run so that a
+# timeout loses one ladder, merged into $OUT/h200-crossover.json (copy its
+# entries into src/moe/moe_dispatch.cpp). TUNE_PRESETS (default all three),
+# TUNE_TIMEOUT seconds a preset (default 200).
+crossover_tune() {
+  local t0 p files=()
+  for p in ${TUNE_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
+    t0=$(date +%s)
+    timeout "${TUNE_TIMEOUT:-200}" "$BIN/warpdecode" bench-moe --tune --preset "$p" --format bf16,mxfp8 \
+      --tune-batch 8,16,24,32,48,64,96,128,192,256 --tune-json "$LOG/tune-$p.json" >"$LOG/tune-$p.log" 2>&1
+    note "tune          $p rc=$? ($(( $(date +%s) - t0 )) s)"
+    [ -s "$LOG/tune-$p.json" ] && files+=("$LOG/tune-$p.json")
+  done
+  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
+  note "tune merged   rc=$? -> $OUT/h200-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
 }
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
@@ -281,18 +301,21 @@ if [ "$MODE" = classical-tables ]; then
   finish
 fi
 
+if [ "$MODE" = tune ]; then
+  crossover_tune
+  grep -E "^# crossover" "$LOG"/tune-*.log
+  finish
+fi
+
 if [ "$MODE" = classical ]; then
   classical_tests
   classical_benches "$@"
-  t0=$(date +%s)
-  timeout 240 "$BIN/warpdecode" bench-moe --tune --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8 \
-    --tune-batch 8,16,24,32,48,64,96,128,192,256 --tune-json "$OUT/h200-crossover.json" >"$LOG/tune.log" 2>&1
-  note "tune          rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-crossover.json"
+  crossover_tune
   {
     grep -E "^# measured" "$LOG/bench-classical.log" | head -1
     grep -E "^qwen" "$LOG/bench-classical.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
     grep -E "^qwen" "$LOG/bench-prefill.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
-    grep -E "^# crossover" "$LOG/tune.log"
+    grep -hE "^# crossover" "$LOG"/tune-*.log
   } >"$LOG/classical-table.txt"
   cat "$LOG/classical-table.txt"
   finish

@@ -13,6 +13,10 @@
 // decode, or, above a crossover measured for it, the classical path in W8A16
 // (ClassicalConfig::bf16_activations: MXFP8 weights decoded to BF16, the
 // TMA tile on sm_90a).
+// Weights that hold tiled copies beside the canonical tensors
+// (DeviceWeightsOptions::tiled_beside_canonical()) make warp decode faster;
+// the table holds a crossover measured on such an upload too, and the
+// dispatch uses it for them (CrossoverEntry::tiled_warp).
 // MXFP8 weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can
 // be read by warp decode alone: a call the table sends to the classical path
 // throws (MoeWeightsView::require_canonical) rather than change path.
@@ -63,6 +67,13 @@ struct CrossoverEntry {
   // classical configuration by the same rule (crossover_from_ladder);
   // kFastest runs W8A16 there (JSON "w8a16_from", absent: never).
   int w8a16_from = kNever;
+  // The warp-decode side streamed the tiled copies of both GEMMs' weights
+  // (weights that hold gate_up_tiled: DeviceWeightsOptions::tiled_beside_canonical(),
+  // tiled_only()): on qwen3-30b-a3b 5-21 % (MXFP8) and 7-10 % (BF16)
+  // faster than on the default upload (PERF_LOG session 45), so its
+  // crossover is its own. JSON "warp_weights":
+  // "tiled" (absent: "default").
+  bool tiled_warp = false;
 };
 
 // The crossover a measured ladder gives: the smallest batch from which the
@@ -87,7 +98,7 @@ class CrossoverTable {
   // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
   static CrossoverTable from_environment();
 
-  void set(const CrossoverEntry& e);  // replaces the entry of the same shape, format and activations
+  void set(const CrossoverEntry& e);  // replaces the entry of the same shape, format, activations and warp weights
   const std::vector<CrossoverEntry>& entries() const { return entries_; }
   const std::string& source() const { return source_; }
 
@@ -96,9 +107,16 @@ class CrossoverTable {
   // format scaled to the shape by tokens per expert (B·K/E), the quantity
   // that decides which path wins.
   // bf16_activations: the W8A16 entries (CrossoverEntry::bf16_activations).
-  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false) const;
+  // tiled_warp: warp decode streams tiled copies (CrossoverEntry::tiled_warp):
+  // the tiled entry of this very shape; without one, the default upload's
+  // lookup above. Tiled entries are not scaled to other shapes: the default
+  // entry measured on a shape beats a guess from other shapes, and it errs
+  // towards the classical path (on the default upload warp decode is slower),
+  // which costs speed, never accuracy or correctness.
+  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false, bool tiled_warp = false) const;
   // The W8A16 entry's w8a16_from for this shape and format, scaled the same
-  // way for unmeasured shapes; kNever without one.
+  // way for unmeasured shapes; kNever without one. (W8A16 against W8A8: both
+  // classical, whatever warp decode streams; the default-upload entry's.)
   int w8a16_from(const MoeShape& s, WeightFormat f) const;
 
   // JSON text of the table (what load() reads; bench-moe --tune adds its
@@ -112,11 +130,18 @@ class CrossoverTable {
 
 // The path of a call: pure host logic, the rule MoeDispatch::choose applies
 // (warp_max_batch: the largest batch its warp-decode layer takes; w8a16:
-// whether the classical path runs W8A16 for this shape and device). Throws
-// wd::InvalidArgument for a batch < 1, and for an MXFP8 batch past
-// warp_max_batch under kBf16Activations that W8A16 does not take.
+// whether the classical path runs W8A16 for this shape and device;
+// tiled_warp: whether warp decode streams the weights' tiled copies, which
+// picks the table's tiled entries). Throws wd::InvalidArgument for a batch
+// < 1, and for an MXFP8 batch past warp_max_batch under kBf16Activations
+// that W8A16 does not take.
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false);
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false, bool tiled_warp = false);
+
+// Whether warp decode streams the tiled copies of these weights (its default
+// configuration does wherever the tiled gate_up is present: both copies are
+// uploaded together), i.e. which crossover entries MoeDispatch uses for them.
+inline bool warp_streams_tiled(const MoeWeightsView& w) { return w.gate_up_tiled != nullptr; }
 
 // The classical configuration of a call the dispatch sends to the classical
 // path (pure host logic; sm90a: the device runs the sm_90a kernels): W8A16
@@ -132,7 +157,9 @@ class MoeDispatch {
               DispatchPolicy policy = DispatchPolicy::kFastest);
   ~MoeDispatch();
 
-  MoePath choose(WeightFormat f, int batch) const;
+  // tiled_warp: warp decode streams tiled copies (warp_streams_tiled of the
+  // weights forward() and experts() are given).
+  MoePath choose(WeightFormat f, int batch, bool tiled_warp = false) const;
   DispatchPolicy policy() const { return policy_; }
 
   // Router + experts / experts alone, on the chosen path (same contracts as

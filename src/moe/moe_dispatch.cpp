@@ -81,6 +81,9 @@ CrossoverTable CrossoverTable::load(const std::string& path) {
       const std::string act = j.value("activations", std::string("default"));
       if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
       e.bf16_activations = act == "bf16";
+      const std::string ww = j.value("warp_weights", std::string("default"));
+      if (ww != "default" && ww != "tiled") throw FormatError("warp_weights '" + ww + "' (allowed: default, tiled)");
+      e.tiled_warp = ww == "tiled";
       e.w8a16_from = j.value("w8a16_from", CrossoverEntry::kNever);
       if (e.w8a16_from != CrossoverEntry::kNever && (e.w8a16_from < 1 || !e.bf16_activations))
         throw FormatError("w8a16_from " + std::to_string(e.w8a16_from) +
@@ -107,7 +110,8 @@ CrossoverTable CrossoverTable::from_environment() {
 
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
-    if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.hidden == e.hidden &&
+    if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
+        o.hidden == e.hidden &&
         o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
@@ -116,17 +120,22 @@ void CrossoverTable::set(const CrossoverEntry& e) {
 }
 
 namespace {
-// A batch field of the entries of format f (and activations): the shape's
-// own, or, for other shapes, the field in tokens per expert (median over the
-// format's entries) converted back to a batch.
+// A batch field of the default-upload entries of format f (and
+// activations): the shape's own, or, for other shapes, the field in tokens
+// per expert (median over the format's entries) converted back to a batch.
+// tiled_warp: the shape's own tiled entry first (never scaled: see
+// CrossoverTable::crossover).
 int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
-           int CrossoverEntry::*field) {
+           bool tiled_warp, int CrossoverEntry::*field) {
+  if (tiled_warp)
+    for (const auto& e : entries)
+      if (e.tiled_warp && e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
   for (const auto& e : entries)
-    if (e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
+    if (!e.tiled_warp && e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
   std::vector<double> m;
   bool any = false;
   for (const auto& e : entries) {
-    if (e.format != f || e.bf16_activations != bf16_activations) continue;
+    if (e.tiled_warp || e.format != f || e.bf16_activations != bf16_activations) continue;
     any = true;
     if (e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
   }
@@ -137,12 +146,12 @@ int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, Weight
 }
 }  // namespace
 
-int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations) const {
-  return lookup(entries_, s, f, bf16_activations, &CrossoverEntry::crossover);
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations, bool tiled_warp) const {
+  return lookup(entries_, s, f, bf16_activations, tiled_warp, &CrossoverEntry::crossover);
 }
 
 int CrossoverTable::w8a16_from(const MoeShape& s, WeightFormat f) const {
-  return lookup(entries_, s, f, true, &CrossoverEntry::w8a16_from);
+  return lookup(entries_, s, f, true, false, &CrossoverEntry::w8a16_from);
 }
 
 std::string CrossoverTable::to_json() const {
@@ -157,6 +166,7 @@ std::string CrossoverTable::to_json() const {
                         {"format", to_string(e.format)},
                         {"crossover", e.crossover}};
     if (e.bf16_activations) j["activations"] = "bf16";
+    if (e.tiled_warp) j["warp_weights"] = "tiled";
     if (e.w8a16_from != CrossoverEntry::kNever) j["w8a16_from"] = e.w8a16_from;
     doc["entries"].push_back(j);
   }
@@ -171,12 +181,12 @@ bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == Weig
 }  // namespace
 
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16) {
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16, bool tiled_warp) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_streams(f)) return MoePath::kClassical;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
     if (w8a16) {
-      const int c = table.crossover(shape, f, true);
+      const int c = table.crossover(shape, f, true, tiled_warp);
       if (batch > warp_max_batch || (c != CrossoverEntry::kNever && batch >= c)) return MoePath::kClassical;
     }
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
@@ -184,7 +194,7 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
     return MoePath::kWarp;
   }
   if (batch > warp_max_batch) return MoePath::kClassical;
-  const int c = table.crossover(shape, f);
+  const int c = table.crossover(shape, f, false, tiled_warp);
   return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
 }
 
@@ -214,16 +224,16 @@ ClassicalConfig classical_config(const CrossoverTable& t, const MoeShape& s, Wei
 }
 }  // namespace
 
-MoePath MoeDispatch::choose(WeightFormat f, int batch) const {
+MoePath MoeDispatch::choose(WeightFormat f, int batch, bool tiled_warp) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
   const bool w8a16 = batch >= 1 && ClassicalConfig::for_batch(shape_, batch, f, ClassicalMoe::wgmma_available(), true)
                                        .bf16_activations;
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16);
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, tiled_warp);
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                           cudaStream_t stream) const {
-  if (choose(w.format, batch) == MoePath::kWarp) {
+  if (choose(w.format, batch, warp_streams_tiled(w)) == MoePath::kWarp) {
     warp_->forward(w, x, batch, out, stream);
     return;
   }
@@ -232,7 +242,7 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
-  if (choose(w.format, routing.batch) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
+  if (choose(w.format, routing.batch, warp_streams_tiled(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
   else classical_->experts(w, x, routing, out, classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
 }
 

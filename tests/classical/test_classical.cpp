@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -984,6 +985,59 @@ TEST(Classical, ForwardAndDispatch) {
                                                                             << " classical forward";
       if (f != WeightFormat::kBF16) note_tail(e_emu, to_string(f) + std::string(" forward"));
     }
+  }
+}
+
+// Weights with tiled copies beside the canonical tensors
+// (tiled_beside_canonical) take the table's tiled entries: between the
+// default upload's crossover (16) and the tiled one (48), the dispatch runs
+// warp decode on them, bit for bit what WarpDecodeMoe computes, and the
+// classical path on the default upload, bit for bit what ClassicalMoe
+// computes with the dispatch's configuration. The two paths' bits differ on
+// these inputs (checked), so either comparison fails on the wrong path.
+TEST(Classical, DispatchTakesTheTiledCrossoverForTiledWeights) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  const int B = 32;
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights tiled = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_beside_canonical());
+    ASSERT_TRUE(warp_streams_tiled(tiled.view())) << to_string(f);
+    ASSERT_FALSE(warp_streams_tiled(layer.view())) << to_string(f);
+    CrossoverTable table;
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 48, false, CrossoverEntry::kNever,
+                             true});
+    MoeDispatch moe(s, 64, table);
+    EXPECT_EQ(moe.choose(f, B), MoePath::kClassical) << to_string(f);
+    EXPECT_EQ(moe.choose(f, B, true), MoePath::kWarp) << to_string(f);
+    EXPECT_EQ(moe.choose(f, 48, true), MoePath::kClassical) << to_string(f);
+
+    const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+    DeviceBuffer<uint16_t> dx(x);
+    auto run = [&](const std::function<void(const MoeOutput&)>& call) {
+      DeviceBuffer<float> dy(size_t(B) * s.hidden);
+      dy.fill_bytes(0xFF);  // NaN: an output left unwritten differs from every computed one
+      call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
+      return dy.download();
+    };
+    const auto dispatched_tiled = run([&](const MoeOutput& o) { moe.forward(tiled.view(), dx.data(), B, o, nullptr); });
+    const auto warp = run([&](const MoeOutput& o) { moe.warp().forward(tiled.view(), dx.data(), B, o, nullptr); });
+    const auto dispatched_default =
+        run([&](const MoeOutput& o) { moe.forward(layer.view(), dx.data(), B, o, nullptr); });
+    const ClassicalConfig cfg =
+        dispatch_classical_config(table, s, f, B, DispatchPolicy::kFastest, ClassicalMoe::wgmma_available());
+    const auto classical =
+        run([&](const MoeOutput& o) { moe.classical().forward(layer.view(), dx.data(), B, o, cfg, nullptr); });
+    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    ASSERT_FALSE(same_bits(warp, classical)) << to_string(f) << ": the two paths agree bit for bit on these inputs";
+    EXPECT_TRUE(same_bits(dispatched_tiled, warp)) << to_string(f) << ": tiled weights at B = " << B;
+    EXPECT_TRUE(same_bits(dispatched_default, classical)) << to_string(f) << ": default upload at B = " << B;
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                              reference::Precision::kFP64);
+    EXPECT_LE(rel_l2(exact, std::vector<double>(warp.begin(), warp.end())), 1e-2) << to_string(f);
   }
 }
 

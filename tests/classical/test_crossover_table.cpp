@@ -88,19 +88,26 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
   for (const auto& l : doc.at("ladders")) {
     const MoeShape s = preset_shape(l.at("preset").get<std::string>());
     const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
-    // The default classical configuration, and (MXFP8) W8A16 where measured.
+    // The default classical configuration, and (MXFP8) W8A16 where measured;
+    // each against warp decode on the default upload and, where measured, on
+    // the tiled copies.
+    for (bool tiled : {false, true})
     for (bool a16 : {false, true}) {
-      if (a16 && !l.contains("w8a16_crossover")) continue;
+      const std::string key = std::string(tiled ? "tiled_" : "") + (a16 ? "w8a16_crossover" : "crossover");
+      if (!l.contains(key)) {
+        EXPECT_TRUE(a16 || tiled) << l.at("preset") << ": no " << key;
+        continue;
+      }
       std::vector<int> b;
       std::vector<double> w, c;
       for (const auto& pt : l.at("points")) {
         b.push_back(pt.at("batch").get<int>());
-        w.push_back(pt.at("warp_us").get<double>());
+        w.push_back(pt.at(tiled ? "warp_tiled_us" : "warp_us").get<double>());
         c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
       }
       const int x = crossover_from_ladder(b, w, c);
-      EXPECT_EQ(l.at(a16 ? "w8a16_crossover" : "crossover").get<int>(), x) << l.at("preset") << " " << l.at("format");
-      EXPECT_EQ(measured.crossover(s, f, a16), x) << l.at("preset") << (a16 ? " W8A16" : "");
+      EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
+      EXPECT_EQ(measured.crossover(s, f, a16, tiled), x) << l.at("preset") << " " << key;
       if (a16) {
         // W8A16 against the default classical configuration, same rule.
         std::vector<double> d;
@@ -146,6 +153,65 @@ TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
     EXPECT_THROW(CrossoverTable::load(bad), FormatError) << text;
     std::remove(bad.c_str());
   }
+}
+
+// Entries measured with warp decode on the tiled copies ("warp_weights":
+// "tiled") sit beside the default upload's: a tiled lookup takes the shape's
+// own tiled entry, else the default lookup (exact or scaled); they survive
+// the round trip; an unknown value is a FormatError.
+TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
+  const std::string path = write_temp(R"({"entries": [
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": 48},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": 96, "warp_weights": "tiled"},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": 64, "activations": "bf16", "w8a16_from": 128},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "mxfp8", "crossover": -1, "activations": "bf16", "w8a16_from": 128, "warp_weights": "tiled"},
+    {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+     "format": "bf16", "crossover": 64}]})");
+  const CrossoverTable t = CrossoverTable::load(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(t.entries().size(), 5u);
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  const MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
+  for (const CrossoverTable& u : {t, [&] {
+         const std::string again = write_temp(t.to_json());
+         CrossoverTable v = CrossoverTable::load(again);
+         std::remove(again.c_str());
+         return v;
+       }()}) {
+    EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8), 48);
+    EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8, false, true), 96);
+    EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8, true), 64);
+    EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8, true, true), CrossoverEntry::kNever);
+    EXPECT_EQ(u.w8a16_from(s, WeightFormat::kMXFP8), 128);
+    // No tiled BF16 entry: the default one.
+    EXPECT_EQ(u.crossover(s, WeightFormat::kBF16, false, true), 64);
+    // Another shape: the default entries scaled (48 · 8/128 = 3 tokens per
+    // expert -> 60 on E = 160), never the tiled ones (96 -> 120).
+    EXPECT_EQ(u.crossover(coder, WeightFormat::kMXFP8, false, true), 60);
+    EXPECT_EQ(u.crossover(coder, WeightFormat::kMXFP8), 60);
+  }
+  // choose_path: the tiled entry for tiled weights, under both policies.
+  using P = DispatchPolicy;
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kFastest), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kFastest, false, true), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 96, 4096, P::kFastest, false, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kBf16Activations, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 1024, 4096, P::kBf16Activations, true, true), MoePath::kWarp);
+  // set() replaces the entry of the same key only.
+  CrossoverTable w = t;
+  w.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 128,
+                       false, CrossoverEntry::kNever, true});
+  EXPECT_EQ(w.entries().size(), 5u);
+  EXPECT_EQ(w.crossover(s, WeightFormat::kMXFP8, false, true), 128);
+  EXPECT_EQ(w.crossover(s, WeightFormat::kMXFP8), 48);
+  const std::string bad = write_temp(R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+    "top_k": 8, "format": "mxfp8", "crossover": 3, "warp_weights": "packed"}]})");
+  EXPECT_THROW(CrossoverTable::load(bad), FormatError);
+  std::remove(bad.c_str());
 }
 
 // kFastest's classical configuration for MXFP8: W8A8 below the W8A16 entry's
@@ -194,6 +260,7 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     EXPECT_EQ(a.preset, b.preset);
     EXPECT_EQ(a.format, b.format) << a.preset;
     EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
+    EXPECT_EQ(a.tiled_warp, b.tiled_warp) << a.preset;
     EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
     EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
     EXPECT_EQ(a.hidden, b.hidden);
