@@ -150,7 +150,11 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 }
 
 // ---- crossover tuning ------------------------------------------------------------------------
-std::vector<int> default_tune_ladder() { return {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}; }
+// 65-80: warp decode walks the tokens in groups of 64, so its time steps up
+// at 65, where on the tiled copies the crossover falls (session 46).
+std::vector<int> default_tune_ladder() {
+  return {1, 2, 4, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 192, 256, 384, 512, 768, 1024};
+}
 
 void tune_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                     const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,

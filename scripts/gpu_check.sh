@@ -35,7 +35,7 @@
 #            session 27's bank conflict at B = 24 and 56)
 #     tune:  the crossover tune alone (h200-crossover.json: warp decode on the default
 #            upload and on the tiled copies against the classical path, per preset;
-#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 200)
+#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json), the prefill table
 #             with stages (h200-moe-prefill.json) and the crossover tune
@@ -73,8 +73,8 @@ SUMMARY=()
 START=$(date +%s)
 # The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
 # PDL hand-off, wgmma FP8 accumulation): every mode but quick, which must fit
-# in one device call; MICRO=1 or 0 overrides.
-MICRO=${MICRO:-$([ "$MODE" = quick ] && echo 0 || echo 1)}
+# in one device call, and tune; MICRO=1 or 0 overrides.
+MICRO=${MICRO:-$([ "$MODE" = quick ] || [ "$MODE" = tune ] && echo 0 || echo 1)}
 note() { SUMMARY+=("$1"); }
 # The warp-decode GPU tests alone (sweep and compare modes).
 warp_tests() {
@@ -124,13 +124,16 @@ classical_benches() {
 # on the default upload and on the tiled copies), one preset a run so that a
 # timeout loses one ladder, merged into $OUT/h200-crossover.json (copy its
 # entries into src/moe/moe_dispatch.cpp). TUNE_PRESETS (default all three),
-# TUNE_TIMEOUT seconds a preset (default 200).
+# TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80:
+# warp decode walks the tokens in groups of 64, so its time steps up at 65
+# (a second pass over the experts), and on the tiled copies it beats the
+# classical path at every B <= 64 (session 46).
 crossover_tune() {
   local t0 p files=()
   for p in ${TUNE_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
     t0=$(date +%s)
-    timeout "${TUNE_TIMEOUT:-200}" "$BIN/warpdecode" bench-moe --tune --preset "$p" --format bf16,mxfp8 \
-      --tune-batch 8,16,24,32,48,64,96,128,192,256 --tune-json "$LOG/tune-$p.json" >"$LOG/tune-$p.log" 2>&1
+    timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune --preset "$p" --format bf16,mxfp8 \
+      --tune-batch 8,16,24,32,48,64,65,72,80,96,128,192,256 --tune-json "$LOG/tune-$p.json" >"$LOG/tune-$p.log" 2>&1
     note "tune          $p rc=$? ($(( $(date +%s) - t0 )) s)"
     [ -s "$LOG/tune-$p.json" ] && files+=("$LOG/tune-$p.json")
   done

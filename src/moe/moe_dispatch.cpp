@@ -24,21 +24,30 @@ bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
   return e.hidden == s.hidden && e.intermediate == s.intermediate && e.experts == s.experts && e.top_k == s.top_k;
 }
 
-// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json);
-// regenerate with that command and copy the entries here.
+// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
+// `scripts/gpu_check.sh tune`, session 46); regenerate with that command and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
   return {
       // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
-      // crossover, then w8a16_from)
+      // crossover, w8a16_from (, warp decode on the tiled copies))
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 72, false, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 72},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80, false, CrossoverEntry::kNever, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 64, true, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 72, true, 64, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 72, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 72},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 65, true, 65},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 72, true, 65, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 72, false, CrossoverEntry::kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 64},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80, false, CrossoverEntry::kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 72, true, 96},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80, true, 96, true},
   };
 }
 
