@@ -138,6 +138,11 @@ class CrossoverTable {
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false, bool tiled_warp = false);
 
+// Whether the classical path runs W8A16 (MXFP8 weights decoded to BF16,
+// BF16 activations) for this shape and batch on a device with the sm_90a
+// kernels (sm90a) or without: choose_path's w8a16, as MoeDispatch passes it.
+bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a);
+
 // Whether warp decode streams the tiled copies of these weights (its default
 // configuration does wherever the tiled gate_up is present: both copies are
 // uploaded together), i.e. which crossover entries MoeDispatch uses for them.

@@ -184,7 +184,6 @@ std::string CrossoverTable::to_json() const {
 
 // ---- MoeDispatch ---------------------------------------------------------------------
 namespace {
-constexpr int kWarpMaxBatch = 4096;  // WarpDecodeMoe's limit
 
 bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
 }  // namespace
@@ -209,7 +208,7 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
 
 MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table, DispatchPolicy policy)
     : shape_(shape), table_(std::move(table)), policy_(policy) {
-  warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, kWarpMaxBatch));
+  warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, WarpDecodeMoe::kMaxBatch));
   classical_ = std::make_unique<ClassicalMoe>(shape, max_batch);
 }
 
@@ -233,10 +232,13 @@ ClassicalConfig classical_config(const CrossoverTable& t, const MoeShape& s, Wei
 }
 }  // namespace
 
+bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
+  return batch >= 1 && ClassicalConfig::for_batch(shape, batch, f, sm90a, true).bf16_activations;
+}
+
 MoePath MoeDispatch::choose(WeightFormat f, int batch, bool tiled_warp) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
-  const bool w8a16 = batch >= 1 && ClassicalConfig::for_batch(shape_, batch, f, ClassicalMoe::wgmma_available(), true)
-                                       .bf16_activations;
+  const bool w8a16 = w8a16_runs(shape_, f, batch, ClassicalMoe::wgmma_available());
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, tiled_warp);
 }
 

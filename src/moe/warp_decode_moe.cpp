@@ -333,8 +333,8 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily 
   WD_CHECK(family != KernelFamily::kTensorCores || WarpDecodeConfig::tensor_cores_fit(shape),
            "warp decode: the tensor-core kernels need H % 256 == 0 and I % 64 == 0 (H = ", shape.hidden,
            ", I = ", shape.intermediate, "); use KernelFamily::kScalar or kAuto");
-  WD_CHECK(max_batch >= 1 && max_batch <= 4096, "warp decode: max_batch = ", max_batch,
-           " must be in [1, 4096]");
+  WD_CHECK(max_batch >= 1 && max_batch <= kMaxBatch, "warp decode: max_batch = ", max_batch,
+           " must be in [1, ", kMaxBatch, "]");
   const size_t BK = size_t(max_batch) * shape.top_k;
   ws_->h = DeviceBuffer<float>(BK * shape.intermediate);
   ws_->ids = DeviceBuffer<int32_t>(BK);

@@ -1,7 +1,12 @@
 // The warpdecode binary as a user runs it: exit status and the one-line error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -63,7 +68,59 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("bench-moe --batch 1-64:0", "batch '1-64:0'");
   expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
   expect_error("bench-moe --routing zipf", "zipf not in {uniform,balanced}");
+  expect_error("dispatch --upload fancy", "--upload 'fancy'");
+  expect_error("dispatch --policy slowest", "--policy 'slowest'");
+  expect_error("dispatch --sm90a maybe", "--sm90a 'maybe'");
+  expect_error("dispatch --table /nonexistent/crossover.json", "cannot read '/nonexistent/crossover.json'");
 #endif
 }
+
+#ifdef WD_HAVE_CUDA
+// The path column of `warpdecode dispatch`'s row for this format, upload and
+// batch ("" when there is none).
+std::string dispatch_path(const std::string& output, const std::string& format, const std::string& upload, int batch) {
+  size_t start = 0;
+  while (start < output.size()) {
+    const size_t end = std::min(output.find('\n', start), output.size());
+    std::istringstream line(output.substr(start, end - start));
+    start = end + 1;
+    std::string shape, f, u, crossover, path;
+    int b = 0;
+    if (line >> shape >> f >> u >> crossover >> b >> path && f == format && u == upload && b == batch) return path;
+  }
+  return "";
+}
+
+// `warpdecode dispatch` applies MoeDispatch's rule to the table it is given:
+// the default upload's entry, the tiled one for tiled weights, FP8 block-128
+// always classical, and under bf16-activations without the sm_90a kernels a
+// batch past warp decode's maximum refused.
+TEST(Cli, DispatchShowsEachBatchsPath) {
+  char name[] = "/tmp/wd_cli_crossover_XXXXXX";
+  const int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  const std::string table = R"({"entries": [
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 48},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 96,
+     "warp_weights": "tiled"}]})";
+  ASSERT_EQ(write(fd, table.data(), table.size()), ssize_t(table.size()));
+  close(fd);
+  const Result r = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8,fp8-block128 --batch 1,47,48,95,96 "
+                                   "--sm90a yes --table ") + name);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "default", 47), "warp") << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "default", 48), "classical") << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled", 95), "warp") << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled", 96), "classical") << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "default", 1), "classical") << r.output;
+  EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "tiled", 1), "") << r.output;  // no tiled copies of it
+  const Result a16 = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8 --batch 64,65 --upload default "
+                                     "--policy bf16-activations --sm90a no --max-batch 64 --table ") + name);
+  EXPECT_EQ(a16.status, 0) << a16.output;
+  EXPECT_EQ(dispatch_path(a16.output, "mxfp8", "default", 64), "warp") << a16.output;
+  EXPECT_EQ(dispatch_path(a16.output, "mxfp8", "default", 65), "refused") << a16.output;
+  std::remove(name);
+}
+#endif
 
 }  // namespace

@@ -18,6 +18,7 @@ void add_all(CLI::App& app) {
 #endif
 #ifdef WD_HAVE_CUDA
   add_bench_moe(app);
+  add_dispatch(app);
 #endif
 }
 

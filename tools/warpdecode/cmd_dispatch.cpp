@@ -1,0 +1,105 @@
+// warpdecode dispatch: the path MoeDispatch takes for each batch (warp decode
+// or the classical path, and the classical configuration), from the crossover
+// table it would load, for a shape, weight formats, uploads and a policy.
+// Pure host logic (choose_path, dispatch_classical_config): no GPU needed.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tools/warpdecode/batch_list.h"
+#include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/shape_options.h"
+#include "warpdecode/classical.h"
+#include "warpdecode/error.h"
+#include "warpdecode/moe_dispatch.h"
+#include "warpdecode/warp_decode.h"
+
+namespace wd::cli {
+namespace {
+
+struct DispatchOptions {
+  ShapeOptions shape;
+  std::vector<std::string> formats{"bf16", "mxfp8"};
+  std::vector<int> batches{1, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 256, 1024, 4096};
+  std::vector<std::string> uploads{"default", "tiled"};
+  std::string policy = "fastest";
+  std::string table;  // empty: $WD_MOE_CROSSOVER, else the built-in table
+  int max_batch = 4096;
+  std::string sm90a = "auto";
+};
+
+void run(const DispatchOptions& o) {
+  const MoeShape shape = o.shape.resolve();
+  std::vector<WeightFormat> formats;
+  for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
+  std::vector<bool> tiled;
+  for (const auto& u : o.uploads) {
+    WD_CHECK(u == "default" || u == "tiled", "--upload '", u, "': expected default or tiled");
+    tiled.push_back(u == "tiled");
+  }
+  WD_CHECK(o.policy == "fastest" || o.policy == "bf16-activations", "--policy '", o.policy,
+           "': expected fastest or bf16-activations");
+  const DispatchPolicy policy = o.policy == "fastest" ? DispatchPolicy::kFastest : DispatchPolicy::kBf16Activations;
+  WD_CHECK(o.sm90a == "auto" || o.sm90a == "yes" || o.sm90a == "no", "--sm90a '", o.sm90a,
+           "': expected auto, yes or no");
+  WD_CHECK(o.max_batch >= 1, "--max-batch ", o.max_batch, " must be >= 1");
+  const bool sm90a = o.sm90a == "auto" ? ClassicalMoe::wgmma_available() : o.sm90a == "yes";
+  const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment() : CrossoverTable::load(o.table);
+  const int warp_max = std::min(o.max_batch, WarpDecodeMoe::kMaxBatch);
+
+  std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",
+              table.source().c_str(), sm90a ? "yes" : "no", o.sm90a == "auto" ? " (this machine)" : " (--sm90a)",
+              to_string(policy), warp_max);
+  std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical() (or tiled_only(), "
+              "where the classical rows throw: no canonical tensors), whose warp decode streams the tiled copies\n");
+  std::printf("%-22s %-13s %-8s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
+              "classical configuration");
+  for (WeightFormat f : formats)
+    for (bool t : tiled) {
+      // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
+      const bool warp_format = f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8;
+      if (t && !warp_format) continue;
+      const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
+      const int c = table.crossover(shape, f, a16_entry, t);
+      const std::string cross = !warp_format ? "-" : c == CrossoverEntry::kNever ? "never" : std::to_string(c);
+      for (int B : o.batches) {
+        std::string path, config = "-";
+        try {
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16_runs(shape, f, B, sm90a), t);
+          path = to_string(p);
+          if (p == MoePath::kClassical) config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
+        } catch (const InvalidArgument& e) {
+          path = "refused";
+          config = e.what();
+        }
+        std::printf("%-22s %-13s %-8s %9s %5d  %-10s %s\n", o.shape.label().c_str(), to_string(f), t ? "tiled" : "default",
+                    cross.c_str(), B, path.c_str(), config.c_str());
+      }
+    }
+}
+
+}  // namespace
+
+void add_dispatch(CLI::App& app) {
+  auto o = std::make_shared<DispatchOptions>();
+  auto* cmd = app.add_subcommand(
+      "dispatch", "Show the path MoeDispatch takes for each batch (warp decode or the classical path) from its crossover table");
+  o->shape.add_to(cmd);
+  cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128")->delimiter(',')->capture_default_str();
+  add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
+  cmd->add_option("--upload", o->uploads,
+                  "Uploads: default (DeviceWeightsOptions{}), tiled (tiled_beside_canonical(): warp decode on the tiled copies)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--policy", o->policy, "Dispatch policy: fastest or bf16-activations")->capture_default_str();
+  cmd->add_option("--table", o->table, "Crossover table file (bench-moe --tune); default: $WD_MOE_CROSSOVER, else built in");
+  cmd->add_option("--max-batch", o->max_batch, "The MoeDispatch object's max_batch")->capture_default_str();
+  cmd->add_option("--sm90a", o->sm90a,
+                  "Whether the device runs the sm_90a classical kernels (W8A16, the TMA tiles): auto (this machine), yes, no")
+      ->capture_default_str();
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace wd::cli
