@@ -13,8 +13,6 @@ WeightFormat held_format(WeightFormat run_format) {
   return run_format == WeightFormat::kFP8Block128 ? WeightFormat::kBF16 : run_format;
 }
 
-bool warp_supports(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
-
 namespace {
 constexpr ClassicalStage kExpertStages[] = {ClassicalStage::kAlign,   ClassicalStage::kPermute,
                                             ClassicalStage::kGateUp,  ClassicalStage::kSiluMul,
@@ -177,8 +175,8 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       // default upload reads what that upload holds; the tiled one streams
       // the copies), the classical path reads the canonical tensors either way.
       MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream,
-                  warp_supports(f) ? DeviceWeightsOptions::tiled_beside_canonical() : DeviceWeightsOptions{});
-      const bool tiled = warp_supports(f) && warp_streams_tiled(mb.weights(0).view());
+                  warp_decode_streams(f) ? DeviceWeightsOptions::tiled_beside_canonical() : DeviceWeightsOptions{});
+      const bool tiled = warp_decode_streams(f) && warp_streams_tiled(mb.weights(0).view());
       // MXFP8 on sm_90a: the classical path also in W8A16, against the same
       // warp-decode times (DispatchPolicy::kBf16Activations' crossover).
       const bool w8a16 = ClassicalConfig::for_batch(shape, 1, f, ClassicalMoe::wgmma_available(), true).bf16_activations;
@@ -186,7 +184,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       std::vector<double> warp_times, tiled_times, classical_times, w8a16_times;
       for (int B : ladder) {
         Measurement wm, tm;
-        if (warp_supports(f)) {
+        if (warp_decode_streams(f)) {
           WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f));
           wm = mb.run(B, wp, opt);
         }
@@ -233,7 +231,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       // One entry: the classical times against warp decode's on one upload.
       auto add = [&](const std::vector<double>& warp, const std::vector<double>& times, bool bf16_act, int w8a16_from,
                      bool tiled_warp) {
-        const int crossover = warp_supports(f) ? crossover_from_ladder(ladder, warp, times) : 1;
+        const int crossover = warp_decode_streams(f) ? crossover_from_ladder(ladder, warp, times) : 1;
         std::printf("# crossover %s %s%s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
                     tiled_warp ? " (warp decode on the tiled copies)" : "",
                     crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"

@@ -20,8 +20,6 @@ namespace wd::bench {
 // is derived by the classical path from BF16 copies at prepare time (the
 // harness's device weights are BF16 or MXFP8).
 WeightFormat held_format(WeightFormat run_format);
-// Whether warp decode streams this format.
-bool warp_supports(WeightFormat f);
 
 // Bytes each classical stage must move per call (read + written), from the
 // shape, format, configuration (W8A16's BF16 activations, SiLU·up fused,

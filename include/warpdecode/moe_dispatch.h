@@ -138,6 +138,10 @@ class CrossoverTable {
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false, bool tiled_warp = false);
 
+// Whether warp decode streams weights of this format (BF16, MXFP8); the
+// others (FP8 block-128) always run the classical path.
+inline bool warp_decode_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
+
 // Whether the classical path runs W8A16 (MXFP8 weights decoded to BF16,
 // BF16 activations) for this shape and batch on a device with the sm_90a
 // kernels (sm90a) or without: choose_path's w8a16, as MoeDispatch passes it.

@@ -120,8 +120,7 @@ CrossoverTable CrossoverTable::from_environment() {
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
     if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
-        o.hidden == e.hidden &&
-        o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
+        o.hidden == e.hidden && o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
     }
@@ -183,15 +182,10 @@ std::string CrossoverTable::to_json() const {
 }
 
 // ---- MoeDispatch ---------------------------------------------------------------------
-namespace {
-
-bool warp_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
-}  // namespace
-
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16, bool tiled_warp) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
-  if (!warp_streams(f)) return MoePath::kClassical;
+  if (!warp_decode_streams(f)) return MoePath::kClassical;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
     if (w8a16) {
       const int c = table.crossover(shape, f, true, tiled_warp);

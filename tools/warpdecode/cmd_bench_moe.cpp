@@ -246,7 +246,7 @@ void run(const Opts& o) {
         // The default on these weights (whether they hold the tiled gate_up copy).
         const WarpDecodeConfig dflt =
             WarpDecodeConfig::for_batch(shapes[si], B, f, family, held.gate_up_tiled != nullptr);
-        auto configs = (o.no_warp || !bench::warp_supports(f)) ? std::vector<WarpDecodeConfig>{}
+        auto configs = (o.no_warp || !warp_decode_streams(f)) ? std::vector<WarpDecodeConfig>{}
                        : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
                        : o.families ? family_configs(shapes[si], B, f, dflt)
                                     : std::vector<WarpDecodeConfig>{dflt};

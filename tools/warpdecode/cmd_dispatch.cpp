@@ -59,7 +59,7 @@ void run(const DispatchOptions& o) {
   for (WeightFormat f : formats)
     for (bool t : tiled) {
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
-      const bool warp_format = f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8;
+      const bool warp_format = warp_decode_streams(f);
       if (t && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
       const int c = table.crossover(shape, f, a16_entry, t);
