@@ -44,7 +44,7 @@ void print_row(const Row& r) {
   if (!std::isnan(r.rel_l2)) std::snprintf(err, sizeof err, "%.3e", r.rel_l2);
   if (!std::isnan(r.max_rel)) std::snprintf(mx, sizeof mx, "%.3e", r.max_rel);
   if (!std::isnan(r.tolerance)) std::snprintf(tol, sizeof tol, "%.0e", r.tolerance);
-  std::printf("%-6s %-32s %-10s %-10s %-8s %-5s %s\n", r.format.c_str(), r.path.c_str(), err, mx,
+  std::printf("%-6s %-45s %-10s %-10s %-8s %-5s %s\n", r.format.c_str(), r.path.c_str(), err, mx,
               tol, r.pass ? "pass" : "FAIL", r.note.c_str());
   std::fflush(stdout);
 }
@@ -189,7 +189,7 @@ void add_check(CLI::App& app) {
       if (reference::min_topk_gap(routing, s.experts) > 1e-4) break;
     }
 
-    std::printf("%-6s %-32s %-10s %-10s %-8s %-5s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
+    std::printf("%-6s %-45s %-10s %-10s %-8s %-5s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
     int failed = 0, total = 0;
     for (const char* f : {"bf16", "mxfp8"}) {
       if (o->format != "all" && o->format != f) continue;
