@@ -5,13 +5,13 @@
 # run every GPU test, the compute-sanitizer passes and the benchmarks, and
 # print a short table last.
 #
-#   scripts/gpu_check.sh [quick|full|bench] [extra bench-moe args...]
+#   scripts/gpu_check.sh [quick|full|bench|tune|...] [extra bench-moe args...]
 #     quick: GPU tests + sanitizers + bench-moe on qwen3-30b-a3b (B = 1, 8, 32) + the
 #            quick peers; no stand-alone benches (MICRO=1 adds them). Fits in one
 #            10-minute device call; full does not. Every committed table in three
 #            calls: `bench` (warp decode, the router, the PyTorch peers), then
 #            `ACCURACY=1 classical-tables` (side-by-side, prefill, accuracy), then
-#            `classical` for the crossover tune (and the classical tests)
+#            `tune` for the crossover (h200-crossover.json, about 5 minutes)
 #     full:  GPU tests + sanitizers + bench-moe on all presets and batches
 #     bench: no tests: bench-moe on the three presets (default and tiled-only
 #            uploads: h200-moe.json, h200-moe-tiled-only.json), the router's
