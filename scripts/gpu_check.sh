@@ -37,9 +37,11 @@
 #            upload and on the tiled copies against the classical path, per preset;
 #            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
-#             table beside warp decode (h200-moe-classical.json), the prefill table
-#             with stages (h200-moe-prefill.json) and the crossover tune
-#             (h200-crossover.json: copy its entries into src/moe/moe_dispatch.cpp)
+#             table beside warp decode (h200-moe-classical.json) and the prefill table
+#             with stages (h200-moe-prefill.json); TUNE=1 adds the crossover tune
+#             (h200-crossover.json: copy its entries into src/moe/moe_dispatch.cpp),
+#             which takes about 5 minutes for the three presets: the `tune` mode
+#             runs it in a call of its own
 #     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
 #              --families (the default beside the other kernel family, scalar /
 #              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
@@ -313,12 +315,12 @@ fi
 if [ "$MODE" = classical ]; then
   classical_tests
   classical_benches "$@"
-  crossover_tune
+  [ "${TUNE:-0}" = 1 ] && crossover_tune
   {
     grep -E "^# measured" "$LOG/bench-classical.log" | head -1
     grep -E "^qwen" "$LOG/bench-classical.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
     grep -E "^qwen" "$LOG/bench-prefill.log" | awk '{printf "%-16s %-13s %4s %-24s %9s\n", $1, $2, $3, $4, $5}'
-    grep -hE "^# crossover" "$LOG"/tune-*.log
+    grep -hsE "^# crossover" "$LOG"/tune-*.log
   } >"$LOG/classical-table.txt"
   cat "$LOG/classical-table.txt"
   finish
