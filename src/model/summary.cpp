@@ -1,7 +1,9 @@
 // Parameter counts and GPU memory per format. See warpdecode/model/summary.h.
 #include "warpdecode/model/summary.h"
 
+#include "warpdecode/down_tiling.h"
 #include "warpdecode/formats.h"
+#include "warpdecode/gate_up_tiling.h"
 
 namespace wd::model {
 namespace {
@@ -29,6 +31,9 @@ ModelSummary summarize(const ModelWeights& w, const Checkpoint& ckpt) {
   if (!c.tie_word_embeddings) all.add(w.lm_head, false);
   s.params_embedding = all.params - w.norm.numel();
   uint64_t unused_experts = 0;
+  // The upload tiles a copy only where the shape takes its layout.
+  const bool down_fits = c.num_moe_layers() > 0 && down_tiling_fits(c.moe_shape());
+  const bool gate_up_fits = c.num_moe_layers() > 0 && gate_up_tiling_fits(c.moe_shape());
   for (const LayerWeights& L : w.layers) {
     for (const Matrix* m : {&L.input_layernorm, &L.post_attention_layernorm, &L.attn.q_proj, &L.attn.k_proj,
                             &L.attn.v_proj, &L.attn.o_proj, &L.attn.q_norm, &L.attn.k_norm})
@@ -44,9 +49,12 @@ ModelSummary summarize(const ModelWeights& w, const Checkpoint& ckpt) {
         all.add(m, true);
         layer_experts += m.numel();
       }
-    for (const Matrix& m : L.experts.down) s.gpu_bytes_mxfp8_tiled_down += m.numel() + m.numel() / kMxBlock;
-    for (const auto* v : {&L.experts.gate, &L.experts.up})
-      for (const Matrix& m : *v) s.gpu_bytes_mxfp8_tiled_gate_up += m.numel() + m.numel() / kMxBlock;
+    if (down_fits)
+      for (const Matrix& m : L.experts.down) s.gpu_bytes_mxfp8_tiled_down += m.numel() + m.numel() / kMxBlock;
+    if (gate_up_fits)
+      for (const auto* v : {&L.experts.gate, &L.experts.up})
+        for (const Matrix& m : *v) s.gpu_bytes_mxfp8_tiled_gate_up += m.numel() + m.numel() / kMxBlock;
+    if (down_fits && gate_up_fits) s.gpu_bytes_bf16_tiled += 2 * layer_experts;
     s.params_experts += layer_experts;
     unused_experts += layer_experts / uint64_t(c.num_experts) * uint64_t(c.num_experts - c.num_experts_per_tok);
   }

@@ -46,13 +46,35 @@ TEST(InspectCli, PrintsShapeDtypesParametersAndMemory) {
   // other 73248 parameters in BF16 = 247872 B.
   EXPECT_TRUE(has(r, "  bf16        335.1 KiB")) << r.output;
   EXPECT_TRUE(has(r, "  mxfp8       242.1 KiB")) << r.output;
-  // The tiled down copy: 2 MoE layers x 8 experts x 64 x 32 codes, x 33/32 with scales = 33792 B.
-  EXPECT_TRUE(has(r, "the same when tiled-only")) << r.output;
-  EXPECT_TRUE(has(r, "+ 33.0 KiB for its tiled down copy")) << r.output;
-  // The optional tiled gate_up copy: gate and up, twice the down copy's bytes.
-  EXPECT_TRUE(has(r, "+ 66.0 KiB more with the tiled gate_up copy")) << r.output;
+  // The tiled copies exist only where the shape takes their layouts: I = 32
+  // takes the gate_up one (H % 64, I % 16) but not the down one (I % 64), so
+  // no BF16 copies (both or none) and no MXFP8 tiled-only upload; the
+  // MXFP8 gate_up copy: 2 MoE layers x 8 experts x 2 x 32 x 64 codes, x 33/32
+  // with scales = 67584 B.
+  EXPECT_TRUE(has(r, "no tiled copies: the MoE shape does not take both tiled layouts")) << r.output;
+  EXPECT_TRUE(has(r, "no tiled-only upload")) << r.output;
+  EXPECT_TRUE(has(r, "no tiled down copy")) << r.output;
+  EXPECT_TRUE(has(r, "tiled_beside_canonical() + 66.0 KiB")) << r.output;
   EXPECT_FALSE(has(r, "fp8-block")) << r.output;
   EXPECT_TRUE(has(r, "kv cache    0.4 KiB per token")) << r.output;  // 3 layers * 2 * 2 * 16 * 2 B = 384 B
+}
+
+// A shape both tiled layouts take (I = 64): every tiled copy, and the
+// figures of each upload.
+TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
+  const std::string dir = testing::make_temp_dir("inspect_tiled");
+  testing::TinyModelSpec spec;
+  spec.moe_intermediate = 64;
+  testing::write_tiny_model(dir, spec);
+  const Result r = run("inspect " + dir);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Experts: 2 MoE layers x 8 x 3 x 64 x 64 = 196608 parameters.
+  // BF16 copies of all three: 2 B each = 384.0 KiB.
+  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode; + 384.0 KiB with tiled_beside_canonical()"))
+      << r.output;
+  // MXFP8 down copy: 65536 codes x 33/32 = 66.0 KiB; with gate_up, 3x = 198.0 KiB.
+  EXPECT_TRUE(has(r, "+ 66.0 KiB for its tiled down copy; tiled_beside_canonical() + 198.0 KiB")) << r.output;
+  EXPECT_FALSE(has(r, "no tiled")) << r.output;
 }
 
 TEST(InspectCli, Fp8CheckpointsShowTheirOwnFormatAndConvert) {

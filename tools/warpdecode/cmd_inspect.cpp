@@ -73,12 +73,26 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
               count_str(s.params_total).c_str(), count_str(s.params_experts).c_str(),
               count_str(s.params_active).c_str(), count_str(s.params_embedding).c_str());
   std::printf("gpu memory  weights per format (KV cache and activations extra):\n");
-  std::printf("  bf16        %s   (the same when tiled-only, the fastest warp decode)\n", bytes_str(s.gpu_bytes_bf16).c_str());
-  std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; the same when tiled-only, the fastest warp decode; "
-              "the default upload, which the classical path can read too, + %s for its tiled down copy, "
-              "+ %s more with the tiled gate_up copy)\n",
-              bytes_str(s.gpu_bytes_mxfp8).c_str(), bytes_str(s.gpu_bytes_mxfp8_tiled_down).c_str(),
-              bytes_str(s.gpu_bytes_mxfp8_tiled_gate_up).c_str());
+  // The uploads (DeviceWeightsOptions): tiled-only holds each tensor once;
+  // the default and tiled_beside_canonical() keep the canonical tensors,
+  // which the classical path (MoeDispatch past its crossover) reads.
+  const bool bf16_tiles = s.gpu_bytes_bf16_tiled > 0;
+  std::printf("  bf16        %s   (%s)\n", bytes_str(s.gpu_bytes_bf16).c_str(),
+              bf16_tiles ? ("the same when tiled-only, the fastest warp decode; + " + bytes_str(s.gpu_bytes_bf16_tiled) +
+                            " with tiled_beside_canonical(), the fastest warp decode beside the classical path")
+                               .c_str()
+                         : "no tiled copies: the MoE shape does not take both tiled layouts (H % 64, I % 64)");
+  const uint64_t mx_beside = s.gpu_bytes_mxfp8_tiled_down + s.gpu_bytes_mxfp8_tiled_gate_up;
+  const std::string mx_default = s.gpu_bytes_mxfp8_tiled_down > 0
+                                     ? "+ " + bytes_str(s.gpu_bytes_mxfp8_tiled_down) + " for its tiled down copy"
+                                     : std::string("no tiled down copy (the MoE shape does not take its layout)");
+  std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; %s; the default upload, which the classical path "
+              "can read too, %s; tiled_beside_canonical() + %s)\n",
+              bytes_str(s.gpu_bytes_mxfp8).c_str(),
+              s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
+                  ? "the same when tiled-only, the fastest warp decode"
+                  : "no tiled-only upload: the MoE shape does not take both tiled layouts",
+              mx_default.c_str(), bytes_str(mx_beside).c_str());
   if (s.gpu_bytes_fp8_block)
     std::printf("  fp8-block   %s   (FP8 tensors as stored with their block scales, the rest BF16)\n",
                 bytes_str(s.gpu_bytes_fp8_block).c_str());

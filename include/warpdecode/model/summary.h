@@ -32,8 +32,12 @@ struct ModelSummary {
   std::map<std::string, DTypeTally> dtypes;  // by safetensors dtype, over the checkpoint's tensors
   uint64_t gpu_bytes_bf16 = 0;
   uint64_t gpu_bytes_mxfp8 = 0;
-  uint64_t gpu_bytes_mxfp8_tiled_down = 0;  // DeviceMoeWeights' tiled copy of the MXFP8 down experts (on by default)
-  uint64_t gpu_bytes_mxfp8_tiled_gate_up = 0;  // its tiled copy of the gate and up experts (off by default)
+  // DeviceMoeWeights' tiled copies (warpdecode/down_tiling.h,
+  // gate_up_tiling.h), each only where the MoE shape takes its layout (0
+  // elsewhere, as the upload then makes none):
+  uint64_t gpu_bytes_mxfp8_tiled_down = 0;  // the MXFP8 down experts (on by default)
+  uint64_t gpu_bytes_mxfp8_tiled_gate_up = 0;  // the MXFP8 gate and up experts (off by default)
+  uint64_t gpu_bytes_bf16_tiled = 0;  // BF16: all three projections, where the shape takes both layouts (tiled_bf16)
   uint64_t gpu_bytes_fp8_block = 0;  // 0 unless the checkpoint is FP8 block-quantized
   uint64_t kv_bytes_per_token = 0;   // BF16 K and V of every layer
 };
