@@ -20,11 +20,17 @@ Result run(const std::string& args) { return wd::test::run_cli(WD_CLI_PATH, args
 
 bool has(const Result& r, const std::string& s) { return r.output.find(s) != std::string::npos; }
 
+// A fresh directory named after `name` holding the tiny model of `spec`.
+std::string tiny_model(const std::string& name, const testing::TinyModelSpec& spec) {
+  const std::string dir = testing::make_temp_dir(name);
+  testing::write_tiny_model(dir, spec);
+  return dir;
+}
+
 TEST(InspectCli, PrintsShapeDtypesParametersAndMemory) {
-  const std::string dir = testing::make_temp_dir("inspect");
   testing::TinyModelSpec spec;
   spec.shards = 2;
-  testing::write_tiny_model(dir, spec);
+  const std::string dir = tiny_model("inspect", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   // H=64, 3 layers (layer 1 dense), 4/2 heads x 16, I=32, F=96, E=8, K=2, V=128, untied:
@@ -62,10 +68,9 @@ TEST(InspectCli, PrintsShapeDtypesParametersAndMemory) {
 // A shape both tiled layouts take (I = 64): every tiled copy, and the
 // figures of each upload.
 TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
-  const std::string dir = testing::make_temp_dir("inspect_tiled");
   testing::TinyModelSpec spec;
   spec.moe_intermediate = 64;
-  testing::write_tiny_model(dir, spec);
+  const std::string dir = tiny_model("inspect_tiled", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   // Experts: 2 MoE layers x 8 x 3 x 64 x 64 = 196608 parameters.
@@ -78,10 +83,9 @@ TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
 }
 
 TEST(InspectCli, Fp8CheckpointsShowTheirOwnFormatAndConvert) {
-  const std::string dir = testing::make_temp_dir("inspect_fp8");
   testing::TinyModelSpec spec;
   spec.dtype = testing::SourceDType::kFp8Block;
-  testing::write_tiny_model(dir, spec);
+  const std::string dir = tiny_model("inspect_fp8", spec);
   const Result r = run("inspect " + dir + " --convert mxfp8");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r, "quant       fp8 e4m3, block scales 24x24")) << r.output;
@@ -107,8 +111,7 @@ TEST(InspectCli, ErrorsAreOneLineAndNonZero) {
   r = run("inspect " + empty + " --convert fp4");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output, "warpdecode: error: unknown weight format 'fp4' (allowed: bf16, mxfp8, fp8-block)\n");
-  const std::string bf16 = testing::make_temp_dir("inspect_bf16");
-  testing::write_tiny_model(bf16, {});
+  const std::string bf16 = tiny_model("inspect_bf16", {});
   r = run("inspect " + bf16 + " --convert fp8-block");
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r, "fp8-block needs an FP8 checkpoint")) << r.output;
