@@ -76,12 +76,12 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   // The uploads (DeviceWeightsOptions): tiled-only holds each tensor once;
   // the default and tiled_beside_canonical() keep the canonical tensors,
   // which the classical path (MoeDispatch past its crossover) reads.
-  const bool bf16_tiles = s.gpu_bytes_bf16_tiled > 0;
-  std::printf("  bf16        %s   (%s)\n", bytes_str(s.gpu_bytes_bf16).c_str(),
-              bf16_tiles ? ("the same when tiled-only, the fastest warp decode; + " + bytes_str(s.gpu_bytes_bf16_tiled) +
-                            " with tiled_beside_canonical(), the fastest warp decode beside the classical path")
-                               .c_str()
-                         : "no tiled copies: the MoE shape does not take both tiled layouts (H % 64, I % 64)");
+  const std::string bf16_uploads =
+      s.gpu_bytes_bf16_tiled > 0
+          ? "the same when tiled-only, the fastest warp decode; + " + bytes_str(s.gpu_bytes_bf16_tiled) +
+                " with tiled_beside_canonical(), the fastest warp decode beside the classical path"
+          : std::string("no tiled copies: the MoE shape does not take both tiled layouts (H % 64, I % 64)");
+  std::printf("  bf16        %s   (%s)\n", bytes_str(s.gpu_bytes_bf16).c_str(), bf16_uploads.c_str());
   const uint64_t mx_beside = s.gpu_bytes_mxfp8_tiled_down + s.gpu_bytes_mxfp8_tiled_gate_up;
   const std::string mx_default = s.gpu_bytes_mxfp8_tiled_down > 0
                                      ? "+ " + bytes_str(s.gpu_bytes_mxfp8_tiled_down) + " for its tiled down copy"
