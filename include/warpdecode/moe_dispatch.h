@@ -17,9 +17,12 @@
 // (DeviceWeightsOptions::tiled_beside_canonical()) make warp decode faster;
 // the table holds a crossover measured on such an upload too, and the
 // dispatch uses it for them (CrossoverEntry::tiled_warp).
-// MXFP8 weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can
-// be read by warp decode alone: a call the table sends to the classical path
-// throws (MoeWeightsView::require_canonical) rather than change path.
+// Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can be
+// read by warp decode alone: the dispatch runs warp decode on them at every
+// batch it takes, past the crossover too (slower there than the classical
+// path on a canonical upload, never wrong: warp decode is correct up to
+// WarpDecodeMoe::kMaxBatch), and refuses a batch past warp decode's maximum
+// with an error that names the upload.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -128,15 +131,31 @@ class CrossoverTable {
   std::string source_ = "empty";
 };
 
+// The copies of the expert weights a call's weights hold: which of the
+// table's entries apply and which paths can read them.
+//   kCanonical          the default upload (DeviceWeightsOptions{}): both
+//                       paths read the canonical tensors.
+//   kCanonicalAndTiled  tiled copies beside the canonical tensors
+//                       (tiled_beside_canonical(), or MXFP8's tiled gate_up
+//                       alone): warp decode streams the tiled copies (the
+//                       table's tiled entries), the classical path the
+//                       canonical tensors.
+//   kTiledOnly          tiled_only(): only warp decode reads them.
+enum class WeightCopies { kCanonical, kCanonicalAndTiled, kTiledOnly };
+const char* to_string(WeightCopies c);  // "default", "tiled", "tiled-only" (warpdecode dispatch's --upload)
+WeightCopies weight_copies(const MoeWeightsView& w);
+
 // The path of a call: pure host logic, the rule MoeDispatch::choose applies
 // (warp_max_batch: the largest batch its warp-decode layer takes; w8a16:
-// whether the classical path runs W8A16 for this shape and device;
-// tiled_warp: whether warp decode streams the weights' tiled copies, which
-// picks the table's tiled entries). Throws wd::InvalidArgument for a batch
-// < 1, and for an MXFP8 batch past warp_max_batch under kBf16Activations
-// that W8A16 does not take.
+// whether the classical path runs W8A16 for this shape and device; copies:
+// what the weights hold, which picks the table's tiled entries for tiled
+// copies, and warp decode at every batch up to warp_max_batch for tiled-only
+// weights). Throws wd::InvalidArgument for a batch < 1, for an MXFP8 batch
+// past warp_max_batch under kBf16Activations that W8A16 does not take, and
+// for tiled-only weights past warp_max_batch.
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false, bool tiled_warp = false);
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false,
+                    WeightCopies copies = WeightCopies::kCanonical);
 
 // Whether warp decode streams weights of this format (BF16, MXFP8); the
 // others (FP8 block-128) always run the classical path.
@@ -149,7 +168,8 @@ bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a);
 
 // Whether warp decode streams the tiled copies of these weights (its default
 // configuration does wherever the tiled gate_up is present: both copies are
-// uploaded together), i.e. which crossover entries MoeDispatch uses for them.
+// uploaded together), i.e. whether MoeDispatch uses the table's tiled entries
+// for them (weight_copies is not kCanonical).
 inline bool warp_streams_tiled(const MoeWeightsView& w) { return w.gate_up_tiled != nullptr; }
 
 // The classical configuration of a call the dispatch sends to the classical
@@ -166,9 +186,8 @@ class MoeDispatch {
               DispatchPolicy policy = DispatchPolicy::kFastest);
   ~MoeDispatch();
 
-  // tiled_warp: warp decode streams tiled copies (warp_streams_tiled of the
-  // weights forward() and experts() are given).
-  MoePath choose(WeightFormat f, int batch, bool tiled_warp = false) const;
+  // copies: weight_copies of the weights forward() and experts() are given.
+  MoePath choose(WeightFormat f, int batch, WeightCopies copies = WeightCopies::kCanonical) const;
   DispatchPolicy policy() const { return policy_; }
 
   // Router + experts / experts alone, on the chosen path (same contracts as

@@ -182,10 +182,34 @@ std::string CrossoverTable::to_json() const {
 }
 
 // ---- MoeDispatch ---------------------------------------------------------------------
+const char* to_string(WeightCopies c) {
+  switch (c) {
+    case WeightCopies::kCanonical: return "default";
+    case WeightCopies::kCanonicalAndTiled: return "tiled";
+    case WeightCopies::kTiledOnly: return "tiled-only";
+  }
+  return "?";
+}
+
+WeightCopies weight_copies(const MoeWeightsView& w) {
+  if (!w.has_canonical()) return WeightCopies::kTiledOnly;
+  return warp_streams_tiled(w) ? WeightCopies::kCanonicalAndTiled : WeightCopies::kCanonical;
+}
+
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16, bool tiled_warp) {
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_decode_streams(f)) return MoePath::kClassical;
+  if (copies == WeightCopies::kTiledOnly) {
+    // The classical kernels read the canonical tensors only; warp decode is
+    // correct at every batch it takes, so no batch it takes is refused.
+    WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
+             warp_max_batch, ", and weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) have no "
+             "canonical tensors for the classical path: upload them with tiled_beside_canonical() or the default "
+             "options for larger batches");
+    return MoePath::kWarp;
+  }
+  const bool tiled_warp = copies == WeightCopies::kCanonicalAndTiled;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
     if (w8a16) {
       const int c = table.crossover(shape, f, true, tiled_warp);
@@ -230,15 +254,15 @@ bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
   return batch >= 1 && ClassicalConfig::for_batch(shape, batch, f, sm90a, true).bf16_activations;
 }
 
-MoePath MoeDispatch::choose(WeightFormat f, int batch, bool tiled_warp) const {
+MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
   const bool w8a16 = w8a16_runs(shape_, f, batch, ClassicalMoe::wgmma_available());
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, tiled_warp);
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies);
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                           cudaStream_t stream) const {
-  if (choose(w.format, batch, warp_streams_tiled(w)) == MoePath::kWarp) {
+  if (choose(w.format, batch, weight_copies(w)) == MoePath::kWarp) {
     warp_->forward(w, x, batch, out, stream);
     return;
   }
@@ -247,7 +271,7 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
-  if (choose(w.format, routing.batch, warp_streams_tiled(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
+  if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
   else classical_->experts(w, x, routing, out, classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
 }
 

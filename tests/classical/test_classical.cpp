@@ -1010,8 +1010,8 @@ TEST(Classical, DispatchTakesTheTiledCrossoverForTiledWeights) {
                              true});
     MoeDispatch moe(s, 64, table);
     EXPECT_EQ(moe.choose(f, B), MoePath::kClassical) << to_string(f);
-    EXPECT_EQ(moe.choose(f, B, true), MoePath::kWarp) << to_string(f);
-    EXPECT_EQ(moe.choose(f, 48, true), MoePath::kClassical) << to_string(f);
+    EXPECT_EQ(moe.choose(f, B, WeightCopies::kCanonicalAndTiled), MoePath::kWarp) << to_string(f);
+    EXPECT_EQ(moe.choose(f, 48, WeightCopies::kCanonicalAndTiled), MoePath::kClassical) << to_string(f);
 
     const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
     DeviceBuffer<uint16_t> dx(x);
@@ -1038,6 +1038,65 @@ TEST(Classical, DispatchTakesTheTiledCrossoverForTiledWeights) {
     const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
                                               reference::Precision::kFP64);
     EXPECT_LE(rel_l2(exact, std::vector<double>(warp.begin(), warp.end())), 1e-2) << to_string(f);
+  }
+}
+
+// Weights uploaded tiled-only have no canonical tensors for the classical
+// path: past both crossovers the dispatch runs warp decode on them, bit for
+// bit what WarpDecodeMoe computes, within warp decode's 2e-5 (FP32 output) of
+// the exact layer: forward at B = 48, experts at B = 48 and 4096 (the
+// largest batch warp decode takes), and it refuses B = 4097 by name.
+TEST(Classical, DispatchRunsWarpDecodeOnTiledOnlyWeights) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    SCOPED_TRACE(to_string(f));
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
+    CrossoverTable table;
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 24, false, CrossoverEntry::kNever,
+                             true});
+    MoeDispatch moe(s, WarpDecodeMoe::kMaxBatch, table);
+    ASSERT_EQ(moe.choose(f, 48, WeightCopies::kCanonicalAndTiled), MoePath::kClassical);
+    EXPECT_EQ(moe.choose(f, 48, WeightCopies::kTiledOnly), MoePath::kWarp);
+    EXPECT_THROW(moe.choose(f, WarpDecodeMoe::kMaxBatch + 1, WeightCopies::kTiledOnly), InvalidArgument);
+
+    auto run = [&](int B, const std::function<void(const MoeOutput&)>& call) {
+      DeviceBuffer<float> dy(size_t(B) * s.hidden);
+      dy.fill_bytes(0xFF);  // NaN: an output left unwritten differs from every computed one
+      call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
+      return dy.download();
+    };
+    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    auto exact = [&](const std::vector<uint16_t>& x, const std::vector<int32_t>& ids, const std::vector<double>& w,
+                     int B) {
+      return reference::moe_experts(layer.host.view(), x.data(), ids.data(), w.data(), B, reference::Precision::kFP64);
+    };
+    {  // forward: the router's ids are the reference's on these inputs
+      const int B = 48;
+      const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+      DeviceBuffer<uint16_t> dx(x);
+      const auto dispatched = run(B, [&](const MoeOutput& o) { moe.forward(only.view(), dx.data(), B, o, nullptr); });
+      const auto warp = run(B, [&](const MoeOutput& o) { moe.warp().forward(only.view(), dx.data(), B, o, nullptr); });
+      EXPECT_TRUE(same_bits(dispatched, warp)) << "forward, B = " << B;
+      EXPECT_LE(rel_l2(exact(x, r.ids, r.weights, B), std::vector<double>(dispatched.begin(), dispatched.end())), 2e-5);
+    }
+    for (int B : {48, WarpDecodeMoe::kMaxBatch}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      const Inputs in(x, r);
+      const auto dispatched =
+          run(B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
+      const auto warp = run(
+          B, [&](const MoeOutput& o) { moe.warp().experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
+      EXPECT_TRUE(same_bits(dispatched, warp)) << "experts, B = " << B;
+      EXPECT_LE(rel_l2(exact(x, r.ids, r.w, B), std::vector<double>(dispatched.begin(), dispatched.end())), 2e-5)
+          << "B = " << B;
+    }
   }
 }
 

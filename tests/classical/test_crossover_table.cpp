@@ -196,11 +196,34 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
   }
   // choose_path: the tiled entry for tiled weights, under both policies.
   using P = DispatchPolicy;
-  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kFastest), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kFastest, false, true), MoePath::kWarp);
-  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 96, 4096, P::kFastest, false, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 64, 4096, P::kBf16Activations, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, WeightFormat::kMXFP8, 1024, 4096, P::kBf16Activations, true, true), MoePath::kWarp);
+  const WeightCopies tiled = WeightCopies::kCanonicalAndTiled, only = WeightCopies::kTiledOnly;
+  const WeightFormat mx = WeightFormat::kMXFP8;
+  EXPECT_EQ(choose_path(t, s, mx, 64, 4096, P::kFastest), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 64, 4096, P::kFastest, false, tiled), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, mx, 96, 4096, P::kFastest, false, tiled), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 64, 4096, P::kBf16Activations, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 1024, 4096, P::kBf16Activations, true, tiled), MoePath::kWarp);
+  // Tiled-only weights: warp decode at every batch it takes, past every
+  // crossover and under both policies (the classical path cannot read them),
+  // and a refusal past its maximum that names the upload.
+  for (P p : {P::kFastest, P::kBf16Activations})
+    for (WeightFormat f : {WeightFormat::kBF16, mx})
+      for (int B : {1, 64, 96, 1024, 4096}) {
+        EXPECT_EQ(choose_path(t, s, f, B, 4096, p, true, only), MoePath::kWarp) << B;
+        EXPECT_EQ(choose_path(t, s, f, B, 4096, p, false, only), MoePath::kWarp) << B;
+      }
+  try {
+    choose_path(t, s, mx, 4097, 4096, P::kFastest, false, only);
+    ADD_FAILURE() << "tiled-only weights past warp decode's maximum were not refused";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("tiled-only"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(choose_path(t, s, WeightFormat::kBF16, 65, 64, P::kFastest, false, only), InvalidArgument);
+  // FP8 block-128 has no tiled copies: always classical, whatever is passed.
+  EXPECT_EQ(choose_path(t, s, WeightFormat::kFP8Block128, 1, 4096, P::kFastest, false, only), MoePath::kClassical);
+  EXPECT_STREQ(to_string(WeightCopies::kCanonical), "default");
+  EXPECT_STREQ(to_string(tiled), "tiled");
+  EXPECT_STREQ(to_string(only), "tiled-only");
   // set() replaces the entry of the same key only.
   CrossoverTable w = t;
   w.set(CrossoverEntry{"qwen3-30b-a3b", s.hidden, s.intermediate, s.experts, s.top_k, WeightFormat::kMXFP8, 128,
@@ -218,6 +241,23 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
 // w8a16_from, W8A16 from it (where the device runs it); kBf16Activations
 // W8A16 at every batch; other formats and tables without the field: the
 // default. Unmeasured shapes scale it by tokens per expert.
+// What a view holds decides the copies the dispatch sees: the canonical
+// tensors alone, the tiled gate_up beside them, or the tiled copies alone.
+TEST(CrossoverTable, WeightCopiesOfAView) {
+  const uint8_t byte = 0;
+  MoeWeightsView v;
+  v.gate_up = &byte;
+  v.down = &byte;
+  EXPECT_EQ(weight_copies(v), WeightCopies::kCanonical);
+  v.gate_up_tiled = &byte;
+  v.down_tiled = &byte;
+  EXPECT_EQ(weight_copies(v), WeightCopies::kCanonicalAndTiled);
+  v.down = nullptr;
+  EXPECT_EQ(weight_copies(v), WeightCopies::kTiledOnly);
+  v.gate_up = nullptr;
+  EXPECT_EQ(weight_copies(v), WeightCopies::kTiledOnly);
+}
+
 TEST(CrossoverTable, DispatchClassicalConfigFollowsW8A16From) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   CrossoverTable t;

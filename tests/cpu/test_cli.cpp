@@ -92,9 +92,10 @@ std::string dispatch_path(const std::string& output, const std::string& format, 
 }
 
 // `warpdecode dispatch` applies MoeDispatch's rule to the table it is given:
-// the default upload's entry, the tiled one for tiled weights, FP8 block-128
-// always classical, and under bf16-activations without the sm_90a kernels a
-// batch past warp decode's maximum refused.
+// the default upload's entry, the tiled one for tiled weights, warp decode
+// for tiled-only weights up to its maximum, FP8 block-128 always classical,
+// and under bf16-activations without the sm_90a kernels a batch past warp
+// decode's maximum refused.
 TEST(Cli, DispatchShowsEachBatchsPath) {
   char name[] = "/tmp/wd_cli_crossover_XXXXXX";
   const int fd = mkstemp(name);
@@ -114,6 +115,13 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled", 96), "classical") << r.output;
   EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "default", 1), "classical") << r.output;
   EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "tiled", 1), "") << r.output;  // no tiled copies of it
+  // Tiled-only weights: warp decode past both crossovers, refused past its maximum.
+  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled-only", 96), "warp") << r.output;
+  const Result only = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
+                                      "--max-batch 64 --table ") + name);
+  EXPECT_EQ(only.status, 0) << only.output;
+  EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 64), "warp") << only.output;
+  EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 65), "refused") << only.output;
   const Result a16 = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8 --batch 64,65 --upload default "
                                      "--policy bf16-activations --sm90a no --max-batch 64 --table ") + name);
   EXPECT_EQ(a16.status, 0) << a16.output;

@@ -23,7 +23,7 @@ struct DispatchOptions {
   ShapeOptions shape;
   std::vector<std::string> formats{"bf16", "mxfp8"};
   std::vector<int> batches{1, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 256, 1024, 4096};
-  std::vector<std::string> uploads{"default", "tiled"};
+  std::vector<std::string> uploads{"default", "tiled", "tiled-only"};
   std::string policy = "fastest";
   std::string table;  // empty: $WD_MOE_CROSSOVER, else the built-in table
   int max_batch = 4096;
@@ -34,10 +34,12 @@ void run(const DispatchOptions& o) {
   const MoeShape shape = o.shape.resolve();
   std::vector<WeightFormat> formats;
   for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
-  std::vector<bool> tiled;
+  std::vector<WeightCopies> uploads;
   for (const auto& u : o.uploads) {
-    WD_CHECK(u == "default" || u == "tiled", "--upload '", u, "': expected default or tiled");
-    tiled.push_back(u == "tiled");
+    const auto known = {WeightCopies::kCanonical, WeightCopies::kCanonicalAndTiled, WeightCopies::kTiledOnly};
+    const auto it = std::find_if(known.begin(), known.end(), [&](WeightCopies c) { return u == to_string(c); });
+    WD_CHECK(it != known.end(), "--upload '", u, "': expected default, tiled or tiled-only");
+    uploads.push_back(*it);
   }
   WD_CHECK(o.policy == "fastest" || o.policy == "bf16-activations", "--policy '", o.policy,
            "': expected fastest or bf16-activations");
@@ -52,29 +54,32 @@ void run(const DispatchOptions& o) {
   std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",
               table.source().c_str(), sm90a ? "yes" : "no", o.sm90a == "auto" ? " (this machine)" : " (--sm90a)",
               to_string(policy), warp_max);
-  std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical() (or tiled_only(), "
-              "where the classical rows throw: no canonical tensors), whose warp decode streams the tiled copies\n");
-  std::printf("%-22s %-13s %-8s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
+  std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical(), whose warp decode "
+              "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them\n");
+  std::printf("%-22s %-13s %-10s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
               "classical configuration");
   for (WeightFormat f : formats)
-    for (bool t : tiled) {
+    for (WeightCopies u : uploads) {
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
-      if (t && !warp_format) continue;
+      if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
-      const int c = table.crossover(shape, f, a16_entry, t);
-      const std::string cross = !warp_format ? "-" : c == CrossoverEntry::kNever ? "never" : std::to_string(c);
+      const int c = table.crossover(shape, f, a16_entry, u == WeightCopies::kCanonicalAndTiled);
+      const std::string cross = !warp_format                   ? "-"
+                                : u == WeightCopies::kTiledOnly ? "none"
+                                : c == CrossoverEntry::kNever   ? "never"
+                                                                : std::to_string(c);
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
-          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16_runs(shape, f, B, sm90a), t);
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16_runs(shape, f, B, sm90a), u);
           path = to_string(p);
           if (p == MoePath::kClassical) config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
         } catch (const InvalidArgument& e) {
           path = "refused";
           config = e.what();
         }
-        std::printf("%-22s %-13s %-8s %9s %5d  %-10s %s\n", o.shape.label().c_str(), to_string(f), t ? "tiled" : "default",
+        std::printf("%-22s %-13s %-10s %9s %5d  %-10s %s\n", o.shape.label().c_str(), to_string(f), to_string(u),
                     cross.c_str(), B, path.c_str(), config.c_str());
       }
     }
@@ -90,7 +95,8 @@ void add_dispatch(CLI::App& app) {
   cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128")->delimiter(',')->capture_default_str();
   add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
   cmd->add_option("--upload", o->uploads,
-                  "Uploads: default (DeviceWeightsOptions{}), tiled (tiled_beside_canonical(): warp decode on the tiled copies)")
+                  "Uploads: default (DeviceWeightsOptions{}), tiled (tiled_beside_canonical(): warp decode on the tiled "
+                  "copies), tiled-only (tiled_only(): warp decode alone)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--policy", o->policy, "Dispatch policy: fastest or bf16-activations")->capture_default_str();
