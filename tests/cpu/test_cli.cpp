@@ -117,6 +117,9 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "tiled", 1), "") << r.output;  // no tiled copies of it
   // Tiled-only weights: warp decode past both crossovers, refused past its maximum.
   EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled-only", 96), "warp") << r.output;
+  EXPECT_NE(r.output.find("96  warp       (the classical path cannot read tiled-only weights)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("95  warp       (the classical path"), std::string::npos) << r.output;
   const Result only = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
                                       "--max-batch 64 --table ") + name);
   EXPECT_EQ(only.status, 0) << only.output;

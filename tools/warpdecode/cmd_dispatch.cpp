@@ -72,9 +72,19 @@ void run(const DispatchOptions& o) {
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
-          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16_runs(shape, f, B, sm90a), u);
+          const bool w8a16 = w8a16_runs(shape, f, B, sm90a);
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u);
           path = to_string(p);
-          if (p == MoePath::kClassical) config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
+          if (p == MoePath::kClassical) {
+            config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
+          } else if (u == WeightCopies::kTiledOnly &&
+                     choose_path(table, shape, f, B, warp_max, policy, w8a16, WeightCopies::kCanonicalAndTiled) ==
+                         MoePath::kClassical) {
+            // Past the crossover of the same weights kept beside the canonical
+            // tensors: warp decode only because nothing else reads them
+            // (slower there: docs/CLASSICAL.md "Dispatch").
+            config = "(the classical path cannot read tiled-only weights)";
+          }
         } catch (const InvalidArgument& e) {
           path = "refused";
           config = e.what();
