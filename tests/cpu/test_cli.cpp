@@ -45,6 +45,15 @@ TEST(Cli, CheckPassesOnTinyPreset) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("checks passed"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("cpu fp32"), std::string::npos) << r.output;
+  // Every weight format, FP8 block-128 included (the classical path's).
+  for (std::string f : {"bf16", "mxfp8", "fp8-block128"}) {
+    f.resize(12, ' ');  // the format column
+    EXPECT_NE(r.output.find(f + " cpu fp32"), std::string::npos) << f << r.output;
+  }
+  const Result one = run("check --preset tiny --batch 3 --format fp8-block128");
+  EXPECT_EQ(one.status, 0) << one.output;
+  EXPECT_EQ(one.output.find("mxfp8"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("fp8-block128 cpu fp32"), std::string::npos) << one.output;
 }
 
 TEST(Cli, CheckTakesACustomShape) {

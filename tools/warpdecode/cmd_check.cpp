@@ -10,6 +10,11 @@
 //   GPU tiled-only weights       2e-5, and bit-equal to the default upload
 //   GPU router                   ids exact, weights 1e-5 (inputs redrawn
 //                                until no near-tie decides the top-k)
+//   GPU classical path, MoeDispatch   check_classical.cpp (BF16 and W8A16
+//                                1e-2, W8A8 2^-4 and at least 5e-3; each
+//                                against its CPU emulation too)
+// FP8 block-128 weights run the CPU reference and the classical path only
+// (warp decode does not stream them).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -17,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "tools/warpdecode/check_rows.h"
 #include "tools/warpdecode/commands.h"
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
@@ -30,37 +36,31 @@
 #endif
 
 namespace wd::cli {
-namespace {
 
-struct Row {
-  std::string format, path;
-  double rel_l2 = NAN, max_rel = NAN, tolerance = NAN;
-  bool pass = false;
-  std::string note;
-};
-
-void print_row(const Row& r) {
-  char err[64] = "-", mx[64] = "-", tol[64] = "-";
-  if (!std::isnan(r.rel_l2)) std::snprintf(err, sizeof err, "%.3e", r.rel_l2);
-  if (!std::isnan(r.max_rel)) std::snprintf(mx, sizeof mx, "%.3e", r.max_rel);
-  if (!std::isnan(r.tolerance)) std::snprintf(tol, sizeof tol, "%.0e", r.tolerance);
-  std::printf("%-6s %-45s %-10s %-10s %-8s %-5s %s\n", r.format.c_str(), r.path.c_str(), err, mx,
-              tol, r.pass ? "pass" : "FAIL", r.note.c_str());
-  std::fflush(stdout);
-}
-
-Row judge(const std::string& fmt, const std::string& path, const std::vector<double>& ref,
-          const std::vector<double>& out, double tol) {
+CheckRow judge(const std::string& fmt, const std::string& path, const std::vector<double>& ref,
+               const std::vector<double>& out, double tol) {
   const auto st = reference::compare(ref.data(), out.data(), ref.size());
-  Row r{fmt, path, st.rel_l2, st.max_rel, tol, st.non_finite == 0 && st.rel_l2 <= tol, ""};
+  CheckRow r{fmt, path, st.rel_l2, st.max_rel, tol, st.non_finite == 0 && st.rel_l2 <= tol, "", false};
   if (st.non_finite) r.note = std::to_string(st.non_finite) + " non-finite outputs";
   return r;
 }
 
+namespace {
+
+void print_row(const CheckRow& r) {
+  char err[64] = "-", mx[64] = "-", tol[64] = "-";
+  if (!std::isnan(r.rel_l2)) std::snprintf(err, sizeof err, "%.3e", r.rel_l2);
+  if (!std::isnan(r.max_rel)) std::snprintf(mx, sizeof mx, "%.3e", r.max_rel);
+  if (!std::isnan(r.tolerance)) std::snprintf(tol, sizeof tol, "%.0e", r.tolerance);
+  std::printf("%-12s %-50s %-10s %-10s %-8s %-6s %s\n", r.format.c_str(), r.path.c_str(), err, mx, tol,
+              r.skipped ? "skip" : r.pass ? "pass" : "FAIL", r.note.c_str());
+  std::fflush(stdout);
+}
+
 #ifdef WD_HAVE_CUDA
-std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, int batch,
+std::vector<CheckRow> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, int batch,
                            const reference::Routing& routing, const std::vector<double>& ref) {
-  std::vector<Row> rows;
+  std::vector<CheckRow> rows;
   const std::string fmt = to_string(w.format());
   const MoeShape& s = w.shape();
   const size_t BK = size_t(batch) * s.top_k, BH = size_t(batch) * s.hidden;
@@ -88,7 +88,7 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
     id_mismatch += got_ids[i] != routing.ids[i];
     w_err = std::max(w_err, std::abs(double(got_w[i]) - routing.weights[i]) / std::abs(routing.weights[i]));
   }
-  Row rr{fmt, "gpu router", NAN, w_err, 1e-5, id_mismatch == 0 && w_err <= 1e-5, ""};
+  CheckRow rr{fmt, "gpu router", NAN, w_err, 1e-5, id_mismatch == 0 && w_err <= 1e-5, "", false};
   rr.note = id_mismatch ? std::to_string(id_mismatch) + " expert ids differ" : "ids exact";
   rows.push_back(rr);
 
@@ -137,7 +137,7 @@ std::vector<Row> check_gpu(const MoeWeights& w, const std::vector<uint16_t>& x, 
       WD_CHECK(tiled.view().gate_up_tiled != nullptr && tiled.view().down_tiled != nullptr, "check: the ", label,
                " upload holds no tiled copies");
       const auto y = fp32_out(*layers.back(), tiled.view());
-      Row r = judge(fmt, std::string("gpu warp tensor-core, ") + label, ref, y, 2e-5);
+      CheckRow r = judge(fmt, std::string("gpu warp tensor-core, ") + label, ref, y, 2e-5);
       const bool same = y == tc_fp32;
       r.pass = r.pass && same;
       r.note += std::string(r.note.empty() ? "" : "; ") +
@@ -163,13 +163,14 @@ void add_check(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   o->shape.add_to(cmd);
   cmd->add_option("--batch,-b", o->batch, "Tokens in the batch")->capture_default_str();
-  cmd->add_option("--format", o->format, "Weight format: bf16, mxfp8 or all")->capture_default_str();
+  cmd->add_option("--format", o->format, "Weight format: bf16, mxfp8, fp8-block128 (the classical path only) or all")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed of weights and inputs")->capture_default_str();
   cmd->callback([o] {
     const MoeShape s = o->shape.resolve();
     WD_CHECK(o->batch >= 1 && o->batch <= 4096, "batch = ", o->batch, " must be in [1, 4096]");
-    WD_CHECK(o->format == "all" || o->format == "bf16" || o->format == "mxfp8", "unknown format '",
-             o->format, "' (allowed: bf16, mxfp8, all)");
+    WD_CHECK(o->format == "all" || o->format == "bf16" || o->format == "mxfp8" || o->format == "fp8-block128",
+             "unknown format '", o->format, "' (allowed: bf16, mxfp8, fp8-block128, all)");
     const auto gpu = query_gpu();
     std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", o->shape.label().c_str(),
                 s.hidden, s.intermediate, s.experts, s.top_k, o->batch,
@@ -189,31 +190,40 @@ void add_check(CLI::App& app) {
       if (reference::min_topk_gap(routing, s.experts) > 1e-4) break;
     }
 
-    std::printf("%-6s %-45s %-10s %-10s %-8s %-5s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
-    int failed = 0, total = 0;
-    for (const char* f : {"bf16", "mxfp8"}) {
-      if (o->format != "all" && o->format != f) continue;
-      const MoeWeights w = std::string(f) == "bf16" ? MoeWeights() : bf16.to_mxfp8();
-      const MoeWeights& wr = std::string(f) == "bf16" ? bf16 : w;
+    std::printf("%-12s %-50s %-10s %-10s %-8s %-6s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
+    int failed = 0, passed = 0, skipped = 0;
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+      if (o->format != "all" && o->format != to_string(f)) continue;
+      const MoeWeights converted = f == WeightFormat::kMXFP8         ? bf16.to_mxfp8()
+                                   : f == WeightFormat::kFP8Block128 ? bf16.to_fp8_block128()
+                                                                     : MoeWeights();
+      const MoeWeights& wr = f == WeightFormat::kBF16 ? bf16 : converted;
       const auto ref = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
                                               routing.weights.data(), o->batch,
                                               reference::Precision::kFP64);
       const auto fp32 = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
                                                routing.weights.data(), o->batch,
                                                reference::Precision::kFP32);
-      std::vector<Row> rows{judge(f, "cpu fp32", ref, fp32, 1e-5)};
+      std::vector<CheckRow> rows{judge(to_string(f), "cpu fp32", ref, fp32, 1e-5)};
 #ifdef WD_HAVE_CUDA
-      if (gpu)
-        for (auto& r : check_gpu(wr, x, o->batch, routing, ref)) rows.push_back(r);
+      if (gpu) {
+        if (f != WeightFormat::kFP8Block128)
+          for (auto& r : check_gpu(wr, x, o->batch, routing, ref)) rows.push_back(r);
+        for (auto& r : check_classical(wr, x, o->batch, routing, ref)) rows.push_back(r);
+      }
 #endif
       for (const auto& r : rows) {
         print_row(r);
-        failed += !r.pass;
-        ++total;
+        if (r.skipped) ++skipped;
+        else if (r.pass) ++passed;
+        else ++failed;
       }
     }
+    const int total = passed + failed;
     if (failed) throw Error(detail::concat("check failed: ", failed, " of ", total, " implementations outside tolerance"));
-    std::printf("all %d checks passed\n", total);
+    std::printf("all %d checks passed", total);
+    if (skipped) std::printf(" (%d not run on this shape or device: see their notes)", skipped);
+    std::printf("\n");
   });
 }
 
