@@ -56,6 +56,16 @@ TEST(Cli, CheckPassesOnTinyPreset) {
   EXPECT_NE(one.output.find("fp8-block128 cpu fp32"), std::string::npos) << one.output;
 }
 
+// Near-tied tokens are redrawn one at a time: a batch of 4096 draws (the
+// whole batch redrawn until no token had a near-tie never ended at B = 1024
+// on qwen3-30b-a3b).
+TEST(Cli, CheckDrawsTheLargestBatch) {
+  const Result r = run("check --preset tiny --batch 4096 --format bf16");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("B=4096"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checks passed"), std::string::npos) << r.output;
+}
+
 TEST(Cli, CheckTakesACustomShape) {
   const Result r = run("check --preset tiny --hidden 96 --intermediate 64 --experts 5 --top-k 2 --batch 2");
   EXPECT_EQ(r.status, 0) << r.output;
