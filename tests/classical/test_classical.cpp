@@ -988,6 +988,19 @@ TEST(Classical, ForwardAndDispatch) {
   }
 }
 
+// The FP32 output (n values) of one call, poisoned first (NaN: an output
+// left unwritten differs from every computed one).
+std::vector<float> poisoned_fp32(size_t n, const std::function<void(const MoeOutput&)>& call) {
+  DeviceBuffer<float> dy(n);
+  dy.fill_bytes(0xFF);
+  call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
+  return dy.download();
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 // Weights with tiled copies beside the canonical tensors
 // (tiled_beside_canonical) take the table's tiled entries: between the
 // default upload's crossover (16) and the tiled one (48), the dispatch runs
@@ -1016,10 +1029,7 @@ TEST(Classical, DispatchTakesTheTiledCrossoverForTiledWeights) {
     const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
     DeviceBuffer<uint16_t> dx(x);
     auto run = [&](const std::function<void(const MoeOutput&)>& call) {
-      DeviceBuffer<float> dy(size_t(B) * s.hidden);
-      dy.fill_bytes(0xFF);  // NaN: an output left unwritten differs from every computed one
-      call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
-      return dy.download();
+      return poisoned_fp32(size_t(B) * s.hidden, call);
     };
     const auto dispatched_tiled = run([&](const MoeOutput& o) { moe.forward(tiled.view(), dx.data(), B, o, nullptr); });
     const auto warp = run([&](const MoeOutput& o) { moe.warp().forward(tiled.view(), dx.data(), B, o, nullptr); });
@@ -1029,9 +1039,6 @@ TEST(Classical, DispatchTakesTheTiledCrossoverForTiledWeights) {
         dispatch_classical_config(table, s, f, B, DispatchPolicy::kFastest, ClassicalMoe::wgmma_available());
     const auto classical =
         run([&](const MoeOutput& o) { moe.classical().forward(layer.view(), dx.data(), B, o, cfg, nullptr); });
-    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
-      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-    };
     ASSERT_FALSE(same_bits(warp, classical)) << to_string(f) << ": the two paths agree bit for bit on these inputs";
     EXPECT_TRUE(same_bits(dispatched_tiled, warp)) << to_string(f) << ": tiled weights at B = " << B;
     EXPECT_TRUE(same_bits(dispatched_default, classical)) << to_string(f) << ": default upload at B = " << B;
@@ -1064,13 +1071,7 @@ TEST(Classical, DispatchRunsWarpDecodeOnTiledOnlyWeights) {
     EXPECT_THROW(moe.choose(f, WarpDecodeMoe::kMaxBatch + 1, WeightCopies::kTiledOnly), InvalidArgument);
 
     auto run = [&](int B, const std::function<void(const MoeOutput&)>& call) {
-      DeviceBuffer<float> dy(size_t(B) * s.hidden);
-      dy.fill_bytes(0xFF);  // NaN: an output left unwritten differs from every computed one
-      call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
-      return dy.download();
-    };
-    auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
-      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+      return poisoned_fp32(size_t(B) * s.hidden, call);
     };
     auto exact = [&](const std::vector<uint16_t>& x, const std::vector<int32_t>& ids, const std::vector<double>& w,
                      int B) {

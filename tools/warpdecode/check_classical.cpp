@@ -13,8 +13,10 @@
 //                               its own), and that path's tolerances
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device_buffer.h"
@@ -43,11 +45,11 @@ CheckRow judge_classical(const std::string& fmt, const std::string& path, const 
   CheckRow r = judge(fmt, path, exact, y, w8a8 ? kW8A8Exact : kBf16Exact);
   const double e_emu = reference::compare(emulation.data(), y.data(), y.size()).rel_l2;
   const double emu_tol = w8a8 ? kW8A8Emulation : kBf16Emulation;
-  r.note += std::string(r.note.empty() ? "" : "; ") + "vs its emulation " + sci(e_emu) + " (tol " + sci(emu_tol) + ")";
+  add_note(r, "vs its emulation " + sci(e_emu) + " (tol " + sci(emu_tol) + ")");
   if (e_emu > emu_tol) r.pass = false;
   if (w8a8 && !(r.rel_l2 >= kW8A8Floor)) {
     r.pass = false;
-    r.note += "; below " + sci(kW8A8Floor) + ": were the activations quantized?";
+    add_note(r, "below " + sci(kW8A8Floor) + ": were the activations quantized?");
   }
   return r;
 }
@@ -57,6 +59,15 @@ CheckRow not_run(const std::string& fmt, const std::string& path, const std::str
 }
 
 }  // namespace
+
+std::vector<double> poisoned_fp32_output(size_t n, const std::function<void(const MoeOutput&)>& call) {
+  DeviceBuffer<float> dy(n);
+  dy.fill_bytes(0xFF);
+  call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
+  WD_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto h = dy.download();
+  return std::vector<double>(h.begin(), h.end());
+}
 
 std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uint16_t>& x, int batch,
                                       const reference::Routing& routing, const std::vector<double>& ref) {
@@ -76,18 +87,17 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
   DeviceBuffer<int32_t> ids(routing.ids);
   DeviceBuffer<float> weights(std::vector<float>(routing.weights.begin(), routing.weights.end()));
   const RoutingView rv{batch, s.top_k, ids.data(), weights.data()};
-  // FP32 output, poisoned first (NaN: an unwritten output fails the check).
-  auto fp32_out = [&](const std::function<void(const MoeOutput&)>& call) {
-    DeviceBuffer<float> dy(BH);
-    dy.fill_bytes(0xFF);
-    call(MoeOutput{dy.data(), OutputType::kFP32, nullptr});
-    WD_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto h = dy.download();
-    return std::vector<double>(h.begin(), h.end());
-  };
-  auto emulation = [&](const ClassicalConfig& c) {
-    return reference::classical_experts(w.view(), x.data(), routing.ids.data(), routing.weights.data(), batch, 0,
-                                        c.fuse_silu, c.bf16_activations);
+  auto fp32_out = [&](const std::function<void(const MoeOutput&)>& call) { return poisoned_fp32_output(BH, call); };
+  // The CPU emulation of a configuration's roundings, once per (SiLU·up
+  // fused, BF16 activations): the dispatch's row reuses its path's (the
+  // emulation dominates check's time at large batches).
+  std::map<std::pair<bool, bool>, std::vector<double>> emulations;
+  auto emulation = [&](const ClassicalConfig& c) -> const std::vector<double>& {
+    auto& e = emulations[{c.fuse_silu, c.bf16_activations}];
+    if (e.empty())
+      e = reference::classical_experts(w.view(), x.data(), routing.ids.data(), routing.weights.data(), batch, 0,
+                                       c.fuse_silu, c.bf16_activations);
+    return e;
   };
   auto quantizes = [&](const ClassicalConfig& c) { return f != WeightFormat::kBF16 && !c.bf16_activations; };
   auto activations = [&](const ClassicalConfig& c) {
@@ -129,22 +139,19 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
     rows.push_back(not_run(fmt, "gpu MoeDispatch", e.what()));
     return rows;
   }
-  const MoePath p = dispatch.choose(f, batch, weight_copies(view));
-  CheckRow r;
-  if (p == MoePath::kWarp) {
-    const auto own = fp32_out([&](const MoeOutput& o) { dispatch.warp().experts(view, dx.data(), rv, o, nullptr); });
-    r = judge(fmt, "gpu MoeDispatch: warp", ref, y, kWarpExact);
-    r.pass = r.pass && y == own;
-    r.note += std::string(r.note.empty() ? "" : "; ") + (y == own ? "bits equal warp decode's" : "BITS DIFFER from warp decode's");
-  } else {
-    const ClassicalConfig c =
-        dispatch_classical_config(dispatch.table(), s, f, batch, dispatch.policy(), sm90a);
-    const auto own = fp32_out([&](const MoeOutput& o) { dispatch.classical().experts(view, dx.data(), rv, o, c, nullptr); });
-    r = judge_classical(fmt, "gpu MoeDispatch: classical " + c.label() + activations(c), ref, emulation(c), y,
-                        quantizes(c));
-    r.pass = r.pass && y == own;
-    r.note += y == own ? "; bits equal the classical path's" : "; BITS DIFFER from the classical path's";
-  }
+  const bool warp = dispatch.choose(f, batch, weight_copies(view)) == MoePath::kWarp;
+  const ClassicalConfig c =
+      warp ? ClassicalConfig{} : dispatch_classical_config(dispatch.table(), s, f, batch, dispatch.policy(), sm90a);
+  const auto own = fp32_out([&](const MoeOutput& o) {
+    if (warp) dispatch.warp().experts(view, dx.data(), rv, o, nullptr);
+    else dispatch.classical().experts(view, dx.data(), rv, o, c, nullptr);
+  });
+  CheckRow r = warp ? judge(fmt, "gpu MoeDispatch: warp", ref, y, kWarpExact)
+                    : judge_classical(fmt, "gpu MoeDispatch: classical " + c.label() + activations(c), ref,
+                                      emulation(c), y, quantizes(c));
+  r.pass = r.pass && y == own;
+  add_note(r, std::string(y == own ? "bits equal " : "BITS DIFFER from ") +
+                  (warp ? "warp decode's" : "the classical path's"));
   rows.push_back(r);
   return rows;
 }

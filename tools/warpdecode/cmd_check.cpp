@@ -128,11 +128,7 @@ std::vector<CheckRow> check_gpu(const MoeWeights& w, const std::vector<uint16_t>
   DeviceBuffer<float> rwt(std::vector<float>(routing.weights.begin(), routing.weights.end()));
   const RoutingView rv{batch, s.top_k, rid.data(), rwt.data()};
   auto fp32_out = [&](const WarpDecodeMoe& fm, const MoeWeightsView& view) {
-    DeviceBuffer<float> dy(BH);
-    dy.fill_bytes(0xFF);  // NaN poison: unwritten outputs fail the check
-    fm.experts(view, dx.data(), rv, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, nullptr);
-    const auto h = dy.download();
-    return std::vector<double>(h.begin(), h.end());
+    return poisoned_fp32_output(BH, [&](const MoeOutput& o) { fm.experts(view, dx.data(), rv, o, nullptr); });
   };
   std::vector<double> tc_fp32;  // the tensor cores' FP32 output on the default upload
   for (size_t li = 0; li < families.size(); ++li) {
@@ -170,8 +166,7 @@ std::vector<CheckRow> check_gpu(const MoeWeights& w, const std::vector<uint16_t>
       CheckRow r = judge(fmt, std::string("gpu warp tensor-core, ") + label, ref, y, 2e-5);
       const bool same = y == tc_fp32;
       r.pass = r.pass && same;
-      r.note += std::string(r.note.empty() ? "" : "; ") +
-                (same ? "bits equal the default upload's" : "BITS DIFFER from the default upload's");
+      add_note(r, same ? "bits equal the default upload's" : "BITS DIFFER from the default upload's");
       rows.push_back(r);
     }
   }
