@@ -53,15 +53,17 @@ double classical_stage_bytes(ClassicalStage st, const MoeShape& s, WeightFormat 
 }
 
 // ---- ClassicalPath ------------------------------------------------------------------------
-ClassicalPath::ClassicalPath(const MoeBench& bench, WeightFormat run_format, std::optional<ClassicalConfig> config)
-    : bench_(bench), format_(run_format), fixed_(config) {}
+ClassicalPath::ClassicalPath(const MoeBench& bench, WeightFormat run_format, std::optional<ClassicalConfig> config,
+                             bool untile)
+    : bench_(bench), format_(run_format), fixed_(config), untile_(untile) {}
 
 ClassicalPath::~ClassicalPath() = default;
 
-std::string ClassicalPath::config() const { return "cl/" + config_.label(); }
+std::string ClassicalPath::config() const { return std::string(untile_ ? "cl/untile/" : "cl/") + config_.label(); }
 
 void ClassicalPath::prepare(const MoeShape& shape, int batch) {
   moe_ = std::make_unique<ClassicalMoe>(shape, batch);
+  if (untile_ && !untiled_) untiled_ = std::make_unique<UntiledWeights>(shape, format_);
   config_ = fixed_ ? *fixed_ : ClassicalConfig::for_batch(shape, batch, format_);
   if (format_ != held_format(format_) && converted_.empty()) {
     for (int i = 0; i < bench_.copies(); ++i)
@@ -84,7 +86,8 @@ void ClassicalPath::route(const MoeWeightsView& w, const uint16_t* x, int batch,
 
 void ClassicalPath::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, uint16_t* y,
                             cudaStream_t stream) {
-  moe_->experts(mine(w), x, routing, MoeOutput{y, OutputType::kBF16, nullptr}, config_, stream);
+  moe_->experts(untiled_ ? untiled_->untile(w, stream) : mine(w), x, routing, MoeOutput{y, OutputType::kBF16, nullptr},
+                config_, stream);
 }
 
 std::vector<std::string> ClassicalPath::stages() const {
@@ -150,6 +153,107 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 // ---- crossover tuning ------------------------------------------------------------------------
 // 65-80: warp decode walks the tokens in groups of 64, so its time steps up
 // at 65, where on the tiled copies the crossover falls (session 46).
+void tune_untiled_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
+                            const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
+                            const nlohmann::json& header, const std::string& json_path) {
+  WD_CHECK(!ladder.empty(), "--tune-untiled needs at least one batch size");
+  // The classical configurations are the ones the dispatch would give (its
+  // table's w8a16_from decides W8A8 or W8A16 under kFastest).
+  const CrossoverTable dispatch_table = CrossoverTable::from_environment();
+  const bool sm90a = ClassicalMoe::wgmma_available();
+  CrossoverTable table;
+  nlohmann::json ladders = nlohmann::json::array();
+  std::printf("# tune-untiled: µs per MoE layer (router excluded) on tiled-only weights: warp decode against the "
+              "classical path on the layer un-tiled first (its time includes the un-tiling)\n");
+  std::printf("%-22s %-12s %5s %10s %10s %8s  %s\n", "preset", "format", "B", "warp_us", "untile+cl", "cl/warp",
+              "classical config");
+  for (const auto& preset : presets)
+    for (WeightFormat f : formats) {
+      if (!warp_decode_streams(f)) continue;  // no tiled copies
+      const MoeShape shape = preset_shape(preset);
+      size_t free_b = 0, total_b = 0;
+      WD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      MoeBench mb(shape, f, l2_bytes, size_t(double(free_b) * 0.4), opt.seed, stream,
+                  DeviceWeightsOptions::tiled_only());
+      const bool w8a16 = w8a16_runs(shape, f, 1, sm90a);
+      // The un-tiling alone, once a (preset, format): CUDA events around each
+      // call, cycling the copies, median of 21 after 3 warm-up calls.
+      double untile_us = 0;
+      {
+        const UntiledWeights scratch(shape, f);
+        cudaEvent_t a, b;
+        WD_CUDA_CHECK(cudaEventCreate(&a));
+        WD_CUDA_CHECK(cudaEventCreate(&b));
+        std::vector<double> us;
+        for (int i = -3; i < 21; ++i) {
+          WD_CUDA_CHECK(cudaEventRecord(a, stream));
+          scratch.untile(mb.weights(i + 3).view(), stream);
+          WD_CUDA_CHECK(cudaEventRecord(b, stream));
+          WD_CUDA_CHECK(cudaEventSynchronize(b));
+          float ms = 0;
+          WD_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+          if (i >= 0) us.push_back(1e3 * ms);
+        }
+        WD_CUDA_CHECK(cudaEventDestroy(a));
+        WD_CUDA_CHECK(cudaEventDestroy(b));
+        untile_us = summarize(us).us_median;
+        std::printf("# untile %s %s: %.1f µs for %.1f MB read and written (%.2f TB/s each way)\n", preset.c_str(),
+                    to_string(f), untile_us, scratch.bytes() / 1e6, scratch.bytes() / untile_us / 1e6);
+      }
+      std::vector<double> warp_times, fast_times, a16_times;
+      nlohmann::json points = nlohmann::json::array();
+      for (int B : ladder) {
+        WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
+        const double warp_us = mb.run(B, wp, opt).experts.us_median;
+        const ClassicalConfig fast = dispatch_classical_config(dispatch_table, shape, f, B, DispatchPolicy::kFastest, sm90a);
+        ClassicalPath cp(mb, f, fast, true);
+        const double fast_us = mb.run(B, cp, opt).experts.us_median;
+        warp_times.push_back(warp_us);
+        fast_times.push_back(fast_us);
+        std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f  %s\n", preset.c_str(), to_string(f), B, warp_us, fast_us,
+                    fast_us / warp_us, cp.config().c_str());
+        nlohmann::json point = {{"batch", B}, {"warp_us", warp_us}, {"classical_us", fast_us}, {"config", cp.config()}};
+        if (w8a16) {  // kBf16Activations' classical side: W8A16 (the same run where kFastest's is W8A16 already)
+          double a_us = fast_us;
+          if (!fast.bf16_activations) {
+            ClassicalPath ap(mb, f, ClassicalConfig::for_batch(shape, B, f, sm90a, true), true);
+            a_us = mb.run(B, ap, opt).experts.us_median;
+            std::printf("%-22s %-12s %5d %10.1f %10.1f %8.2f  %s\n", preset.c_str(), to_string(f), B, warp_us, a_us,
+                        a_us / warp_us, ap.config().c_str());
+          }
+          a16_times.push_back(a_us);
+          point["w8a16_us"] = a_us;
+        }
+        std::fflush(stdout);
+        points.push_back(point);
+      }
+      auto add = [&](const std::vector<double>& times, bool bf16_act) {
+        const int c = crossover_from_ladder(ladder, warp_times, times);
+        std::printf("# crossover %s %s%s (tiled-only weights, the classical path un-tiling them): %s\n",
+                    preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
+                    c == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
+                                                : ("B >= " + std::to_string(c)).c_str());
+        CrossoverEntry e{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, c, bf16_act,
+                         CrossoverEntry::kNever, true};
+        e.untiled = true;
+        table.set(e);
+        return c;
+      };
+      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"warp_weights", "tiled-only"},
+                            {"untile_us", untile_us},
+                            {"crossover", add(fast_times, false)}, {"points", points}};
+      if (w8a16) lad["w8a16_crossover"] = add(a16_times, true);
+      ladders.push_back(lad);
+    }
+  nlohmann::json doc = nlohmann::json::parse(table.to_json());
+  doc["header"] = header;
+  doc["ladders"] = ladders;
+  std::ofstream out(json_path);
+  WD_CHECK(out.good(), "cannot write '", json_path, "'");
+  out << doc.dump(2) << "\n";
+  std::printf("# wrote %s\n", json_path.c_str());
+}
+
 std::vector<int> default_tune_ladder() {
   return {1, 2, 4, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 192, 256, 384, 512, 768, 1024};
 }

@@ -13,6 +13,7 @@
 #include "moe_bench.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/moe_dispatch.h"
+#include "warpdecode/untiled_weights.h"
 
 namespace wd::bench {
 
@@ -30,8 +31,12 @@ double classical_stage_bytes(ClassicalStage s, const MoeShape& shape, WeightForm
 class ClassicalPath : public LayerPath {
  public:
   // bench: the harness holding the weights (for FP8 block-128 copies);
-  // run_format: the format this path runs; config: fixed, or for_batch().
-  ClassicalPath(const MoeBench& bench, WeightFormat run_format, std::optional<ClassicalConfig> config = {});
+  // run_format: the format this path runs; config: fixed, or for_batch();
+  // untile: each call first un-tiles the held copy's tiled copies into one
+  // canonical scratch (UntiledWeights, as MoeDispatch does for tiled-only
+  // weights) and runs on that: its time includes the un-tiling.
+  ClassicalPath(const MoeBench& bench, WeightFormat run_format, std::optional<ClassicalConfig> config = {},
+                bool untile = false);
   ~ClassicalPath() override;
 
   std::string name() const override { return "classical"; }
@@ -55,6 +60,8 @@ class ClassicalPath : public LayerPath {
   ClassicalConfig config_;
   std::unique_ptr<ClassicalMoe> moe_;
   std::vector<DeviceFp8BlockWeights> converted_;  // per held copy, FP8 block-128 only
+  bool untile_ = false;
+  std::unique_ptr<UntiledWeights> untiled_;
 };
 
 // Times the classical path at batch B on the harness's weights, prints its
@@ -73,6 +80,15 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 void tune_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                     const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
                     const nlohmann::json& header, const std::string& json_path);
+
+// bench-moe --tune-untiled: the same on tiled-only weights
+// (DeviceWeightsOptions::tiled_only()): warp decode on them against the
+// classical path on them un-tiled first (ClassicalPath with untile, in the
+// configuration MoeDispatch gives it; MXFP8 also in W8A16), written as
+// CrossoverEntry::untiled entries ("warp_weights": "tiled-only").
+void tune_untiled_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
+                            const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
+                            const nlohmann::json& header, const std::string& json_path);
 
 // The ladder --tune uses by default.
 std::vector<int> default_tune_ladder();

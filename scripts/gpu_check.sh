@@ -36,6 +36,11 @@
 #     tune:  the crossover tune alone (h200-crossover.json: warp decode on the default
 #            upload and on the tiled copies against the classical path, per preset;
 #            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240)
+#     untiled: tiled-only weights un-tiled for the classical path (UntiledWeights,
+#            MoeDispatch::untile_tiled_only): its GPU test (also under memcheck),
+#            then bench-moe --tune-untiled per preset (UNTILED_PRESETS,
+#            default qwen3-30b-a3b qwen3-235b-a22b; UNTILED_BATCHES) merged into
+#            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/moe_dispatch.cpp)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
 #             with stages (h200-moe-prefill.json); TUNE=1 adds the crossover tune
@@ -141,6 +146,22 @@ crossover_tune() {
   done
   [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
   note "tune merged   rc=$? -> $OUT/h200-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
+}
+# The untiled crossover (tiled-only weights: warp decode against the
+# classical path un-tiling them first), one preset a run, merged.
+untiled_tune() {
+  local t0 p files=()
+  for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b}; do
+    t0=$(date +%s)
+    timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format bf16,mxfp8 \
+      --replays 10 --tune-batch "${UNTILED_BATCHES:-64,96,128,192,256,384,512,768,1024,2048}" \
+      --tune-json "$LOG/tune-untiled-$p.json" >"$LOG/tune-untiled-$p.log" 2>&1
+    note "tune-untiled  $p rc=$? ($(( $(date +%s) - t0 )) s)"
+    [ -s "$LOG/tune-untiled-$p.json" ] && files+=("$LOG/tune-untiled-$p.json")
+  done
+  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover-untiled.json" "${files[@]}" \
+    >>"$LOG/tune-untiled-merge.log" 2>&1
+  note "untiled merged rc=$? -> $OUT/h200-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
 }
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
@@ -303,6 +324,27 @@ if [ "$MODE" = classical-tables ]; then
   if [ "${ACCURACY:-0}" = 1 ]; then accuracy_study; fi
   { grep -E "^# measured" "$LOG/bench-classical.log" | head -1; grep -vE "^#" "$LOG/bench-classical.log"
     grep -E "^qwen" "$LOG/bench-prefill.log"; [ -f "$LOG/accuracy.log" ] && accuracy_summary; } | tail -150
+  finish
+fi
+
+if [ "$MODE" = untiled ]; then
+  t0=$(date +%s)
+  "$BIN/warpdecode_classical_gpu_tests" --gtest_filter='Classical.DispatchUntiles*:Classical.DispatchRunsWarpDecodeOnTiledOnlyWeights' \
+    >"$LOG/untiled-tests.log" 2>&1
+  rc=$?
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure" "$LOG/untiled-tests.log" | head -30
+  note "untiled tests rc=$rc ($(( $(date +%s) - t0 )) s)"
+  "$BIN/warpdecode_gpu_tests" --gtest_filter='GpuFormats.*' >"$LOG/gpu-formats.log" 2>&1
+  note "gpu formats   rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-formats.log" | tr '\n' ' ')"
+  if command -v compute-sanitizer >/dev/null; then
+    # memcheck only: the un-tiling kernel uses no shared memory, and the
+    # classical kernels' races are racecheck's SanitizerCase's.
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
+      --gtest_filter='Classical.DispatchUntiles*' >"$LOG/untiled-sanitizer-memcheck.log" 2>&1
+    note "untiled san memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$LOG/untiled-sanitizer-memcheck.log" | tr '\n' ' ')"
+  fi
+  untiled_tune
+  grep -hE "^# (crossover|untile)" "$LOG"/tune-untiled-*.log
   finish
 fi
 

@@ -72,4 +72,10 @@ void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales,
 // E·H·I values). Throws unless down_tiling_fits(s).
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled);
 
+// Host: the inverses (tiled copies -> canonical tensors, exactly the bytes
+// the tiling took). Throw unless down_tiling_fits(s).
+void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                       uint8_t* scales);
+void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w);
+
 }  // namespace wd

@@ -66,4 +66,10 @@ void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scal
 // unless gate_up_tiling_fits(s).
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled);
 
+// Host: the inverses (tiled copies -> canonical tensors, exactly the bytes
+// the tiling took). Throw unless gate_up_tiling_fits(s).
+void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                          uint8_t* scales);
+void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w);
+
 }  // namespace wd

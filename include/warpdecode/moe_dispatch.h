@@ -22,7 +22,10 @@
 // batch it takes, past the crossover too (slower there than the classical
 // path on a canonical upload, never wrong: warp decode is correct up to
 // WarpDecodeMoe::kMaxBatch), and refuses a batch past warp decode's maximum
-// with an error that names the upload.
+// with an error that names the upload — unless it holds an un-tiling
+// scratch (untile_tiled_only): then from a crossover measured for that
+// (CrossoverEntry::untiled) it un-tiles the layer into the scratch and runs
+// the classical path on it, at any batch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,6 +36,7 @@
 
 #include "warpdecode/classical.h"
 #include "warpdecode/layout.h"
+#include "warpdecode/untiled_weights.h"
 #include "warpdecode/warp_decode.h"
 
 namespace wd {
@@ -77,6 +81,11 @@ struct CrossoverEntry {
   // crossover is its own. JSON "warp_weights":
   // "tiled" (absent: "default").
   bool tiled_warp = false;
+  // Tiled-only weights (tiled_warp too): warp decode on the tiled copies
+  // against the classical path on the canonical tensors un-tiled first
+  // (UntiledWeights; MoeDispatch::untile_tiled_only), whose time includes
+  // the un-tiling. JSON "warp_weights": "tiled-only".
+  bool untiled = false;
 };
 
 // The crossover a measured ladder gives: the smallest batch from which the
@@ -116,7 +125,12 @@ class CrossoverTable {
   // entry measured on a shape beats a guess from other shapes, and it errs
   // towards the classical path (on the default upload warp decode is slower),
   // which costs speed, never accuracy or correctness.
-  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false, bool tiled_warp = false) const;
+  // untiled: tiled-only weights un-tiled for the classical path
+  // (CrossoverEntry::untiled): the shape's own untiled entry, else the
+  // untiled entries scaled by tokens per expert as above (the un-tiling
+  // and both paths scale with the layer's bytes), else kNever.
+  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false, bool tiled_warp = false,
+                bool untiled = false) const;
   // The W8A16 entry's w8a16_from for this shape and format, scaled the same
   // way for unmeasured shapes; kNever without one. (W8A16 against W8A8: both
   // classical, whatever warp decode streams; the default-upload entry's.)
@@ -140,7 +154,9 @@ class CrossoverTable {
 //                       alone): warp decode streams the tiled copies (the
 //                       table's tiled entries), the classical path the
 //                       canonical tensors.
-//   kTiledOnly          tiled_only(): only warp decode reads them.
+//   kTiledOnly          tiled_only(): only warp decode reads them, unless
+//                       the dispatch un-tiles them for the classical path
+//                       (MoeDispatch::untile_tiled_only).
 enum class WeightCopies { kCanonical, kCanonicalAndTiled, kTiledOnly };
 const char* to_string(WeightCopies c);  // "default", "tiled", "tiled-only" (warpdecode dispatch's --upload)
 WeightCopies weight_copies(const MoeWeightsView& w);
@@ -150,12 +166,15 @@ WeightCopies weight_copies(const MoeWeightsView& w);
 // whether the classical path runs W8A16 for this shape and device; copies:
 // what the weights hold, which picks the table's tiled entries for tiled
 // copies, and warp decode at every batch up to warp_max_batch for tiled-only
-// weights). Throws wd::InvalidArgument for a batch < 1, for an MXFP8 batch
-// past warp_max_batch under kBf16Activations that W8A16 does not take, and
-// for tiled-only weights past warp_max_batch.
+// weights; untile: the dispatch un-tiles tiled-only weights of this format
+// for the classical path, which then takes them from the table's untiled
+// crossover on, and past warp_max_batch). Throws wd::InvalidArgument for a
+// batch < 1, for an MXFP8 batch past warp_max_batch under kBf16Activations
+// that W8A16 does not take, and for tiled-only weights past warp_max_batch
+// without untile.
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false,
-                    WeightCopies copies = WeightCopies::kCanonical);
+                    WeightCopies copies = WeightCopies::kCanonical, bool untile = false);
 
 // Whether warp decode streams weights of this format (BF16, MXFP8); the
 // others (FP8 block-128) always run the classical path.
@@ -190,6 +209,18 @@ class MoeDispatch {
   MoePath choose(WeightFormat f, int batch, WeightCopies copies = WeightCopies::kCanonical) const;
   DispatchPolicy policy() const { return policy_; }
 
+  // Set-up (not inside a forward call: it allocates): hold one layer's
+  // canonical scratch of format f (UntiledWeights, untiled_bytes()), so that
+  // tiled-only weights of that format take the classical path from the
+  // table's untiled crossover on and past warp decode's maximum batch, each
+  // such call un-tiling its layer into the scratch first. Calls for other
+  // formats and uploads are unaffected. One format at a time (a second call
+  // replaces the scratch). Throws wd::InvalidArgument for a format or shape
+  // without tiled copies.
+  void untile_tiled_only(WeightFormat f);
+  bool untiles(WeightFormat f) const;  // whether untile_tiled_only(f) holds a scratch
+  size_t untiled_bytes() const;        // its device memory (0 without)
+
   // Router + experts / experts alone, on the chosen path (same contracts as
   // WarpDecodeMoe and ClassicalMoe: stream-ordered, graph-capturable).
   void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
@@ -207,6 +238,9 @@ class MoeDispatch {
   DispatchPolicy policy_;
   std::unique_ptr<WarpDecodeMoe> warp_;
   std::unique_ptr<ClassicalMoe> classical_;
+  std::unique_ptr<UntiledWeights> untiled_;
+  // The weights the classical path reads for w: w, or tiled-only w un-tiled.
+  MoeWeightsView classical_weights(const MoeWeightsView& w, cudaStream_t stream) const;
 };
 
 }  // namespace wd

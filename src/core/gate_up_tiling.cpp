@@ -28,4 +28,21 @@ void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) 
                nullptr);
 }
 
+void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                          uint8_t* scales) {
+  WD_CHECK(gate_up_tiling_fits(s), "untile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  WD_CHECK(q_tiled && scales_tiled && q && scales, "untile_mxfp8_gate_up: a pointer is null");
+  untile_on_host(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q,
+                 scales);
+}
+
+void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w) {
+  WD_CHECK(gate_up_tiling_fits(s), "untile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  WD_CHECK(w_tiled && w, "untile_bf16_gate_up: a pointer is null");
+  untile_on_host(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
+                 reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr);
+}
+
 }  // namespace wd

@@ -7,7 +7,8 @@
 // BF16: the same layouts over the rows' bytes (L = 2 × the row's elements),
 // no scales, nothing packed.
 // Piece i < E·R·L/16 of the bytes, scale byte i < E·R·L/32: the host loops
-// over i, the device kernel gives each thread one i.
+// over i, the device kernel gives each thread one i. untile_piece moves them
+// back (UntiledWeights: the classical path on tiled-only weights).
 #pragma once
 
 #include <cstddef>
@@ -70,12 +71,44 @@ WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, con
   }
 }
 
+// The inverse of tile_piece: code piece i (and scale byte i) of the
+// canonical tensors back from the tiled copies, MXFP8 words unpacked
+// (unpack_e4m3x4, a bijection: the canonical bytes exactly). The walk's
+// index is the canonical one, so the device kernel's writes are contiguous.
+template <typename Tiling>
+WD_HD void untile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q_tiled, const uint8_t* scales_tiled,
+                        uint8_t* q, uint8_t* scales) {
+  const size_t R = t.rows(), L = t.len();
+  if (i < E * R * L / 16) {
+    const size_t k = (i * 16) % L, row = (i * 16) / L;
+    const uint8_t* src = q_tiled + t.code(row / R, row % R, k);
+    const bool packed = scales_tiled != nullptr;  // MXFP8: each word of four codes packed
+#if defined(__CUDA_ARCH__)
+    uint4 v = *reinterpret_cast<const uint4*>(src);
+    if (packed) v = {unpack_e4m3x4(v.x), unpack_e4m3x4(v.y), unpack_e4m3x4(v.z), unpack_e4m3x4(v.w)};
+    reinterpret_cast<uint4*>(q)[i] = v;
+#else
+    if (packed) unpack_e4m3_words(src, 16, q + 16 * i);
+    else std::memcpy(q + 16 * i, src, 16);
+#endif
+  }
+  if (scales_tiled != nullptr && i < E * R * L / kMxBlock) {  // MXFP8 only
+    const size_t j = i % (L / kMxBlock), row = i / (L / kMxBlock);
+    scales[i] = scales_tiled[t.scale(row / R, row % R, j)];
+  }
+}
+
 // The whole walk on the host (the host tiling functions; the device one is a
 // kernel in kernels/formats_device.cu). scales == nullptr: BF16, bytes only.
 template <typename Tiling>
 void tile_on_host(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                   uint8_t* scales_tiled) {
   for (size_t i = 0, n = tiling_pieces(t, E); i < n; ++i) tile_piece(t, E, i, q, scales, q_tiled, scales_tiled);
+}
+template <typename Tiling>
+void untile_on_host(const Tiling& t, size_t E, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                    uint8_t* scales) {
+  for (size_t i = 0, n = tiling_pieces(t, E); i < n; ++i) untile_piece(t, E, i, q_tiled, scales_tiled, q, scales);
 }
 
 }  // namespace wd

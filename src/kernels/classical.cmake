@@ -12,6 +12,7 @@ target_sources(warpdecode PRIVATE
   kernels/classical_tma_gemm.cu
   moe/classical_moe.cpp
   moe/moe_dispatch.cpp
+  moe/untiled_weights.cpp
   reference/classical_reference.cpp)
 target_link_libraries(warpdecode PRIVATE nlohmann_json::nlohmann_json)
 # The wgmma GEMM exists only in sm_90a code; the host side asks for it only

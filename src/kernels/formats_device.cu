@@ -127,7 +127,52 @@ void launch_tiling(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* s
   WD_CUDA_CHECK_LAUNCH();
 }
 
+template <typename Tiling>
+__global__ void untile_kernel(Tiling t, size_t E, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                              uint8_t* scales) {
+  untile_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q_tiled, scales_tiled, q, scales);
+}
+
+template <typename Tiling>
+void launch_untiling(const Tiling& t, size_t E, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                     uint8_t* scales, cudaStream_t stream) {
+  const size_t n = tiling_pieces(t, E);
+  if (n == 0) return;
+  untile_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q_tiled, scales_tiled, q, scales);
+  WD_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
+
+void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                          uint8_t* scales, cudaStream_t stream) {
+  WD_CHECK(gate_up_tiling_fits(s), "untile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  launch_untiling(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q, scales,
+                  stream);
+}
+
+void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                       uint8_t* scales, cudaStream_t stream) {
+  WD_CHECK(down_tiling_fits(s), "untile_mxfp8_down: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 16 == 0 and I % 64 == 0");
+  launch_untiling(DownTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q, scales,
+                  stream);
+}
+
+void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
+  WD_CHECK(down_tiling_fits(s), "untile_bf16_down: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 16 == 0 and I % 64 == 0");
+  launch_untiling(DownTiling{size_t(s.hidden), 2 * size_t(s.intermediate)}, s.experts,
+                  reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr, stream);
+}
+
+void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
+  WD_CHECK(gate_up_tiling_fits(s), "untile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  launch_untiling(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
+                  reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr, stream);
+}
 
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled, cudaStream_t stream) {

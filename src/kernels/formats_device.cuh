@@ -61,5 +61,14 @@ uint8_t max_byte(const uint8_t* in, size_t n, cudaStream_t stream);
 // copies (the device twins of wd::tile_bf16_down and wd::tile_bf16_gate_up).
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream);
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream);
+// The inverses: tiled copies -> the canonical tensors, the exact bytes (the
+// device twins of wd::untile_*; UntiledWeights runs them). One thread per
+// 16-byte canonical piece: contiguous writes.
+void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                          uint8_t* scales, cudaStream_t stream);
+void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                       uint8_t* scales, cudaStream_t stream);
+void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream);
+void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream);
 
 }  // namespace wd::kernels

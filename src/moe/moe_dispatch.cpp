@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "warpdecode/error.h"
@@ -91,8 +92,10 @@ CrossoverTable CrossoverTable::load(const std::string& path) {
       if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
       e.bf16_activations = act == "bf16";
       const std::string ww = j.value("warp_weights", std::string("default"));
-      if (ww != "default" && ww != "tiled") throw FormatError("warp_weights '" + ww + "' (allowed: default, tiled)");
-      e.tiled_warp = ww == "tiled";
+      if (ww != "default" && ww != "tiled" && ww != "tiled-only")
+        throw FormatError("warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
+      e.tiled_warp = ww != "default";
+      e.untiled = ww == "tiled-only";
       e.w8a16_from = j.value("w8a16_from", CrossoverEntry::kNever);
       if (e.w8a16_from != CrossoverEntry::kNever && (e.w8a16_from < 1 || !e.bf16_activations))
         throw FormatError("w8a16_from " + std::to_string(e.w8a16_from) +
@@ -120,7 +123,7 @@ CrossoverTable CrossoverTable::from_environment() {
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
     if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
-        o.hidden == e.hidden && o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
+        o.untiled == e.untiled && o.hidden == e.hidden && o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
     }
@@ -128,38 +131,47 @@ void CrossoverTable::set(const CrossoverEntry& e) {
 }
 
 namespace {
-// A batch field of the default-upload entries of format f (and
-// activations): the shape's own, or, for other shapes, the field in tokens
-// per expert (median over the format's entries) converted back to a batch.
-// tiled_warp: the shape's own tiled entry first (never scaled: see
-// CrossoverTable::crossover).
-int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
-           bool tiled_warp, int CrossoverEntry::*field) {
-  if (tiled_warp)
-    for (const auto& e : entries)
-      if (e.tiled_warp && e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
+// A batch field of the entries of one kind (format, activations, warp
+// weights, un-tiling): the shape's own, or, for other shapes, the field in
+// tokens per expert (median over the kind's entries) converted back to a
+// batch; kNever without any.
+int own_or_scaled(const std::vector<CrossoverEntry>& entries, const MoeShape& s, int CrossoverEntry::*field,
+                  const std::function<bool(const CrossoverEntry&)>& kind) {
   for (const auto& e : entries)
-    if (!e.tiled_warp && e.format == f && e.bf16_activations == bf16_activations && same_shape(e, s)) return e.*field;
+    if (kind(e) && same_shape(e, s)) return e.*field;
   std::vector<double> m;
-  bool any = false;
-  for (const auto& e : entries) {
-    if (e.tiled_warp || e.format != f || e.bf16_activations != bf16_activations) continue;
-    any = true;
-    if (e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
-  }
-  if (!any || m.empty()) return CrossoverEntry::kNever;
+  for (const auto& e : entries)
+    if (kind(e) && e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
+  if (m.empty()) return CrossoverEntry::kNever;
   std::sort(m.begin(), m.end());
   const double tpe = m[m.size() / 2];
   return std::max(1, int(std::ceil(tpe * s.experts / s.top_k)));
 }
+
+// See CrossoverTable::crossover: untiled entries are their own kind; tiled
+// ones the shape's own only, then the default upload's.
+int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
+           bool tiled_warp, bool untiled, int CrossoverEntry::*field) {
+  auto of_kind = [&](bool tiled, bool untile) {
+    return [=](const CrossoverEntry& e) {
+      return e.tiled_warp == tiled && e.untiled == untile && e.format == f && e.bf16_activations == bf16_activations;
+    };
+  };
+  if (untiled) return own_or_scaled(entries, s, field, of_kind(true, true));
+  if (tiled_warp)
+    for (const auto& e : entries)
+      if (of_kind(true, false)(e) && same_shape(e, s)) return e.*field;
+  return own_or_scaled(entries, s, field, of_kind(false, false));
+}
 }  // namespace
 
-int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations, bool tiled_warp) const {
-  return lookup(entries_, s, f, bf16_activations, tiled_warp, &CrossoverEntry::crossover);
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations, bool tiled_warp,
+                              bool untiled) const {
+  return lookup(entries_, s, f, bf16_activations, tiled_warp, untiled, &CrossoverEntry::crossover);
 }
 
 int CrossoverTable::w8a16_from(const MoeShape& s, WeightFormat f) const {
-  return lookup(entries_, s, f, true, false, &CrossoverEntry::w8a16_from);
+  return lookup(entries_, s, f, true, false, false, &CrossoverEntry::w8a16_from);
 }
 
 std::string CrossoverTable::to_json() const {
@@ -174,7 +186,7 @@ std::string CrossoverTable::to_json() const {
                         {"format", to_string(e.format)},
                         {"crossover", e.crossover}};
     if (e.bf16_activations) j["activations"] = "bf16";
-    if (e.tiled_warp) j["warp_weights"] = "tiled";
+    if (e.tiled_warp) j["warp_weights"] = e.untiled ? "tiled-only" : "tiled";
     if (e.w8a16_from != CrossoverEntry::kNever) j["w8a16_from"] = e.w8a16_from;
     doc["entries"].push_back(j);
   }
@@ -197,22 +209,22 @@ WeightCopies weight_copies(const MoeWeightsView& w) {
 }
 
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies) {
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies, bool untile) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_decode_streams(f)) return MoePath::kClassical;
-  if (copies == WeightCopies::kTiledOnly) {
+  if (copies == WeightCopies::kTiledOnly && !untile) {
     // The classical kernels read the canonical tensors only; warp decode is
     // correct at every batch it takes, so no batch it takes is refused.
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
              warp_max_batch, ", and weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) have no "
              "canonical tensors for the classical path: upload them with tiled_beside_canonical() or the default "
-             "options for larger batches");
+             "options for larger batches, or let the dispatch un-tile them (MoeDispatch::untile_tiled_only)");
     return MoePath::kWarp;
   }
-  const bool tiled_warp = copies == WeightCopies::kCanonicalAndTiled;
+  const bool tiled_warp = copies != WeightCopies::kCanonical, untiled = copies == WeightCopies::kTiledOnly;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
     if (w8a16) {
-      const int c = table.crossover(shape, f, true, tiled_warp);
+      const int c = table.crossover(shape, f, true, tiled_warp, untiled);
       if (batch > warp_max_batch || (c != CrossoverEntry::kNever && batch >= c)) return MoePath::kClassical;
     }
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
@@ -220,7 +232,7 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
     return MoePath::kWarp;
   }
   if (batch > warp_max_batch) return MoePath::kClassical;
-  const int c = table.crossover(shape, f, false, tiled_warp);
+  const int c = table.crossover(shape, f, false, tiled_warp, untiled);
   return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
 }
 
@@ -257,7 +269,22 @@ bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
 MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
   const bool w8a16 = w8a16_runs(shape_, f, batch, ClassicalMoe::wgmma_available());
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies);
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
+                     copies == WeightCopies::kTiledOnly && untiles(f));
+}
+
+void MoeDispatch::untile_tiled_only(WeightFormat f) {
+  untiled_.reset();  // one scratch at a time: free the old one before allocating
+  untiled_ = std::make_unique<UntiledWeights>(shape_, f);
+}
+
+bool MoeDispatch::untiles(WeightFormat f) const { return untiled_ && untiled_->format() == f; }
+
+size_t MoeDispatch::untiled_bytes() const { return untiled_ ? untiled_->bytes() : 0; }
+
+MoeWeightsView MoeDispatch::classical_weights(const MoeWeightsView& w, cudaStream_t stream) const {
+  // choose() sends tiled-only weights here only with a scratch of their format.
+  return weight_copies(w) == WeightCopies::kTiledOnly ? untiled_->untile(w, stream) : w;
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
@@ -266,13 +293,16 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
     warp_->forward(w, x, batch, out, stream);
     return;
   }
-  classical_->forward(w, x, batch, out, classical_config(table_, shape_, w.format, batch, policy_), stream);
+  classical_->forward(classical_weights(w, stream), x, batch, out,
+                      classical_config(table_, shape_, w.format, batch, policy_), stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
   if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
-  else classical_->experts(w, x, routing, out, classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
+  else
+    classical_->experts(classical_weights(w, stream), x, routing, out,
+                        classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
 }
 
 }  // namespace wd

@@ -32,6 +32,7 @@
 #include "warpdecode/classical_reference.h"
 #include "warpdecode/error.h"
 #include "warpdecode/moe_dispatch.h"
+#include "warpdecode/untiled_weights.h"
 #include "warpdecode/warp_decode.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
@@ -1096,6 +1097,104 @@ TEST(Classical, DispatchRunsWarpDecodeOnTiledOnlyWeights) {
           B, [&](const MoeOutput& o) { moe.warp().experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
       EXPECT_TRUE(same_bits(dispatched, warp)) << "experts, B = " << B;
       EXPECT_LE(rel_l2(exact(x, r.ids, r.w, B), std::vector<double>(dispatched.begin(), dispatched.end())), 2e-5)
+          << "B = " << B;
+    }
+  }
+}
+
+// UntiledWeights rebuilds exactly the canonical bytes of a default upload
+// of the same weights (its scratch poisoned before the second un-tiling, so
+// an unwritten byte shows), and a dispatch that un-tiles tiled-only weights
+// (untile_tiled_only) runs the classical path on them from the untiled
+// crossover on, bit for bit what the classical path gives on the default
+// upload: forward at B = 48, experts at B = 48 and 4097 (past warp decode's
+// maximum, which it refused before); below the crossover warp decode's bits.
+TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    SCOPED_TRACE(to_string(f));
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
+    {  // the scratch's bytes
+      const UntiledWeights u(s, f);
+      const MoeWeightsView first = u.untile(only.view(), nullptr);
+      const size_t elems = size_t(s.experts) * s.hidden * s.intermediate, eb = f == WeightFormat::kBF16 ? 2 : 1;
+      const bool mx = f == WeightFormat::kMXFP8;
+      WD_CUDA_CHECK(cudaMemset(const_cast<void*>(first.gate_up), 0xFF, 2 * elems * eb));
+      WD_CUDA_CHECK(cudaMemset(const_cast<void*>(first.down), 0xFF, elems * eb));
+      if (mx) {
+        WD_CUDA_CHECK(cudaMemset(const_cast<uint8_t*>(first.gate_up_scales), 0xFF, 2 * elems / kMxBlock));
+        WD_CUDA_CHECK(cudaMemset(const_cast<uint8_t*>(first.down_scales), 0xFF, elems / kMxBlock));
+      }
+      const MoeWeightsView v = u.untile(only.view(), nullptr);
+      ASSERT_EQ(v.gate_up, first.gate_up);
+      EXPECT_EQ(weight_copies(v), WeightCopies::kCanonicalAndTiled);
+      EXPECT_EQ(u.bytes(), 3 * elems * eb + (mx ? 3 * elems / kMxBlock : 0));
+      auto bytes = [](const void* p, size_t n) {
+        std::vector<uint8_t> h(n);
+        WD_CUDA_CHECK(cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost));
+        return h;
+      };
+      const MoeWeightsView c = layer.view();
+      EXPECT_TRUE(bytes(v.gate_up, 2 * elems * eb) == bytes(c.gate_up, 2 * elems * eb)) << "gate_up";
+      EXPECT_TRUE(bytes(v.down, elems * eb) == bytes(c.down, elems * eb)) << "down";
+      if (mx) {
+        EXPECT_TRUE(bytes(v.gate_up_scales, 2 * elems / kMxBlock) == bytes(c.gate_up_scales, 2 * elems / kMxBlock));
+        EXPECT_TRUE(bytes(v.down_scales, elems / kMxBlock) == bytes(c.down_scales, elems / kMxBlock));
+      }
+      MoeShape other = s;
+      other.hidden = 2 * s.hidden;
+      EXPECT_THROW(UntiledWeights(other, f).untile(only.view(), nullptr), InvalidArgument);
+      EXPECT_THROW(u.untile(layer.view(), nullptr), InvalidArgument);  // no tiled copies
+    }
+    CrossoverTable table;
+    CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 32, false, CrossoverEntry::kNever, true};
+    e.untiled = true;
+    table.set(e);
+    const int max_batch = WarpDecodeMoe::kMaxBatch + 1;
+    MoeDispatch moe(s, max_batch, table);
+    ASSERT_EQ(moe.choose(f, 48, WeightCopies::kTiledOnly), MoePath::kWarp);  // no scratch yet
+    moe.untile_tiled_only(f);
+    ASSERT_TRUE(moe.untiles(f));
+    EXPECT_GT(moe.untiled_bytes(), 0u);
+    EXPECT_EQ(moe.choose(f, 31, WeightCopies::kTiledOnly), MoePath::kWarp);
+    EXPECT_EQ(moe.choose(f, 48, WeightCopies::kTiledOnly), MoePath::kClassical);
+    EXPECT_EQ(moe.choose(f, max_batch, WeightCopies::kTiledOnly), MoePath::kClassical);
+
+    auto run = [&](int B, const std::function<void(const MoeOutput&)>& call) {
+      return poisoned_fp32(size_t(B) * s.hidden, call);
+    };
+    auto config = [&](int B) {
+      return dispatch_classical_config(table, s, f, B, DispatchPolicy::kFastest, ClassicalMoe::wgmma_available());
+    };
+    {  // forward: the router's ids are the reference's on these inputs
+      const int B = 48;
+      const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+      DeviceBuffer<uint16_t> dx(x);
+      const auto dispatched = run(B, [&](const MoeOutput& o) { moe.forward(only.view(), dx.data(), B, o, nullptr); });
+      const auto classical = run(
+          B, [&](const MoeOutput& o) { moe.classical().forward(layer.view(), dx.data(), B, o, config(B), nullptr); });
+      EXPECT_TRUE(same_bits(dispatched, classical)) << "forward, B = " << B;
+    }
+    for (int B : {16, 48, max_batch}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      const Inputs in(x, r);
+      const auto dispatched =
+          run(B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
+      const auto expected = run(B, [&](const MoeOutput& o) {
+        if (B < 32) moe.warp().experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr);
+        else moe.classical().experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, config(B), nullptr);
+      });
+      EXPECT_TRUE(same_bits(dispatched, expected)) << "experts, B = " << B;
+      const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                                reference::Precision::kFP64);
+      // The classical W8A8 path (MXFP8 under kFastest without a w8a16_from)
+      // quantizes the activations: its bound, 2^-4, as check_path's.
+      const bool w8a8 = B >= 32 && f == WeightFormat::kMXFP8 && !config(B).bf16_activations;
+      EXPECT_LE(rel_l2(exact, std::vector<double>(dispatched.begin(), dispatched.end())), w8a8 ? 0.0625 : 1e-2)
           << "B = " << B;
     }
   }

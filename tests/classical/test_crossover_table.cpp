@@ -237,6 +237,69 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
   std::remove(bad.c_str());
 }
 
+// Tiled-only weights that the dispatch un-tiles (untile = true): their own
+// entries ("warp_weights": "tiled-only"), scaled to other shapes by tokens
+// per expert, the classical path past warp decode's maximum, and no effect
+// on the other uploads' lookups.
+TEST(CrossoverTable, UntiledEntriesDecideForTiledOnlyWeights) {
+  const std::string path = write_temp(R"({"entries": [
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 72,
+     "warp_weights": "tiled"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 256,
+     "warp_weights": "tiled-only"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 512,
+     "warp_weights": "tiled-only"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 384,
+     "activations": "bf16", "warp_weights": "tiled-only"}]})");
+  const CrossoverTable loaded = CrossoverTable::load(path);
+  std::remove(path.c_str());
+  const std::string again = write_temp(loaded.to_json());
+  const CrossoverTable t = CrossoverTable::load(again);
+  std::remove(again.c_str());
+  ASSERT_EQ(t.entries().size(), 5u);
+  EXPECT_TRUE(t.entries()[2].untiled && t.entries()[2].tiled_warp);
+  const MoeShape s = preset_shape("qwen3-30b-a3b"), coder = preset_shape("qwen3-coder-480b-a35b");
+  const WeightFormat bf = WeightFormat::kBF16, mx = WeightFormat::kMXFP8;
+  EXPECT_EQ(t.crossover(s, bf, false, true, true), 256);
+  EXPECT_EQ(t.crossover(s, bf, false, true), 72);  // the tiled entry, not the untiled one
+  EXPECT_EQ(t.crossover(s, bf), 64);
+  EXPECT_EQ(t.crossover(s, mx, false, true, true), 512);
+  EXPECT_EQ(t.crossover(s, mx, true, true, true), 384);
+  EXPECT_EQ(t.crossover(s, mx), CrossoverEntry::kNever);  // no default MXFP8 entry: untiled ones do not stand in
+  // Another shape: 256 · 8/128 = 16 tokens per expert -> 320 on E = 160.
+  EXPECT_EQ(t.crossover(coder, bf, false, true, true), 320);
+  using P = DispatchPolicy;
+  const WeightCopies only = WeightCopies::kTiledOnly;
+  EXPECT_EQ(choose_path(t, s, bf, 255, 4096, P::kFastest, false, only, true), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, bf, 256, 4096, P::kFastest, false, only, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 4097, 4096, P::kFastest, false, only, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 1024, 4096, P::kFastest, false, only, false), MoePath::kWarp);  // no scratch
+  EXPECT_EQ(choose_path(t, s, mx, 511, 4096, P::kFastest, false, only, true), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, mx, 512, 4096, P::kFastest, false, only, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 384, 4096, P::kBf16Activations, true, only, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 383, 4096, P::kBf16Activations, true, only, true), MoePath::kWarp);
+  // kBf16Activations where W8A16 does not run: warp decode, refused past its maximum.
+  EXPECT_EQ(choose_path(t, s, mx, 1024, 4096, P::kBf16Activations, false, only, true), MoePath::kWarp);
+  EXPECT_THROW(choose_path(t, s, mx, 4097, 4096, P::kBf16Activations, false, only, true), InvalidArgument);
+  // The un-tiling applies to tiled-only weights only.
+  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonical, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonicalAndTiled, true),
+            MoePath::kWarp);
+  // A table without untiled entries: warp decode up to its maximum, the
+  // classical path (un-tiling) past it instead of a refusal.
+  CrossoverTable none;
+  EXPECT_EQ(choose_path(none, s, bf, 4096, 4096, P::kFastest, false, only, true), MoePath::kWarp);
+  EXPECT_EQ(choose_path(none, s, bf, 4097, 4096, P::kFastest, false, only, true), MoePath::kClassical);
+  // set() keeps the untiled entry apart from the tiled one of the same shape.
+  CrossoverTable w = t;
+  CrossoverEntry e{"", s.hidden, s.intermediate, s.experts, s.top_k, bf, 128, false, CrossoverEntry::kNever, true};
+  w.set(e);
+  EXPECT_EQ(w.entries().size(), 5u);
+  EXPECT_EQ(w.crossover(s, bf, false, true), 128);
+  EXPECT_EQ(w.crossover(s, bf, false, true, true), 256);
+}
+
 // kFastest's classical configuration for MXFP8: W8A8 below the W8A16 entry's
 // w8a16_from, W8A16 from it (where the device runs it); kBf16Activations
 // W8A16 at every batch; other formats and tables without the field: the

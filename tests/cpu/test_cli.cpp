@@ -122,7 +122,9 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   const std::string table = R"({"entries": [
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 48},
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 96,
-     "warp_weights": "tiled"}]})";
+     "warp_weights": "tiled"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 384,
+     "warp_weights": "tiled-only"}]})";
   ASSERT_EQ(write(fd, table.data(), table.size()), ssize_t(table.size()));
   close(fd);
   const Result r = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8,fp8-block128 --batch 1,47,48,95,96 "
@@ -144,6 +146,20 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   EXPECT_EQ(only.status, 0) << only.output;
   EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 64), "warp") << only.output;
   EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 65), "refused") << only.output;
+  // Un-tiled for the classical path: from its own crossover on, and past warp decode's maximum.
+  const Result untiled = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8,bf16 --batch 383,384,4096 "
+                                         "--upload untiled --sm90a yes --table ") + name);
+  EXPECT_EQ(untiled.status, 0) << untiled.output;
+  EXPECT_EQ(dispatch_path(untiled.output, "mxfp8", "untiled", 383), "warp") << untiled.output;
+  EXPECT_EQ(dispatch_path(untiled.output, "mxfp8", "untiled", 384), "classical") << untiled.output;
+  EXPECT_NE(untiled.output.find("384  classical  untile + "), std::string::npos) << untiled.output;
+  EXPECT_EQ(dispatch_path(untiled.output, "bf16", "untiled", 384), "warp") << untiled.output;  // no BF16 entry
+  EXPECT_EQ(dispatch_path(untiled.output, "bf16", "untiled", 4096), "warp") << untiled.output;
+  const Result past = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload untiled "
+                                      "--max-batch 64 --table ") + name);
+  EXPECT_EQ(past.status, 0) << past.output;
+  EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 64), "warp") << past.output;
+  EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 65), "classical") << past.output;
   const Result a16 = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8 --batch 64,65 --upload default "
                                      "--policy bf16-activations --sm90a no --max-batch 64 --table ") + name);
   EXPECT_EQ(a16.status, 0) << a16.output;

@@ -23,7 +23,7 @@ struct DispatchOptions {
   ShapeOptions shape;
   std::vector<std::string> formats{"bf16", "mxfp8"};
   std::vector<int> batches{1, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 256, 1024, 4096};
-  std::vector<std::string> uploads{"default", "tiled", "tiled-only"};
+  std::vector<std::string> uploads{"default", "tiled", "tiled-only", "untiled"};
   std::string policy = "fastest";
   std::string table;  // empty: $WD_MOE_CROSSOVER, else the built-in table
   int max_batch = 4096;
@@ -34,12 +34,20 @@ void run(const DispatchOptions& o) {
   const MoeShape shape = o.shape.resolve();
   std::vector<WeightFormat> formats;
   for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
-  std::vector<WeightCopies> uploads;
+  // "untiled": tiled-only weights that the dispatch un-tiles for the
+  // classical path (MoeDispatch::untile_tiled_only).
+  struct Upload {
+    WeightCopies copies;
+    bool untile;
+    const char* name;
+  };
+  std::vector<Upload> uploads;
   for (const auto& u : o.uploads) {
     const auto known = {WeightCopies::kCanonical, WeightCopies::kCanonicalAndTiled, WeightCopies::kTiledOnly};
     const auto it = std::find_if(known.begin(), known.end(), [&](WeightCopies c) { return u == to_string(c); });
-    WD_CHECK(it != known.end(), "--upload '", u, "': expected default, tiled or tiled-only");
-    uploads.push_back(*it);
+    WD_CHECK(it != known.end() || u == "untiled", "--upload '", u, "': expected default, tiled, tiled-only or untiled");
+    uploads.push_back(it != known.end() ? Upload{*it, false, to_string(*it)}
+                                        : Upload{WeightCopies::kTiledOnly, true, "untiled"});
   }
   WD_CHECK(o.policy == "fastest" || o.policy == "bf16-activations", "--policy '", o.policy,
            "': expected fastest or bf16-activations");
@@ -55,29 +63,32 @@ void run(const DispatchOptions& o) {
               table.source().c_str(), sm90a ? "yes" : "no", o.sm90a == "auto" ? " (this machine)" : " (--sm90a)",
               to_string(policy), warp_max);
   std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical(), whose warp decode "
-              "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them\n");
+              "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them; untiled = "
+              "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled\n");
   std::printf("%-22s %-13s %-10s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
               "classical configuration");
   for (WeightFormat f : formats)
-    for (WeightCopies u : uploads) {
+    for (const Upload& up : uploads) {
+      const WeightCopies u = up.copies;
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
       if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
-      const int c = table.crossover(shape, f, a16_entry, u == WeightCopies::kCanonicalAndTiled);
-      const std::string cross = !warp_format                   ? "-"
-                                : u == WeightCopies::kTiledOnly ? "none"
-                                : c == CrossoverEntry::kNever   ? "never"
-                                                                : std::to_string(c);
+      const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, up.untile);
+      const std::string cross = !warp_format                                  ? "-"
+                                : u == WeightCopies::kTiledOnly && !up.untile ? "none"
+                                : c == CrossoverEntry::kNever                  ? "never"
+                                                                               : std::to_string(c);
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
           const bool w8a16 = w8a16_runs(shape, f, B, sm90a);
-          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u);
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, up.untile);
           path = to_string(p);
           if (p == MoePath::kClassical) {
             config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
-          } else if (u == WeightCopies::kTiledOnly &&
+            if (up.untile) config = "untile + " + config;
+          } else if (u == WeightCopies::kTiledOnly && !up.untile &&
                      choose_path(table, shape, f, B, warp_max, policy, w8a16, WeightCopies::kCanonicalAndTiled) ==
                          MoePath::kClassical) {
             // Past the crossover of the same weights kept beside the canonical
@@ -89,7 +100,7 @@ void run(const DispatchOptions& o) {
           path = "refused";
           config = e.what();
         }
-        std::printf("%-22s %-13s %-10s %9s %5d  %-10s %s\n", o.shape.label().c_str(), to_string(f), to_string(u),
+        std::printf("%-22s %-13s %-10s %9s %5d  %-10s %s\n", o.shape.label().c_str(), to_string(f), up.name,
                     cross.c_str(), B, path.c_str(), config.c_str());
       }
     }
@@ -106,7 +117,8 @@ void add_dispatch(CLI::App& app) {
   add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
   cmd->add_option("--upload", o->uploads,
                   "Uploads: default (DeviceWeightsOptions{}), tiled (tiled_beside_canonical(): warp decode on the tiled "
-                  "copies), tiled-only (tiled_only(): warp decode alone)")
+                  "copies), tiled-only (tiled_only(): warp decode alone), untiled (tiled_only() with "
+                  "MoeDispatch::untile_tiled_only(): the classical path un-tiles them)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--policy", o->policy, "Dispatch policy: fastest or bf16-activations")->capture_default_str();
