@@ -26,7 +26,8 @@ bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
 }
 
 // Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
-// `scripts/gpu_check.sh tune`, session 46); regenerate with that command and copy the entries here.
+// `scripts/gpu_check.sh tune`, session 46), then `--tune-untiled`
+// (bench/results/h200-crossover-untiled.json); regenerate with those commands and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
   return {
       // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
@@ -49,6 +50,15 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80, false, CrossoverEntry::kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 72, true, 96},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80, true, 96, true},
+      // Tiled-only weights, the classical side un-tiling them
+      // (bench/results/h200-crossover-untiled.json, `scripts/gpu_check.sh
+      // untiled`, session 48): (..., w8a16_from, tiled_warp, untiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 384, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 384, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
   };
 }
 

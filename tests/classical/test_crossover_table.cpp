@@ -122,6 +122,42 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
   EXPECT_EQ(entries, measured.entries().size());
 }
 
+// The same for the committed untiled tune (tiled-only weights: warp decode
+// against the classical path un-tiling them first).
+TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
+  const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover-untiled.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const CrossoverTable measured = CrossoverTable::load(path);
+  size_t entries = 0;
+  for (const auto& l : doc.at("ladders")) {
+    EXPECT_EQ(l.at("warp_weights"), "tiled-only");
+    const MoeShape s = preset_shape(l.at("preset").get<std::string>());
+    const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
+    for (bool a16 : {false, true}) {
+      const std::string key = a16 ? "w8a16_crossover" : "crossover";
+      if (!l.contains(key)) {
+        EXPECT_TRUE(a16) << l.at("preset") << ": no " << key;
+        continue;
+      }
+      std::vector<int> b;
+      std::vector<double> w, c;
+      for (const auto& pt : l.at("points")) {
+        b.push_back(pt.at("batch").get<int>());
+        w.push_back(pt.at("warp_us").get<double>());
+        c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
+      }
+      const int x = crossover_from_ladder(b, w, c);
+      EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
+      EXPECT_EQ(measured.crossover(s, f, a16, true, true), x) << l.at("preset") << " " << key;
+      ++entries;
+    }
+  }
+  EXPECT_EQ(entries, measured.entries().size());
+  for (const auto& e : measured.entries()) EXPECT_TRUE(e.untiled && e.tiled_warp) << e.preset;
+}
+
 // W8A16 entries ("activations": "bf16") sit beside the default ones of the
 // same shape and format, and survive the round trip.
 TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
@@ -354,12 +390,18 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     EXPECT_TRUE(e.crossover == CrossoverEntry::kNever || e.crossover >= 1) << e.preset;
     EXPECT_GT(e.hidden, 0);
   }
-  // The built-in entries are the committed H200 measurement, entry for entry.
+  // The built-in entries are the committed H200 measurements, entry for
+  // entry: the tune's, then the untiled tune's.
   const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
-  ASSERT_EQ(t.entries().size(), measured.entries().size());
+  const CrossoverTable untiled =
+      CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover-untiled.json");
+  std::vector<CrossoverEntry> all = measured.entries();
+  all.insert(all.end(), untiled.entries().begin(), untiled.entries().end());
+  ASSERT_EQ(t.entries().size(), all.size());
   for (size_t i = 0; i < t.entries().size(); ++i) {
     const auto& a = t.entries()[i];
-    const auto& b = measured.entries()[i];
+    const auto& b = all[i];
+    EXPECT_EQ(a.untiled, b.untiled) << a.preset;
     EXPECT_EQ(a.preset, b.preset);
     EXPECT_EQ(a.format, b.format) << a.preset;
     EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;

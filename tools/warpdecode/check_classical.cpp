@@ -10,7 +10,9 @@
 //                               activations must have been quantized); the
 //                               emulation 2^-5
 //   MoeDispatch                 the bits of the path it takes (called on
-//                               its own), and that path's tolerances
+//                               its own), and that path's tolerances; also
+//                               on a tiled-only upload it un-tiles for the
+//                               classical path (the canonical upload's bits)
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -153,6 +155,37 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
   add_note(r, std::string(y == own ? "bits equal " : "BITS DIFFER from ") +
                   (warp ? "warp decode's" : "the classical path's"));
   rows.push_back(r);
+
+  // The same weights uploaded tiled-only, through a dispatch that un-tiles
+  // them for the classical path (MoeDispatch::untile_tiled_only): the bits
+  // of warp decode on them, or of the classical path on the canonical upload.
+  if (!dw) return rows;  // FP8 block-128 has no tiled copies
+  const std::string upath = "gpu MoeDispatch, tiled-only un-tiled";
+  std::unique_ptr<DeviceMoeWeights> only;
+  MoeDispatch udispatch(s, batch);
+  try {
+    only = std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w, DeviceWeightsOptions::tiled_only()));
+    udispatch.untile_tiled_only(f);
+  } catch (const InvalidArgument& e) {  // a shape the tilings do not take
+    rows.push_back(not_run(fmt, upath, e.what()));
+    return rows;
+  }
+  const MoeWeightsView oview = only->view();
+  const bool uwarp = udispatch.choose(f, batch, weight_copies(oview)) == MoePath::kWarp;
+  const ClassicalConfig uc =
+      uwarp ? ClassicalConfig{} : dispatch_classical_config(udispatch.table(), s, f, batch, udispatch.policy(), sm90a);
+  const auto uy = fp32_out([&](const MoeOutput& o) { udispatch.experts(oview, dx.data(), rv, o, nullptr); });
+  const auto uown = fp32_out([&](const MoeOutput& o) {
+    if (uwarp) udispatch.warp().experts(oview, dx.data(), rv, o, nullptr);
+    else udispatch.classical().experts(view, dx.data(), rv, o, uc, nullptr);
+  });
+  CheckRow u = uwarp ? judge(fmt, upath + ": warp", ref, uy, kWarpExact)
+                     : judge_classical(fmt, upath + ": classical " + uc.label() + activations(uc), ref, emulation(uc),
+                                       uy, quantizes(uc));
+  u.pass = u.pass && uy == uown;
+  add_note(u, std::string(uy == uown ? "bits equal " : "BITS DIFFER from ") +
+                  (uwarp ? "warp decode's on them" : "the classical path's on the canonical upload"));
+  rows.push_back(u);
   return rows;
 }
 
