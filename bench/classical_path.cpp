@@ -153,6 +153,21 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 // ---- crossover tuning ------------------------------------------------------------------------
 // 65-80: warp decode walks the tokens in groups of 64, so its time steps up
 // at 65, where on the tiled copies the crossover falls (session 46).
+namespace {
+// A tune's table (CrossoverTable JSON) with its header and measured ladders.
+void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, const nlohmann::json& ladders,
+                     const std::string& json_path) {
+  nlohmann::json doc = nlohmann::json::parse(table.to_json());
+  doc["header"] = header;
+  doc["ladders"] = ladders;
+  std::ofstream out(json_path);
+  WD_CHECK(out.good(), "cannot write '", json_path, "'");
+  out << doc.dump(2) << "\n";
+  std::printf("# wrote %s (load it with WD_MOE_CROSSOVER=%s, or copy its entries into the built-in table)\n",
+              json_path.c_str(), json_path.c_str());
+}
+}  // namespace
+
 void tune_untiled_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                             const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
                             const nlohmann::json& header, const std::string& json_path) {
@@ -245,13 +260,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       if (w8a16) lad["w8a16_crossover"] = add(a16_times, true);
       ladders.push_back(lad);
     }
-  nlohmann::json doc = nlohmann::json::parse(table.to_json());
-  doc["header"] = header;
-  doc["ladders"] = ladders;
-  std::ofstream out(json_path);
-  WD_CHECK(out.good(), "cannot write '", json_path, "'");
-  out << doc.dump(2) << "\n";
-  std::printf("# wrote %s\n", json_path.c_str());
+  write_tune_json(table, header, ladders, json_path);
 }
 
 std::vector<int> default_tune_ladder() {
@@ -360,14 +369,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       }
       ladders.push_back(lad);
     }
-  nlohmann::json doc = nlohmann::json::parse(table.to_json());
-  doc["header"] = header;
-  doc["ladders"] = ladders;
-  std::ofstream out(json_path);
-  WD_CHECK(out.good(), "cannot write '", json_path, "'");
-  out << doc.dump(2) << "\n";
-  std::printf("# wrote %s (load it with WD_MOE_CROSSOVER=%s, or copy its entries into the built-in table)\n",
-              json_path.c_str(), json_path.c_str());
+  write_tune_json(table, header, ladders, json_path);
 }
 
 }  // namespace wd::bench

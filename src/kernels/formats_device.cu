@@ -110,98 +110,74 @@ __global__ void mxfp8_quantize_kernel(const uint16_t* in, size_t blocks, uint8_t
   scales[b] = code;
 }
 
-// One thread per 16-byte piece of codes (and per scale byte): the walk of
-// core/mxfp8_tiling.h, which the host tiling runs too.
-template <typename Tiling>
-__global__ void tile_mxfp8_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
-                                  uint8_t* scales_tiled) {
-  tile_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q, scales, q_tiled, scales_tiled);
+// One thread per 16-byte piece of codes (and per scale chunk): the walks of
+// core/mxfp8_tiling.h, which the host runs too. kUntile: tiled -> canonical.
+template <bool kUntile, typename Tiling>
+__global__ void tiling_kernel(Tiling t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* out,
+                              uint8_t* out_scales) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if constexpr (kUntile) untile_piece(t, E, i, q, scales, out, out_scales);
+  else tile_piece(t, E, i, q, scales, out, out_scales);
 }
 
-template <typename Tiling>
-void launch_tiling(const Tiling& t, size_t E, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
-                   uint8_t* scales_tiled, cudaStream_t stream) {
+template <bool kUntile, typename Tiling>
+void launch_tiling(const Tiling& t, size_t E, const void* q, const uint8_t* scales, void* out, uint8_t* out_scales,
+                   cudaStream_t stream) {
   const size_t n = tiling_pieces(t, E);
   if (n == 0) return;
-  tile_mxfp8_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q, scales, q_tiled, scales_tiled);
+  tiling_kernel<kUntile><<<blocks_for(n), kThreads, 0, stream>>>(t, E, static_cast<const uint8_t*>(q), scales,
+                                                                  static_cast<uint8_t*>(out), out_scales);
   WD_CUDA_CHECK_LAUNCH();
 }
 
-template <typename Tiling>
-__global__ void untile_kernel(Tiling t, size_t E, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
-                              uint8_t* scales) {
-  untile_piece(t, E, size_t(blockIdx.x) * blockDim.x + threadIdx.x, q_tiled, scales_tiled, q, scales);
+// The walks over a shape's projections, as byte tensors (elem_bytes: 1
+// MXFP8, 2 BF16), once the shape is one the tiling takes.
+DownTiling down_walk(const MoeShape& s, size_t elem_bytes, const char* who) {
+  WD_CHECK(down_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate, " need H % 16 == 0 and I % 64 == 0");
+  return DownTiling{size_t(s.hidden), elem_bytes * size_t(s.intermediate)};
 }
-
-template <typename Tiling>
-void launch_untiling(const Tiling& t, size_t E, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
-                     uint8_t* scales, cudaStream_t stream) {
-  const size_t n = tiling_pieces(t, E);
-  if (n == 0) return;
-  untile_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t, E, q_tiled, scales_tiled, q, scales);
-  WD_CUDA_CHECK_LAUNCH();
+GateUpTiling gate_up_walk(const MoeShape& s, size_t elem_bytes, const char* who) {
+  WD_CHECK(gate_up_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  return GateUpTiling{elem_bytes * size_t(s.hidden), size_t(s.intermediate)};
 }
 
 }  // namespace
 
-void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
-                          uint8_t* scales, cudaStream_t stream) {
-  WD_CHECK(gate_up_tiling_fits(s), "untile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  launch_untiling(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q, scales,
-                  stream);
-}
-
-void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
-                       uint8_t* scales, cudaStream_t stream) {
-  WD_CHECK(down_tiling_fits(s), "untile_mxfp8_down: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 16 == 0 and I % 64 == 0");
-  launch_untiling(DownTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q, scales,
-                  stream);
-}
-
-void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
-  WD_CHECK(down_tiling_fits(s), "untile_bf16_down: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 16 == 0 and I % 64 == 0");
-  launch_untiling(DownTiling{size_t(s.hidden), 2 * size_t(s.intermediate)}, s.experts,
-                  reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr, stream);
-}
-
-void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
-  WD_CHECK(gate_up_tiling_fits(s), "untile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  launch_untiling(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
-                  reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr, stream);
-}
-
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled, cudaStream_t stream) {
-  WD_CHECK(gate_up_tiling_fits(s), "tile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  launch_tiling(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q, scales, q_tiled, scales_tiled,
-                stream);
+  launch_tiling<false>(gate_up_walk(s, 1, "tile_mxfp8_gate_up"), s.experts, q, scales, q_tiled, scales_tiled, stream);
 }
 
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled, cudaStream_t stream) {
-  WD_CHECK(down_tiling_fits(s), "tile_mxfp8_down: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 16 == 0 and I % 64 == 0");
-  launch_tiling(DownTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q, scales, q_tiled, scales_tiled,
-                stream);
+  launch_tiling<false>(down_walk(s, 1, "tile_mxfp8_down"), s.experts, q, scales, q_tiled, scales_tiled, stream);
 }
 
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
-  WD_CHECK(down_tiling_fits(s), "tile_bf16_down: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 16 == 0 and I % 64 == 0");
-  launch_tiling(DownTiling{size_t(s.hidden), 2 * size_t(s.intermediate)}, s.experts,
-                reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled), nullptr, stream);
+  launch_tiling<false>(down_walk(s, 2, "tile_bf16_down"), s.experts, w, nullptr, w_tiled, nullptr, stream);
 }
 
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
-  WD_CHECK(gate_up_tiling_fits(s), "tile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  launch_tiling(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
-                reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled), nullptr, stream);
+  launch_tiling<false>(gate_up_walk(s, 2, "tile_bf16_gate_up"), s.experts, w, nullptr, w_tiled, nullptr, stream);
+}
+
+void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                          uint8_t* scales, cudaStream_t stream) {
+  launch_tiling<true>(gate_up_walk(s, 1, "untile_mxfp8_gate_up"), s.experts, q_tiled, scales_tiled, q, scales, stream);
+}
+
+void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
+                       uint8_t* scales, cudaStream_t stream) {
+  launch_tiling<true>(down_walk(s, 1, "untile_mxfp8_down"), s.experts, q_tiled, scales_tiled, q, scales, stream);
+}
+
+void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
+  launch_tiling<true>(down_walk(s, 2, "untile_bf16_down"), s.experts, w_tiled, nullptr, w, nullptr, stream);
+}
+
+void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
+  launch_tiling<true>(gate_up_walk(s, 2, "untile_bf16_gate_up"), s.experts, w_tiled, nullptr, w, nullptr, stream);
 }
 
 void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {

@@ -11,17 +11,12 @@
 #include "warpdecode/packed_e4m3.h"
 #include "warpdecode/weights.h"
 
+#include "test_support.h"
+
 namespace wd {
 namespace {
 
-MoeShape shape(int H, int I, int E) {
-  MoeShape s;
-  s.hidden = H;
-  s.intermediate = I;
-  s.experts = E;
-  s.top_k = 2;
-  return s;
-}
+MoeShape shape(int H, int I, int E) { return test::make_shape(H, I, E, 2); }
 
 TEST(DownTiling, OffsetsAreAPermutationOfTheCanonicalBytes) {
   const size_t E = 3, H = 32, I = 128;

@@ -13,17 +13,12 @@
 #include "warpdecode/error.h"
 #include "warpdecode/gate_up_tiling.h"
 
+#include "test_support.h"
+
 namespace wd {
 namespace {
 
-MoeShape shape(int H, int I, int E) {
-  MoeShape s;
-  s.hidden = H;
-  s.intermediate = I;
-  s.experts = E;
-  s.top_k = 2;
-  return s;
-}
+MoeShape shape(int H, int I, int E) { return test::make_shape(H, I, E, 2); }
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
