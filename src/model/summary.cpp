@@ -1,6 +1,8 @@
 // Parameter counts and GPU memory per format. See warpdecode/model/summary.h.
 #include "warpdecode/model/summary.h"
 
+#include <algorithm>
+
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/formats.h"
 #include "warpdecode/gate_up_tiling.h"
@@ -54,7 +56,12 @@ ModelSummary summarize(const ModelWeights& w, const Checkpoint& ckpt) {
     if (gate_up_fits)
       for (const auto* v : {&L.experts.gate, &L.experts.up})
         for (const Matrix& m : *v) s.gpu_bytes_mxfp8_tiled_gate_up += m.numel() + m.numel() / kMxBlock;
-    if (down_fits && gate_up_fits) s.gpu_bytes_bf16_tiled += 2 * layer_experts;
+    if (down_fits && gate_up_fits) {
+      s.gpu_bytes_bf16_tiled += 2 * layer_experts;
+      s.gpu_bytes_bf16_untile_scratch = std::max(s.gpu_bytes_bf16_untile_scratch, 2 * layer_experts);
+      s.gpu_bytes_mxfp8_untile_scratch =
+          std::max(s.gpu_bytes_mxfp8_untile_scratch, layer_experts + layer_experts / kMxBlock);
+    }
     s.params_experts += layer_experts;
     unused_experts += layer_experts / uint64_t(c.num_experts) * uint64_t(c.num_experts - c.num_experts_per_tok);
   }

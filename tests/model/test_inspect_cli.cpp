@@ -75,7 +75,12 @@ TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
   ASSERT_EQ(r.status, 0) << r.output;
   // Experts: 2 MoE layers x 8 x 3 x 64 x 64 = 196608 parameters.
   // BF16 copies of all three: 2 B each = 384.0 KiB.
-  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode; + 384.0 KiB with tiled_beside_canonical()"))
+  // The un-tiling scratch: one layer, 98304 parameters: 192.0 KiB BF16, 99.0 KiB MXFP8 (codes and scales).
+  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode, + 192.0 KiB for "
+                     "MoeDispatch::untile_tiled_only's one-layer scratch (prefill on the classical path); + 384.0 KiB "
+                     "with tiled_beside_canonical()"))
+      << r.output;
+  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode, + 99.0 KiB for its un-tiling scratch"))
       << r.output;
   // MXFP8 down copy: 65536 codes x 33/32 = 66.0 KiB; with gate_up, 3x = 198.0 KiB.
   EXPECT_TRUE(has(r, "+ 66.0 KiB for its tiled down copy; tiled_beside_canonical() + 198.0 KiB")) << r.output;

@@ -78,7 +78,9 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   // which the classical path (MoeDispatch past its crossover) reads.
   const std::string bf16_uploads =
       s.gpu_bytes_bf16_tiled > 0
-          ? "the same when tiled-only, the fastest warp decode; + " + bytes_str(s.gpu_bytes_bf16_tiled) +
+          ? "the same when tiled-only, the fastest warp decode, + " + bytes_str(s.gpu_bytes_bf16_untile_scratch) +
+                " for MoeDispatch::untile_tiled_only's one-layer scratch (prefill on the classical path); + " +
+                bytes_str(s.gpu_bytes_bf16_tiled) +
                 " with tiled_beside_canonical(), the fastest warp decode beside the classical path"
           : std::string("no tiled copies: the MoE shape does not take both tiled layouts (H % 64, I % 64)");
   std::printf("  bf16        %s   (%s)\n", bytes_str(s.gpu_bytes_bf16).c_str(), bf16_uploads.c_str());
@@ -90,7 +92,8 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
               "can read too, %s; tiled_beside_canonical() + %s)\n",
               bytes_str(s.gpu_bytes_mxfp8).c_str(),
               s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
-                  ? "the same when tiled-only, the fastest warp decode"
+                  ? ("the same when tiled-only, the fastest warp decode, + " +
+                     bytes_str(s.gpu_bytes_mxfp8_untile_scratch) + " for its un-tiling scratch").c_str()
                   : "no tiled-only upload: the MoE shape does not take both tiled layouts",
               mx_default.c_str(), bytes_str(mx_beside).c_str());
   if (s.gpu_bytes_fp8_block)

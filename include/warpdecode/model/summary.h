@@ -38,6 +38,11 @@ struct ModelSummary {
   uint64_t gpu_bytes_mxfp8_tiled_down = 0;  // the MXFP8 down experts (on by default)
   uint64_t gpu_bytes_mxfp8_tiled_gate_up = 0;  // the MXFP8 gate and up experts (off by default)
   uint64_t gpu_bytes_bf16_tiled = 0;  // BF16: all three projections, where the shape takes both layouts (tiled_bf16)
+  // MoeDispatch::untile_tiled_only's scratch (UntiledWeights): one MoE
+  // layer's experts in canonical form (the largest layer), where the shape
+  // takes both layouts.
+  uint64_t gpu_bytes_bf16_untile_scratch = 0;
+  uint64_t gpu_bytes_mxfp8_untile_scratch = 0;
   uint64_t gpu_bytes_fp8_block = 0;  // 0 unless the checkpoint is FP8 block-quantized
   uint64_t kv_bytes_per_token = 0;   // BF16 K and V of every layer
 };
