@@ -8,7 +8,8 @@
 // no scales, nothing packed.
 // Piece i < E·R·L/16 of the bytes, scale byte i < E·R·L/32: the host loops
 // over i, the device kernel gives each thread one i. untile_piece moves them
-// back (UntiledWeights: the classical path on tiled-only weights).
+// back (UntiledWeights: the classical path on tiled-only weights), the
+// scales a 16-byte chunk of the tiled copy per i < E·R·L/512.
 #pragma once
 
 #include <cstddef>
@@ -89,7 +90,21 @@ WD_HD void tile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q, con
   }
 }
 
-// The inverse of tile_piece: code piece i (and scale byte i) of the
+#if defined(__CUDA_ARCH__)
+// unpack_e4m3x4 for the un-tiling's MXFP8 walk: the two codes of each
+// decoded BF16x2 word ("s 0000 eeee mmm 0000" a half) come out together, in
+// bytes 0 and 2, from two shifts and masks, and one byte permute gathers the
+// four, where unpack_e4m3x4 extracts and places each code on its own. The
+// GPU un-tiling test holds it to the canonical bytes.
+__device__ __forceinline__ uint32_t unpack_e4m3x4_device(uint32_t packed) {
+  const uint32_t lo = packed_e4m3_lo(packed), hi = packed_e4m3_hi(packed);
+  const uint32_t ab = ((lo >> 4) & 0x007F007Fu) | ((lo >> 8) & 0x00800080u);  // A in byte 0, B in byte 2
+  const uint32_t cd = ((hi >> 4) & 0x007F007Fu) | ((hi >> 8) & 0x00800080u);  // C in byte 0, D in byte 2
+  return __byte_perm(ab, cd, 0x6420);
+}
+#endif
+
+// The inverse of tile_piece: code piece i (and scale chunk i) of the
 // canonical tensors back from the tiled copies, MXFP8 words unpacked
 // (unpack_e4m3x4, a bijection: the canonical bytes exactly). The walk's
 // index is the canonical one, so the device kernel's writes are contiguous.
@@ -98,14 +113,21 @@ WD_HD void untile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q_ti
                         uint8_t* q, uint8_t* scales) {
   const size_t R = t.rows(), L = t.len();
   if (i < E * R * L / 16) {
-    const size_t k = (i * 16) % L, row = (i * 16) / L;
-    const uint8_t* src = q_tiled + t.code(row / R, row % R, k);
     const bool packed = scales_tiled != nullptr;  // MXFP8: each word of four codes packed
 #if defined(__CUDA_ARCH__)
+    // 32-bit divisions (the launch checks that the pieces fit): 64-bit ones
+    // by a runtime divisor are long instruction sequences on the GPU.
+    const uint32_t ppr = uint32_t(L / 16), row = uint32_t(i) / ppr, k = (uint32_t(i) - row * ppr) * 16;
+    const uint32_t e = row / uint32_t(R);
+    const uint8_t* src = q_tiled + t.code(e, row - e * uint32_t(R), k);
     uint4 v = *reinterpret_cast<const uint4*>(src);
-    if (packed) v = {unpack_e4m3x4(v.x), unpack_e4m3x4(v.y), unpack_e4m3x4(v.z), unpack_e4m3x4(v.w)};
+    if (packed)
+      v = {unpack_e4m3x4_device(v.x), unpack_e4m3x4_device(v.y), unpack_e4m3x4_device(v.z),
+           unpack_e4m3x4_device(v.w)};
     reinterpret_cast<uint4*>(q)[i] = v;
 #else
+    const size_t k = (i * 16) % L, row = (i * 16) / L;
+    const uint8_t* src = q_tiled + t.code(row / R, row % R, k);
     if (packed) unpack_e4m3_words(src, 16, q + 16 * i);
     else std::memcpy(q + 16 * i, src, 16);
 #endif

@@ -125,6 +125,8 @@ void launch_tiling(const Tiling& t, size_t E, const void* q, const uint8_t* scal
                    cudaStream_t stream) {
   const size_t n = tiling_pieces(t, E);
   if (n == 0) return;
+  WD_CHECK(!kUntile || n <= UINT32_MAX, "untiling: ", n, " pieces of 16 bytes (a layer past 64 GiB) do not fit its "
+           "32-bit index");
   tiling_kernel<kUntile><<<blocks_for(n), kThreads, 0, stream>>>(t, E, static_cast<const uint8_t*>(q), scales,
                                                                   static_cast<uint8_t*>(out), out_scales);
   WD_CUDA_CHECK_LAUNCH();
