@@ -151,8 +151,6 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 }
 
 // ---- crossover tuning ------------------------------------------------------------------------
-// 65-80: warp decode walks the tokens in groups of 64, so its time steps up
-// at 65, where on the tiled copies the crossover falls (session 46).
 namespace {
 // A tune's table (CrossoverTable JSON) with its header and measured ladders.
 void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, const nlohmann::json& ladders,
@@ -196,21 +194,12 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       double untile_us = 0;
       {
         const UntiledWeights scratch(shape, f);
-        cudaEvent_t a, b;
-        WD_CUDA_CHECK(cudaEventCreate(&a));
-        WD_CUDA_CHECK(cudaEventCreate(&b));
+        Events ev;
         std::vector<double> us;
         for (int i = -3; i < 21; ++i) {
-          WD_CUDA_CHECK(cudaEventRecord(a, stream));
-          scratch.untile(mb.weights(i + 3).view(), stream);
-          WD_CUDA_CHECK(cudaEventRecord(b, stream));
-          WD_CUDA_CHECK(cudaEventSynchronize(b));
-          float ms = 0;
-          WD_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-          if (i >= 0) us.push_back(1e3 * ms);
+          const double t = ev.time_us(stream, [&] { scratch.untile(mb.weights(i + 3).view(), stream); });
+          if (i >= 0) us.push_back(t);
         }
-        WD_CUDA_CHECK(cudaEventDestroy(a));
-        WD_CUDA_CHECK(cudaEventDestroy(b));
         untile_us = summarize(us).us_median;
         std::printf("# untile %s %s: %.1f µs for %.1f MB read and written (%.2f TB/s each way)\n", preset.c_str(),
                     to_string(f), untile_us, scratch.bytes() / 1e6, scratch.bytes() / untile_us / 1e6);
@@ -263,6 +252,8 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   write_tune_json(table, header, ladders, json_path);
 }
 
+// 65-80: warp decode walks the tokens in groups of 64, so its time steps up
+// at 65, where on the tiled copies the crossover falls (session 46).
 std::vector<int> default_tune_ladder() {
   return {1, 2, 4, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 192, 256, 384, 512, 768, 1024};
 }

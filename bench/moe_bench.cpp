@@ -124,27 +124,6 @@ class Graph {
   cudaGraphExec_t exec_{};
 };
 
-struct Events {
-  cudaEvent_t start{}, stop{};
-  Events() {
-    WD_CUDA_CHECK(cudaEventCreate(&start));
-    WD_CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~Events() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  double time_us(cudaStream_t s, const std::function<void()>& f) {
-    WD_CUDA_CHECK(cudaEventRecord(start, s));
-    f();
-    WD_CUDA_CHECK(cudaEventRecord(stop, s));
-    WD_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    WD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return 1000.0 * ms;
-  }
-};
-
 // Replays `graph` for about 20 ms of GPU time before a timed series, so that
 // it is timed at the clocks of sustained work (a decode loop's). Without it
 // a short graph (B = 1: a few hundred µs) timed right after host-side setup

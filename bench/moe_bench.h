@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "clock_sampler.h"
+#include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "warpdecode/layout.h"
 #include "warpdecode/warp_decode.h"
@@ -146,6 +147,31 @@ class MoeBench {
   size_t layer_bytes_ = 0;
   std::vector<DeviceMoeWeights> weights_;
   cudaStream_t stream_;
+};
+
+// A pair of CUDA events: time_us(s, f) is the stream time of the work f
+// queues on s (it synchronises on the stop event).
+struct Events {
+  cudaEvent_t start{}, stop{};
+  Events() {
+    WD_CUDA_CHECK(cudaEventCreate(&start));
+    WD_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~Events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  double time_us(cudaStream_t s, const std::function<void()>& f) {
+    WD_CUDA_CHECK(cudaEventRecord(start, s));
+    f();
+    WD_CUDA_CHECK(cudaEventRecord(stop, s));
+    WD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    WD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0 * ms;
+  }
 };
 
 // Median/min/max of a sample.

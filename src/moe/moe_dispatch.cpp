@@ -136,7 +136,8 @@ CrossoverTable CrossoverTable::from_environment() {
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
     if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
-        o.untiled == e.untiled && o.hidden == e.hidden && o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
+        o.untiled == e.untiled && o.hidden == e.hidden && o.intermediate == e.intermediate &&
+        o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
     }

@@ -131,34 +131,42 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
     rows.push_back(judge_classical(fmt, path, ref, emulation(c), y, quantizes(c)));
   }
 
+  // A dispatch's row: its output on weights wv must be the bits of the path
+  // it takes, called on its own (warp decode on wv, the classical path on
+  // the canonical upload), within that path's tolerances. False where the
+  // path does not take this shape (its classical row above says so).
+  auto dispatch_row = [&](const MoeDispatch& d, const MoeWeightsView& wv, const std::string& path,
+                          const std::string& whose_warp, const std::string& whose_classical) {
+    std::vector<double> y;
+    try {
+      y = fp32_out([&](const MoeOutput& o) { d.experts(wv, dx.data(), rv, o, nullptr); });
+    } catch (const InvalidArgument& e) {
+      rows.push_back(not_run(fmt, path, e.what()));
+      return false;
+    }
+    const bool warp = d.choose(f, batch, weight_copies(wv)) == MoePath::kWarp;
+    const ClassicalConfig c =
+        warp ? ClassicalConfig{} : dispatch_classical_config(d.table(), s, f, batch, d.policy(), sm90a);
+    const auto own = fp32_out([&](const MoeOutput& o) {
+      if (warp) d.warp().experts(wv, dx.data(), rv, o, nullptr);
+      else d.classical().experts(view, dx.data(), rv, o, c, nullptr);
+    });
+    CheckRow r = warp ? judge(fmt, path + ": warp", ref, y, kWarpExact)
+                      : judge_classical(fmt, path + ": classical " + c.label() + activations(c), ref, emulation(c), y,
+                                        quantizes(c));
+    r.pass = r.pass && y == own;
+    add_note(r, std::string(y == own ? "bits equal " : "BITS DIFFER from ") + (warp ? whose_warp : whose_classical));
+    rows.push_back(r);
+    return true;
+  };
+
   // MoeDispatch at this batch (the crossover table it loads by default, the
   // default policy): the path it takes, bit for bit.
   const MoeDispatch dispatch(s, batch);
-  std::vector<double> y;
-  try {
-    y = fp32_out([&](const MoeOutput& o) { dispatch.experts(view, dx.data(), rv, o, nullptr); });
-  } catch (const InvalidArgument& e) {  // a path that does not take this shape: its row above says so
-    rows.push_back(not_run(fmt, "gpu MoeDispatch", e.what()));
-    return rows;
-  }
-  const bool warp = dispatch.choose(f, batch, weight_copies(view)) == MoePath::kWarp;
-  const ClassicalConfig c =
-      warp ? ClassicalConfig{} : dispatch_classical_config(dispatch.table(), s, f, batch, dispatch.policy(), sm90a);
-  const auto own = fp32_out([&](const MoeOutput& o) {
-    if (warp) dispatch.warp().experts(view, dx.data(), rv, o, nullptr);
-    else dispatch.classical().experts(view, dx.data(), rv, o, c, nullptr);
-  });
-  CheckRow r = warp ? judge(fmt, "gpu MoeDispatch: warp", ref, y, kWarpExact)
-                    : judge_classical(fmt, "gpu MoeDispatch: classical " + c.label() + activations(c), ref,
-                                      emulation(c), y, quantizes(c));
-  r.pass = r.pass && y == own;
-  add_note(r, std::string(y == own ? "bits equal " : "BITS DIFFER from ") +
-                  (warp ? "warp decode's" : "the classical path's"));
-  rows.push_back(r);
+  if (!dispatch_row(dispatch, view, "gpu MoeDispatch", "warp decode's", "the classical path's")) return rows;
 
   // The same weights uploaded tiled-only, through a dispatch that un-tiles
-  // them for the classical path (MoeDispatch::untile_tiled_only): the bits
-  // of warp decode on them, or of the classical path on the canonical upload.
+  // them for the classical path (MoeDispatch::untile_tiled_only).
   if (!dw) return rows;  // FP8 block-128 has no tiled copies
   const std::string upath = "gpu MoeDispatch, tiled-only un-tiled";
   std::unique_ptr<DeviceMoeWeights> only;
@@ -170,22 +178,7 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
     rows.push_back(not_run(fmt, upath, e.what()));
     return rows;
   }
-  const MoeWeightsView oview = only->view();
-  const bool uwarp = udispatch.choose(f, batch, weight_copies(oview)) == MoePath::kWarp;
-  const ClassicalConfig uc =
-      uwarp ? ClassicalConfig{} : dispatch_classical_config(udispatch.table(), s, f, batch, udispatch.policy(), sm90a);
-  const auto uy = fp32_out([&](const MoeOutput& o) { udispatch.experts(oview, dx.data(), rv, o, nullptr); });
-  const auto uown = fp32_out([&](const MoeOutput& o) {
-    if (uwarp) udispatch.warp().experts(oview, dx.data(), rv, o, nullptr);
-    else udispatch.classical().experts(view, dx.data(), rv, o, uc, nullptr);
-  });
-  CheckRow u = uwarp ? judge(fmt, upath + ": warp", ref, uy, kWarpExact)
-                     : judge_classical(fmt, upath + ": classical " + uc.label() + activations(uc), ref, emulation(uc),
-                                       uy, quantizes(uc));
-  u.pass = u.pass && uy == uown;
-  add_note(u, std::string(uy == uown ? "bits equal " : "BITS DIFFER from ") +
-                  (uwarp ? "warp decode's on them" : "the classical path's on the canonical upload"));
-  rows.push_back(u);
+  dispatch_row(udispatch, only->view(), upath, "warp decode's on them", "the classical path's on the canonical upload");
   return rows;
 }
 

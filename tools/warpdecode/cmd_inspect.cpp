@@ -88,14 +88,13 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   const std::string mx_default = s.gpu_bytes_mxfp8_tiled_down > 0
                                      ? "+ " + bytes_str(s.gpu_bytes_mxfp8_tiled_down) + " for its tiled down copy"
                                      : std::string("no tiled down copy (the MoE shape does not take its layout)");
+  const std::string mx_only = s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
+                                  ? "the same when tiled-only, the fastest warp decode, + " +
+                                        bytes_str(s.gpu_bytes_mxfp8_untile_scratch) + " for its un-tiling scratch"
+                                  : std::string("no tiled-only upload: the MoE shape does not take both tiled layouts");
   std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; %s; the default upload, which the classical path "
               "can read too, %s; tiled_beside_canonical() + %s)\n",
-              bytes_str(s.gpu_bytes_mxfp8).c_str(),
-              s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
-                  ? ("the same when tiled-only, the fastest warp decode, + " +
-                     bytes_str(s.gpu_bytes_mxfp8_untile_scratch) + " for its un-tiling scratch").c_str()
-                  : "no tiled-only upload: the MoE shape does not take both tiled layouts",
-              mx_default.c_str(), bytes_str(mx_beside).c_str());
+              bytes_str(s.gpu_bytes_mxfp8).c_str(), mx_only.c_str(), mx_default.c_str(), bytes_str(mx_beside).c_str());
   if (s.gpu_bytes_fp8_block)
     std::printf("  fp8-block   %s   (FP8 tensors as stored with their block scales, the rest BF16)\n",
                 bytes_str(s.gpu_bytes_fp8_block).c_str());
