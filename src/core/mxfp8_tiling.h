@@ -8,8 +8,8 @@
 // no scales, nothing packed.
 // Piece i < E·R·L/16 of the bytes, scale byte i < E·R·L/32: the host loops
 // over i, the device kernel gives each thread one i. untile_piece moves them
-// back (UntiledWeights: the classical path on tiled-only weights), the
-// scales a 16-byte chunk of the tiled copy per i < E·R·L/512.
+// back (UntiledWeights: the classical path on tiled-only weights), i then the
+// tiled copy's piece, the scales a 16-byte chunk of it per i < E·R·L/512.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +30,19 @@ struct DownTiling {
   WD_HD size_t len() const { return I; }
   WD_HD size_t code(size_t e, size_t r, size_t k) const { return down_tiled_offset(e, r, k, H, I); }
   WD_HD size_t scale(size_t e, size_t r, size_t j) const { return down_tiled_scale_offset(e, r, j, H, I); }
+  // The canonical (e, row, k) of the tiled copy's 16-byte piece i: code()'s
+  // inverse on pieces. Piece i is lane i % 32 of 512-byte half (i / 32) % 2
+  // of item i / 64: row 16t + 8h + lane / 4, bytes 64u + 16 (lane % 4) on.
+  // U: uint32_t on the device (its divisions are short), size_t on the host.
+  template <typename U>
+  WD_HD void piece(U i, U& e, U& row, U& k) const {
+    const U lane = i % 32, h = (i / 32) % 2, item = i / 64;
+    const U units = U(I / kDownTileElems), tiles = U(H / kDownTileRows);
+    const U et = item / units, u = item - et * units;
+    e = et / tiles;
+    row = kDownTileRows * (et - e * tiles) + 8 * h + lane / 4;
+    k = kDownTileElems * u + 16 * (lane % 4);
+  }
   // Aligned 16-byte chunk k of the tiled scales: item k/2's half h = k % 2,
   // its byte 2g + b the scale of (e, row0 + g, j0 + b) (down_tiling.h).
   WD_HD void scale_chunk(size_t k, size_t& e, size_t& row0, size_t& j0) const {
@@ -47,6 +60,19 @@ struct GateUpTiling {
   WD_HD size_t len() const { return H; }
   WD_HD size_t code(size_t e, size_t r, size_t k) const { return gate_up_tiled_offset(e, r, k, H, I); }
   WD_HD size_t scale(size_t e, size_t r, size_t j) const { return gate_up_tiled_scale_offset(e, r, j, H, I); }
+  // The canonical (e, row, k) of the tiled copy's 16-byte piece i: code()'s
+  // inverse on pieces. Piece i is lane i % 32 of kernel row r = (i / 32) % 4
+  // = 2·up + h of item i / 128: row up·I + 16t + 8h + lane / 4, bytes 64c +
+  // 16 (lane % 4) on. U as DownTiling::piece.
+  template <typename U>
+  WD_HD void piece(U i, U& e, U& row, U& k) const {
+    const U lane = i % 32, r = (i / 32) % 4, item = i / 128;
+    const U chunks = U(H / kGateUpTileElems), tiles = U(I / kGateUpTileNeurons);
+    const U et = item / chunks, c = item - et * chunks;
+    e = et / tiles;
+    row = (r / 2) * U(I) + kGateUpTileNeurons * (et - e * tiles) + 8 * (r % 2) + lane / 4;
+    k = kGateUpTileElems * c + 16 * (lane % 4);
+  }
   // Aligned 16-byte chunk k of the tiled scales: item k/4's kernel row
   // 2·up + h = k % 4, its byte 2g + b the scale of (e, row0 + g, j0 + b)
   // (gate_up_tiling.h).
@@ -104,10 +130,13 @@ __device__ __forceinline__ uint32_t unpack_e4m3x4_device(uint32_t packed) {
 }
 #endif
 
-// The inverse of tile_piece: code piece i (and scale chunk i) of the
-// canonical tensors back from the tiled copies, MXFP8 words unpacked
-// (unpack_e4m3x4, a bijection: the canonical bytes exactly). The walk's
-// index is the canonical one, so the device kernel's writes are contiguous.
+// The inverse of tile_piece: piece i of the tiled copy (and scale chunk i)
+// back to the canonical tensors, MXFP8 words unpacked (unpack_e4m3x4, a
+// bijection: the canonical bytes exactly). The walk's index is the tiled
+// copy's, so a warp reads 512 contiguous bytes and writes 64 contiguous
+// bytes of each of 8 rows; walking the canonical index instead (contiguous
+// writes) read 64-byte pieces, the pattern HBM serves slowest
+// (down_tiling.h; docs/PERF_LOG.md session 49).
 template <typename Tiling>
 WD_HD void untile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q_tiled, const uint8_t* scales_tiled,
                         uint8_t* q, uint8_t* scales) {
@@ -117,19 +146,19 @@ WD_HD void untile_piece(const Tiling& t, size_t E, size_t i, const uint8_t* q_ti
 #if defined(__CUDA_ARCH__)
     // 32-bit divisions (the launch checks that the pieces fit): 64-bit ones
     // by a runtime divisor are long instruction sequences on the GPU.
-    const uint32_t ppr = uint32_t(L / 16), row = uint32_t(i) / ppr, k = (uint32_t(i) - row * ppr) * 16;
-    const uint32_t e = row / uint32_t(R);
-    const uint8_t* src = q_tiled + t.code(e, row - e * uint32_t(R), k);
-    uint4 v = *reinterpret_cast<const uint4*>(src);
+    uint32_t e = 0, row = 0, k = 0;
+    t.piece(uint32_t(i), e, row, k);
+    uint4 v = reinterpret_cast<const uint4*>(q_tiled)[i];
     if (packed)
       v = {unpack_e4m3x4_device(v.x), unpack_e4m3x4_device(v.y), unpack_e4m3x4_device(v.z),
            unpack_e4m3x4_device(v.w)};
-    reinterpret_cast<uint4*>(q)[i] = v;
+    *reinterpret_cast<uint4*>(q + (size_t(e) * R + row) * L + k) = v;
 #else
-    const size_t k = (i * 16) % L, row = (i * 16) / L;
-    const uint8_t* src = q_tiled + t.code(row / R, row % R, k);
-    if (packed) unpack_e4m3_words(src, 16, q + 16 * i);
-    else std::memcpy(q + 16 * i, src, 16);
+    size_t e = 0, row = 0, k = 0;
+    t.piece(i, e, row, k);
+    uint8_t* dst = q + (e * R + row) * L + k;
+    if (packed) unpack_e4m3_words(q_tiled + 16 * i, 16, dst);
+    else std::memcpy(dst, q_tiled + 16 * i, 16);
 #endif
   }
   // MXFP8 scales: by 16-byte chunks of the tiled copy (8 rows × 2 blocks),
