@@ -52,14 +52,14 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80, true, 96, true},
       // Tiled-only weights, the classical side un-tiling them
       // (bench/results/h200-crossover-untiled.json, `scripts/gpu_check.sh
-      // untiled`, session 48 run 7): (..., w8a16_from, tiled_warp, untiled).
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 320, false, CrossoverEntry::kNever, true, true},
+      // untiled`, session 49 run 2): (..., w8a16_from, tiled_warp, untiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 288, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 256, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 256, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 320, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 352, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 352, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 352, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 288, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 320, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 320, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 320, false, CrossoverEntry::kNever, true, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 320, false, CrossoverEntry::kNever, true, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 320, true, CrossoverEntry::kNever, true, true},
   };
