@@ -2,8 +2,10 @@
 // and device, so that the CPU tests check the bounds the kernel sizes its
 // shared memory by (tests/cpu/test_down_tc_tiles.cpp).
 //
-// A group is up to 64 tokens of the batch; an expert's tokens in it are a
-// 64-bit mask (bit t: the group's token t is routed to the expert). A tile is
+// A group is up to 64 tokens of the batch (128 in the general walk where
+// shared memory allows: moe_down_tc.cu); an expert's tokens in it are a
+// 64-bit mask (bit t: the group's token t is routed to the expert), two
+// words in a group of more than 64. A tile is
 // one expert and the tokens of one n8 MMA tile: its 8 columns. The walks
 // (moe_down_tc.cu) place them differently:
 // - general walk: an expert's k-th token (ascending) in its tile k / 8,
@@ -69,6 +71,14 @@ WD_HD int popcount64(unsigned long long x) {
 
 // An expert's tokens below token t (its rank k among them, ascending).
 WD_HD int tokens_below(unsigned long long mask, int t) { return popcount64(mask & ((1ull << t) - 1ull)); }
+
+// Groups of up to 128 tokens (the general walk past 64 tokens, where the
+// kernel's shared memory allows): an expert's tokens are two mask words,
+// tokens 0-63 in lo and 64-127 in hi.
+constexpr int kMaxGroup = 128;
+WD_HD int tokens_below(unsigned long long lo, unsigned long long hi, int t) {
+  return t < 64 ? tokens_below(lo, t) : popcount64(lo) + tokens_below(hi, t - 64);
+}
 
 // The by-token walk: whether an expert's tokens include a pair t, t ^ 4
 // (token t's lo column is token t ^ 4's hi column): then its tokens of each

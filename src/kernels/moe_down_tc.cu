@@ -17,7 +17,16 @@ namespace wd::kernels {
 namespace {
 
 constexpr int kTile = 16;       // output rows per block
-constexpr int kGroup = 64;      // tokens per walk over the experts (bits of a 64-bit mask)
+// Tokens per walk over the experts: 64 (one mask word an expert), or
+// kMaxGroup (down_tc_tiles.h: two words) past 64 tokens where the shared
+// memory allows (group_tokens()). Each group's walk reads the block's
+// weights of every expert it routes to once more, from HBM: the block's
+// share of all experts (qwen3-30b-a3b MXFP8: 1.5 MB a block, 200 MB in
+// all) does not stay in L2 from one walk to the next. A token's column
+// sums the same products in the same order in a group of any size, so the
+// group size changes no bits.
+constexpr int kGroup = 64;
+constexpr size_t kMaxSmem = 200 * 1024;
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
 // The warps (H/16 blocks × K ranges) of a grid that an H200 runs in one wave:
@@ -121,7 +130,7 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   registers save: level to +1.6 % at B = 20-32 (PERF_LOG session 27).
 template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
-moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
+moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int group) {
   const int units = kUnits > 0 ? kUnits : units_arg;
   // The general walk folds each tile one tile late (below), except in the
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
@@ -133,7 +142,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int g = lane / 4, q = lane % 4;
   const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
-  const int G = min(p.batch, kGroup);   // tokens per group
+  const int G = min(p.batch, group);    // tokens per group
+  const int mask_words = G > 64 ? 2 : 1;  // an expert's token mask: tokens 0-63, then 64-127
   const int ga = acc_stride(G);         // accumulator row: G tokens, 8 junk columns, odd
   const int ne_max = G * K, na_max = min(E, ne_max);
   static_assert(kRegTok == 0 || kRegTok == 2 || kRegTok == 4, "kRegTok: 0, 2 or 4");
@@ -166,7 +176,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   }
 
   // Shared memory (8-byte aligned pieces first): per expert id, the group's
-  // tokens routed to it (bit t = token b0 + t); the warps' accumulators
+  // tokens routed to it (bit t = token b0 + t; a second word of E masks,
+  // tokens 64 on, in groups of more than 64); the warps' accumulators
   // (slices × 16 rows × acc_stride(G): columns G + c are junk, the target of an
   // MMA column c without a token, so that the fold has no branch and no
   // two lanes share an address); the group's expert ids; per
@@ -178,7 +189,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   // the token (G + column: none) and the routing weight. The walk reads one
   // tile's bookkeeping with independent loads, not a chain.
   extern __shared__ unsigned long long s_tokmask[];
-  float* s_acc = reinterpret_cast<float*>(s_tokmask + E);
+  float* s_acc = reinterpret_cast<float*>(s_tokmask + mask_words * E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
@@ -197,12 +208,12 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
   const int words = (E + 31) / 32;
 
   bool waited = false;
-  for (int b0 = 0; b0 < p.batch; b0 += kGroup) {
-    const int nb = min(kGroup, p.batch - b0), ne = nb * K;
+  for (int b0 = 0; b0 < p.batch; b0 += group) {
+    const int nb = min(group, p.batch - b0), ne = nb * K;
     // 1. Clear, and read the group's routing.
     if (threadIdx.x == 0) s_dup = 0;
     for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
-    for (int i = threadIdx.x; i < E; i += blockDim.x) s_tokmask[i] = 0;
+    for (int i = threadIdx.x; i < mask_words * E; i += blockDim.x) s_tokmask[i] = 0;
     for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
     for (int i = threadIdx.x; i < ne; i += blockDim.x) s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
     // Columns without a token fold into a junk column (weight 0); their h
@@ -218,8 +229,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     for (int i = threadIdx.x; i < ne; i += blockDim.x) {
       const int e = s_ids[i];
       atomicOr(&s_bits[e >> 5], 1u << (e & 31));
-      const unsigned long long bit = 1ull << (i / K);
-      if (atomicOr(&s_tokmask[e], bit) & bit) s_dup = 1;  // a token routed twice to e
+      const int t = i / K;
+      const unsigned long long bit = 1ull << (t % 64);
+      if (atomicOr(&s_tokmask[(t / 64) * E + e], bit) & bit) s_dup = 1;  // a token routed twice to e
     }
     __syncthreads();
     // A token routed twice to one expert (no router does that, but a caller's
@@ -253,7 +265,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
         } else if (dup) {
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         } else {
-          cnt = popcount64(s_tokmask[e]);
+          cnt = popcount64(s_tokmask[e]) + (mask_words > 1 ? popcount64(s_tokmask[E + e]) : 0);
         }
         s_cnt[j] = cnt;
       }
@@ -335,7 +347,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg) {
     }
     for (int i = threadIdx.x; i < ne && !quad && !by_token && !split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
-      int pos = tokens_below(s_tokmask[e], t);
+      int pos = tokens_below(s_tokmask[e], mask_words > 1 ? s_tokmask[E + e] : 0ull, t);
       if (dup) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
@@ -701,13 +713,20 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
-size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8) {
+size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group) {
   const bool split = split_walk(p.batch, reg_tok, mx8);
-  const int G = p.batch < kGroup ? p.batch : kGroup, ne = G * p.top_k;
+  const int G = p.batch < group ? p.batch : group, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
-  return size_t(p.experts) * 8 + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 + size_t(na) * 8 +
-         size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
+  return size_t(p.experts) * 8 * (G > 64 ? 2 : 1) + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 +
+         size_t(na) * 8 + size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
+}
+
+// Tokens a walk takes (kGroup above): kMaxGroup past 64 tokens where its
+// shared memory fits (the register and split walks take at most 32 tokens,
+// one group either way). Measured (PERF_LOG session 49): see there.
+int group_tokens(const DownParams& p, int slices, int reg_tok, bool mx8) {
+  return p.batch > kGroup && smem_bytes(p, slices, reg_tok, mx8, kMaxGroup) <= kMaxSmem ? kMaxGroup : kGroup;
 }
 
 // kUnits units a warp (fixed_count): the register walk reg_tok, or the
@@ -731,9 +750,10 @@ auto* fixed_units_kernel(int reg_tok) {
   }
 }
 
-// slices: down_tc_slices(H, I); reg_tok: register_tokens(); smem: smem_bytes() (moe_down_tc checked it).
+// slices: down_tc_slices(H, I); reg_tok: register_tokens(); group:
+// group_tokens(); smem: smem_bytes() (moe_down_tc checked it).
 template <bool kMx8, bool kTiled>
-void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStream_t stream) {
+void launch(const DownParams& p, int slices, int reg_tok, int group, size_t smem, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (!kMx8 || p.scales_narrow)
@@ -744,7 +764,7 @@ void launch(const DownParams& p, int slices, int reg_tok, size_t smem, cudaStrea
     });
   ensure_dynamic_smem(k, smem);
   launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
-                units);
+                units, group);
 }
 
 }  // namespace
@@ -774,14 +794,16 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   const int slices = down_tc_slices(p.hidden, p.intermediate);
   const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
-  const size_t smem = smem_bytes(p, slices, reg_tok, format == WeightFormat::kMXFP8);
-  WD_CHECK(smem <= 200 * 1024, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+  const bool mx8 = format == WeightFormat::kMXFP8;
+  const int group = group_tokens(p, slices, reg_tok, mx8);
+  const size_t smem = smem_bytes(p, slices, reg_tok, mx8, group);
+  WD_CHECK(smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
   auto* go = format == WeightFormat::kBF16 ? (p.tiled ? &launch<false, true> : &launch<false, false>)
                                            : (p.tiled ? &launch<true, true> : &launch<true, false>);
-  go(p, slices, reg_tok, smem, stream);
+  go(p, slices, reg_tok, group, smem, stream);
 }
 
 }  // namespace wd::kernels

@@ -20,7 +20,8 @@
 //   same bytes as the scalar kernels' FP32 (B, K, I).
 // moe_down_tc: grid (H/16); block S warps (S = down_tc_slices(H, I)). Block x owns
 //   output rows [16x, 16x+16) for every token; warp s owns a K range of I.
-//   Per group of up to 64 tokens the block lists the group's distinct experts
+//   Per group of up to 64 tokens (128 past 64 where shared memory allows:
+//   one walk's weight reads fewer) the block lists the group's distinct experts
 //   (ascending id) and, for each, its tokens (ascending); each warp walks all
 //   of them: the expert's 16×(its K range) weight tile times the tokens' h
 //   (hi and lo, two MMAs) into an FP32 tile, then

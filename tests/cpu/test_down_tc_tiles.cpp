@@ -45,13 +45,14 @@ void check_walk(const Group& g, Walk w) {
   const std::string what = std::string(name(w)) + " B=" + std::to_string(g.tokens) + " K=" + std::to_string(g.K) +
                            " E=" + std::to_string(g.E);
   const int ne = g.tokens * g.K;
-  std::vector<unsigned long long> masks(g.E, 0);
-  for (int i = 0; i < ne; ++i) masks[g.ids[i]] |= 1ull << (i / g.K);
+  // Tokens 0-63, and 64-127 (the general walk's groups of up to kMaxGroup).
+  std::vector<unsigned long long> masks(g.E, 0), masks_hi(g.E, 0);
+  for (int i = 0; i < ne; ++i) (i / g.K < 64 ? masks : masks_hi)[g.ids[i]] |= 1ull << (i / g.K % 64);
   std::map<int, int> first;  // distinct experts, ascending id -> first tile
   int tiles = 0;
   for (int e = 0; e < g.E; ++e) {
-    if (!masks[e]) continue;
-    const int cnt = popcount64(masks[e]);
+    if (!masks[e] && !masks_hi[e]) continue;
+    const int cnt = popcount64(masks[e]) + popcount64(masks_hi[e]);
     const int n = w == Walk::kQuad      ? quad_tiles(masks[e])
                   : w == Walk::kByToken ? by_token_tiles(masks[e])
                   : w == Walk::kSplit   ? ranked_tiles(cnt, 4)
@@ -70,7 +71,13 @@ void check_walk(const Group& g, Walk w) {
   std::vector<int> tile_expert(tiles, -1);
   for (int i = 0; i < ne; ++i) {
     const int e = g.ids[i], t = i / g.K;
-    const int pos = tokens_below(masks[e], t);
+    const int pos = tokens_below(masks[e], masks_hi[e], t);
+    if (t < 64) {
+      EXPECT_EQ(pos, tokens_below(masks[e], t)) << what;
+    }
+    int below = 0;  // the rank by a plain count
+    for (int m = 0; m < i; ++m) below += g.ids[m] == e;
+    EXPECT_EQ(pos, below) << what << ": entry " << i;
     int tile = 0, col = 0;
     switch (w) {
       case Walk::kQuad: {
@@ -146,6 +153,7 @@ void check_walk(const Group& g, Walk w) {
 }
 
 std::vector<Walk> walks_for(int tokens) {
+  if (tokens > 64) return {Walk::kGeneral};  // groups of up to kMaxGroup: the general walk only
   std::vector<Walk> w = {Walk::kGeneral, Walk::kSplit};
   if (tokens <= 16) w.push_back(Walk::kQuad);
   if (tokens <= 8) w.push_back(Walk::kByToken);
@@ -165,7 +173,7 @@ Group random_group(int tokens, int K, int E, std::mt19937_64& rng) {
 
 TEST(DownTcTiles, EveryWalkOnRandomGroups) {
   std::mt19937_64 rng(20261202);
-  for (int tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 32, 33, 48, 64})
+  for (int tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 32, 33, 48, 64, 65, 100, 127, kMaxGroup})
     for (const auto& [K, E] : {std::pair{8, 128}, std::pair{8, 160}, std::pair{6, 20}, std::pair{4, 8}, std::pair{2, 3}})
       for (int rep = 0; rep < 20; ++rep) {
         const Group g = random_group(tokens, K, E, rng);
@@ -176,7 +184,7 @@ TEST(DownTcTiles, EveryWalkOnRandomGroups) {
 // The extremes of the bounds: every token on the same K experts (na = K:
 // each expert has every token), and every entry on its own expert (na = ne).
 TEST(DownTcTiles, EveryWalkOnSharedAndDisjointRouting) {
-  for (int tokens : {1, 3, 4, 5, 8, 9, 13, 16, 17, 31, 32, 63, 64})
+  for (int tokens : {1, 3, 4, 5, 8, 9, 13, 16, 17, 31, 32, 63, 64, 65, 128})
     for (int K : {1, 2, 8}) {
       Group same{tokens, K, 8, {}}, own{tokens, K, tokens * K, {}};
       for (int t = 0; t < tokens; ++t)

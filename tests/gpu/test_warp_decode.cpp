@@ -143,7 +143,7 @@ size_t bits_changed_in_batch(const WarpDecodeMoe& moe, const Layer& layer, const
 
 // ---- every batch size -------------------------------------------------------------
 // Every B from 1 to 70 and a few larger (B > 64: the tensor-core moe_down walks
-// the experts once per 64 tokens) against FP64: FP32 output, and BF16 output
+// the experts once per 128 tokens, or 64 where its shared memory is short) against FP64: FP32 output, and BF16 output
 // every 7th B. config(B) gives each call's configuration (default: the
 // object's own for that B).
 void check_every_batch(const std::vector<MoeShape>& shapes, KernelFamily family,
@@ -331,7 +331,7 @@ TEST(WarpDecode, ForwardIsRouterPlusExperts) {
 void check_odd_routings_on(const MoeShape& s, KernelFamily family) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 64, family);
+    WarpDecodeMoe moe(s, 64, family), big(s, 150, family);
     const int K = s.top_k;
     struct Odd {
       const char* what;
@@ -354,6 +354,11 @@ void check_odd_routings_on(const MoeShape& s, KernelFamily family) {
         {"32 tokens on the same 8 experts", 32, [](int, int k) { return 90 + 3 * k; }},
         {"some experts shared, 13 tokens", 13, [](int b, int k) { return (b % 3) * 7 + k * 5 + (k > 4 ? b : 0); }},
         {"one expert twice in a token", 24, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
+        // B > 64: the tensor-core down kernel's groups of 128 (two mask
+        // words an expert), the duplicate-token walk over one, and a second
+        // group at 150 with 16 full tiles an expert in the first.
+        {"one expert twice in a token", 100, [](int b, int k) { return k == 1 ? b : (b + k * 13) % 128; }},
+        {"150 tokens on the same 8 experts", 150, [](int, int k) { return 40 + 9 * k; }},
     };
     for (const auto& o : odds) {
       HostRouting r;
@@ -368,9 +373,10 @@ void check_odd_routings_on(const MoeShape& s, KernelFamily family) {
         for (int b = 0; b < o.B; ++b) r.ids[b * K + 1] = r.ids[b * K];
       const auto x = synthetic_input(o.B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto ref = reference_y(layer, x, r, o.B);
-      expect_close(ref, run_experts(moe, layer, x, r, o.B, OutputType::kFP32), 2e-5,
-                   std::string(name(f)) + " I=" + std::to_string(s.intermediate) + " " + o.what + " " +
-                       moe.default_config(o.B, layer.dev.view()).label());
+      WarpDecodeMoe& m = o.B > 64 ? big : moe;
+      expect_close(ref, run_experts(m, layer, x, r, o.B, OutputType::kFP32), 2e-5,
+                   std::string(name(f)) + " I=" + std::to_string(s.intermediate) + " " + o.what + " B=" +
+                       std::to_string(o.B) + " " + m.default_config(o.B, layer.dev.view()).label());
     }
   }
 }
@@ -422,7 +428,8 @@ TEST(WarpDecode, FusedResidualAdd) {
 // A token alone (under configs[0]) against the same token at random positions
 // of batches of other tokens, under every configuration given: bit for bit.
 // Beyond 64 tokens, every other configuration puts the token past the first
-// 64 (the tensor-core moe_down's second walk). Then run to run at B = 64.
+// 64 (the tensor-core moe_down's second mask word), beyond 128 past the
+// first 128 (its second walk). Then run to run at B = 64.
 void check_batch_invariance(const std::vector<WarpDecodeConfig>& configs, const std::vector<int>& batches,
                             const MoeShape& s = preset_shape("qwen3-30b-a3b")) {
   const int max_batch = *std::max_element(batches.begin(), batches.end());
@@ -436,7 +443,8 @@ void check_batch_invariance(const std::vector<WarpDecodeConfig>& configs, const 
     for (int B : batches)
       for (size_t ci = 0; ci < configs.size(); ++ci) {
         const WarpDecodeConfig& cfg = configs[ci];
-        const int pos = B > 64 && ci % 2 == 0 ? 64 + int(fresh_seed() % (B - 64)) : int(fresh_seed() % B);
+        const int skip = B > 128 ? 128 : B > 64 ? 64 : 0;
+        const int pos = skip > 0 && ci % 2 == 0 ? skip + int(fresh_seed() % (B - skip)) : int(fresh_seed() % B);
         EXPECT_EQ(bits_changed_in_batch(moe, layer, xt, rt, alone, B, pos, &cfg), 0u)
             << name(f) << " B=" << B << " pos=" << pos << " config " << cfg.label();
       }
@@ -688,12 +696,13 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
 
 // PDL, the L2 policy, deep loads and the tiled down and gate_up weights on
 // and off (none changes the bits: the token alone runs on both tiled copies,
-// in batches every way); 65 and 80 tokens: the second walk of 64.
+// in batches every way); 65 and 80 tokens: the group's second mask word, 130
+// and 200 its second walk of 128.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
-                         {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80});
+                         {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80, 130, 200});
   // Two, four and ten units a warp (I = 896, 2560, 7040): MXFP8's register
   // walks up to B = 16 (ten units: 4), its general walk of four-token tiles
   // to B = 32.
@@ -703,8 +712,9 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
-// B = 70 takes two walks of the token groups, the repeated expert (B = 5, 9)
-// the slow bookkeeping path, B = 1 and 8 the down kernel's by-token walk,
+// B = 70 takes one walk of a 128-token group (two mask words; token 66
+// repeats an expert: the slow bookkeeping path), B = 140 two; a repeated
+// expert at B = 5, 9 the slow bookkeeping path too, B = 1 and 8 the down kernel's by-token walk,
 // B = 16 its quad walk and B = 32 MXFP8's four-token general walk (I = 192:
 // one unit a warp; I = 896, 2560 and 7040, MXFP8, B = 1, 9, 16: two, four and
 // ten units, the last with the four-token general walk from B = 5). Shallow
@@ -714,13 +724,14 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   const MoeShape s = make_shape(512, 192, 20, 6);
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     const Layer layer = Layer::make(s, f, fresh_seed());
-    WarpDecodeMoe moe(s, 70);
+    WarpDecodeMoe moe(s, 140);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
                                         tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
-      for (int B : {1, 5, 8, 9, 16, 32, 70}) {
+      for (int B : {1, 5, 8, 9, 16, 32, 70, 140}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
         if (B == 5 || B == 9) r.ids[1] = r.ids[0];
+        if (B == 70) r.ids[66 * s.top_k + 1] = r.ids[66 * s.top_k];  // a duplicate in the second mask word
         run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
       }
     }
