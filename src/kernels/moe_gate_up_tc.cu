@@ -15,7 +15,7 @@ namespace {
 constexpr int kSlices = 4;  // warps per block, each a quarter of H
 constexpr int kThreads = kSlices * kWarpSize;
 constexpr int kTile = 16;   // neurons per block
-constexpr int kTokens = 8;  // tokens per pass (one n8 tile)
+constexpr int kTokens = 8;  // tokens of one n8 tile: a pass takes kTiles of them
 constexpr size_t kMaxSmem = 200 * 1024;
 
 // A chunk: one 16-byte load per lane and row; four lanes cover 64 bytes of a
@@ -60,14 +60,23 @@ struct Rounds {
 // under the lower register cap is slower per warp, which only many waves
 // repay. From the canonical layout it lost (30b B = 32 +9.6 %): not there.
 // (kMinBlocks 0: Rounds' count.)
-template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMinBlocks = 0>
-__global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks : Rounds<kMx8, kDeep>::kMinBlocks)
+// kTiles 2 (launch: from kPairFromTokensPerExpert, not with deep loads): a pass takes 16 of the
+// expert's tokens, two n8 tiles against one decoded weight fragment, so an
+// expert of 9-16 tokens streams and decodes its weight tile once instead
+// of twice. Three blocks an SM (168 registers: the second tile's x and
+// accumulators). A token's column is the same MMA chain over the same
+// fragments either way, and its K ranges sum in the same order: the same
+// bits.
+template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMinBlocks = 0, int kTiles = 1>
+__global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks
+                                            : kTiles > 1   ? 3
+                                                           : Rounds<kMx8, kDeep>::kMinBlocks)
 moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   using C = Chunk<kMx8>;
   constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
   __shared__ int s_warp_counts[kSlices];
-  __shared__ float s_part[kSlices][8][kWarpSize];
+  __shared__ float s_part[kSlices][8 * kTiles][kWarpSize];
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
   // The block's expert. Few entries: that of entry blockIdx.y, unless an
@@ -119,7 +128,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   struct Round {
     uint4 a[kR][4];
     uint32_t sc[kR][4];  // raw E8M0 codes: nothing waits on the load until the compute
-    uint4 x[kR][C::kXLoads];
+    uint4 x[kTiles][kR][C::kXLoads];
   };
   // Loads are unconditional (a round past the end re-reads the last one, and a
   // column without a token reads another column's token): a load under a
@@ -138,24 +147,30 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
       }
     }
   };
-  auto load_x = [&](Round& rd, int c0, const uint16_t* xp) {
+  // xp[tt]: the lane's x row of n8 tile tt.
+  auto load_x = [&](Round& rd, int c0, const uint16_t* const* xp) {
 #pragma unroll
-    for (int u = 0; u < kR; ++u)
+    for (int tt = 0; tt < kTiles; ++tt)
 #pragma unroll
-      for (int j = 0; j < C::kXLoads; ++j) rd.x[u][j] = ld_cached(xp + min(c0 + u, nc - 1) * C::kElems + 8 * j);
+      for (int u = 0; u < kR; ++u)
+#pragma unroll
+        for (int j = 0; j < C::kXLoads; ++j)
+          rd.x[tt][u][j] = ld_cached(xp[tt] + min(c0 + u, nc - 1) * C::kElems + 8 * j);
   };
   // One round's compute is one basic block: the scale path (mma.cuh) is
   // chosen for the whole round with one warp vote.
-  auto compute_path = [&](const Round& rd, float (&acc)[2][4], auto narrow) {
+  auto compute_path = [&](const Round& rd, float (&acc)[kTiles][2][4], auto narrow) {
     [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
 #pragma unroll
     for (int u = 0; u < kR; ++u) {
-      uint32_t xw[8];
+      uint32_t xw[kTiles][8];
 #pragma unroll
-      for (int j = 0; j < C::kXLoads; ++j) {
-        xw[4 * j] = rd.x[u][j].x; xw[4 * j + 1] = rd.x[u][j].y;
-        xw[4 * j + 2] = rd.x[u][j].z; xw[4 * j + 3] = rd.x[u][j].w;
-      }
+      for (int tt = 0; tt < kTiles; ++tt)
+#pragma unroll
+        for (int j = 0; j < C::kXLoads; ++j) {
+          xw[tt][4 * j] = rd.x[tt][u][j].x; xw[tt][4 * j + 1] = rd.x[tt][u][j].y;
+          xw[tt][4 * j + 2] = rd.x[tt][u][j].z; xw[tt][4 * j + 3] = rd.x[tt][u][j].w;
+        }
       // m-tile 0: gate rows g, g+8; m-tile 1: up rows g, g+8 (decoded one tile at a time).
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
@@ -172,11 +187,14 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
         }
 #pragma unroll
         for (int s = 0; s < C::kSteps; ++s)
-          mma_bf16(acc[mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+#pragma unroll
+          for (int tt = 0; tt < kTiles; ++tt)
+            mma_bf16(acc[tt][mt], a[0][2 * s], a[1][2 * s], a[0][2 * s + 1], a[1][2 * s + 1], xw[tt][2 * s],
+                     xw[tt][2 * s + 1]);
       }
     }
   };
-  auto compute = [&](const Round& rd, float (&acc)[2][4]) {
+  auto compute = [&](const Round& rd, float (&acc)[kTiles][2][4]) {
     if constexpr (kNarrowOnly) {
       compute_path(rd, acc, std::true_type{});
       return;
@@ -198,12 +216,19 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   allow_next_kernel();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
 
-  // One group of up to 8 of the expert's tokens: the K loop, then h. ra
-  // holds the group's first round of weights when it is called.
+  // One group of up to 8·kTiles of the expert's tokens: the K loop, then h.
+  // ra holds the group's first round of weights when it is called. Lane
+  // (g, q) reads x of column g of each n8 tile; a column without a token
+  // reads the expert's last one (never stored).
   auto group = [&](int t0) {
-    const uint16_t* xp = p.x + size_t(s_list[t0 + min(g, n - 1 - t0)] / K) * H + k0 + q * C::kLaneElems;
+    const uint16_t* xp[kTiles];
+#pragma unroll
+    for (int tt = 0; tt < kTiles; ++tt) {
+      const int tb = t0 + kTokens * tt;
+      xp[tt] = p.x + size_t(s_list[tb + min(g, n - 1 - tb)] / K) * H + k0 + q * C::kLaneElems;
+    }
     load_x(ra, 0, xp);
-    float acc[2][4] = {};
+    float acc[kTiles][2][4] = {};
     for (int c0 = 0;; c0 += 2 * kR) {
       load_a(rb, c0 + kR);
       load_x(rb, c0 + kR, xp);
@@ -216,24 +241,29 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
     }
     // The four K ranges' partials, summed in warp order.
 #pragma unroll
-    for (int j = 0; j < 8; ++j) s_part[warp][j][lane] = acc[j / 4][j % 4];
+    for (int tt = 0; tt < kTiles; ++tt)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s_part[warp][8 * tt + j][lane] = acc[tt][j / 4][j % 4];
     __syncthreads();
     if (warp == 0) {
-      float v[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        v[j] = s_part[0][j][lane];
+      for (int tt = 0; tt < kTiles; ++tt) {
+        float v[8];
 #pragma unroll
-        for (int s = 1; s < kSlices; ++s) v[j] += s_part[s][j][lane];
-      }
-      // C fragment: v[c] is row g + 8·(c/2), column 2q + c%2; gate v[0..3], up v[4..7].
-      // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16 lo.
+        for (int j = 0; j < 8; ++j) {
+          v[j] = s_part[0][8 * tt + j][lane];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int col = t0 + 2 * q + c % 2;
-        if (col < n) {
-          uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + g + 8 * (c / 2);
-          split_bf16(silu(v[c]) * v[4 + c], hrow[0], hrow[I]);
+          for (int s = 1; s < kSlices; ++s) v[j] += s_part[s][8 * tt + j][lane];
+        }
+        // C fragment: v[c] is row g + 8·(c/2), column 2q + c%2; gate v[0..3], up v[4..7].
+        // h is stored split (mma.cuh split_bf16): per entry, I BF16 hi then I BF16 lo.
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int col = t0 + kTokens * tt + 2 * q + c % 2;
+          if (col < n) {
+            uint16_t* hrow = reinterpret_cast<uint16_t*>(p.h) + size_t(s_list[col]) * 2 * I + i0 + g + 8 * (c / 2);
+            split_bf16(silu(v[c]) * v[4 + c], hrow[0], hrow[I]);
+          }
         }
       }
     }
@@ -244,11 +274,16 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   // the two versions of ra with register moves, and those moves waited for
   // the first loads to land (13 % of the stall samples, ncu run 5 of v9).
   group(0);
-  for (int t0 = kTokens; t0 < n; t0 += kTokens) {
+  for (int t0 = kTokens * kTiles; t0 < n; t0 += kTokens * kTiles) {
     load_a(ra, 0);
     group(t0);
   }
 }
+
+// Passes of two n8 tiles (kTiles) from this many routing entries an expert
+// on average (B·K / E): a rule of the batch alone, and either pass gives
+// the same bits.
+constexpr int kPairFromTokensPerExpert = 4;
 
 template <bool kMx8, bool kDeep, bool kTiled = false>
 void launch(const GateUpParams& p, cudaStream_t stream) {
@@ -256,12 +291,18 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const int by_rank = entries > 2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
+  // Not with deep loads: their rounds already take 168 registers.
+  const bool pair = !kDeep && entries > kPairFromTokensPerExpert * p.experts;
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
+  if constexpr (!kDeep)
+    if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, false, 0, 2>;
   if constexpr (kMx8 && (kTiled || !kDeep))
     if (p.scales_narrow) {
       k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
+      if constexpr (!kDeep)
+        if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 0, 2>;
       if constexpr (kTiled && !kDeep)
-        if (long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
+        if (!pair && long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
           k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 5>;
     }
   ensure_dynamic_smem(k, smem);
