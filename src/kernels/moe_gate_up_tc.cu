@@ -60,13 +60,14 @@ struct Rounds {
 // under the lower register cap is slower per warp, which only many waves
 // repay. From the canonical layout it lost (30b B = 32 +9.6 %): not there.
 // (kMinBlocks 0: Rounds' count.)
-// kTiles 2 (launch: from kPairFromTokensPerExpert, not with deep loads): a pass takes 16 of the
-// expert's tokens, two n8 tiles against one decoded weight fragment, so an
-// expert of 9-16 tokens streams and decodes its weight tile once instead
-// of twice. Three blocks an SM (168 registers: the second tile's x and
-// accumulators). A token's column is the same MMA chain over the same
-// fragments either way, and its K ranges sum in the same order: the same
-// bits.
+// kTiles 2 (launch: tiled weights without deep loads, from
+// kPairFromTokensPerExpert): a pass takes 16 of the expert's tokens, two n8
+// tiles against one decoded weight fragment, so an expert of 9-16 tokens
+// streams and decodes its weight tile once instead of twice. Three blocks
+// an SM (128-165 registers: the second tile's x and accumulators; deep
+// loads' rounds spill with it). A token's column is the same MMA chain over
+// the same fragments either way, and its K ranges sum in the same order:
+// the same bits. The one-tile kernels' PTX is what it was before kTiles.
 template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMinBlocks = 0, int kTiles = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks
                                             : kTiles > 1   ? 3
@@ -280,10 +281,16 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   }
 }
 
-// Passes of two n8 tiles (kTiles) from this many routing entries an expert
+// Passes of two n8 tiles (kTiles) past this many routing entries an expert
 // on average (B·K / E): a rule of the batch alone, and either pass gives
-// the same bits.
-constexpr int kPairFromTokensPerExpert = 4;
+// the same bits. Measured from 4 on (PERF_LOG session 49 run 9, tiled-only,
+// against one-tile passes): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b
+// B = 128), −10 to −24 % at 12-16 (B = 192-256); level to −7 % at 6 (B =
+// 96; qwen3-coder-480b-a35b MXFP8 +1.9 %); +2 to +8 % just past 4 (B = 65),
+// where most experts hold one tile's tokens and the pair kernel runs three
+// blocks an SM instead of four or five. Canonical weights keep one-tile
+// passes (not measured with two).
+constexpr int kPairFromTokensPerExpert = 6;
 
 template <bool kMx8, bool kDeep, bool kTiled = false>
 void launch(const GateUpParams& p, cudaStream_t stream) {
@@ -291,15 +298,15 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const int by_rank = entries > 2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
-  // Not with deep loads: their rounds already take 168 registers.
-  const bool pair = !kDeep && entries > kPairFromTokensPerExpert * p.experts;
+  // Tiled weights without deep loads (whose rounds already take 168 registers).
+  const bool pair = kTiled && !kDeep && entries > kPairFromTokensPerExpert * p.experts;
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
-  if constexpr (!kDeep)
+  if constexpr (kTiled && !kDeep)
     if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, false, 0, 2>;
   if constexpr (kMx8 && (kTiled || !kDeep))
     if (p.scales_narrow) {
       k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
-      if constexpr (!kDeep)
+      if constexpr (kTiled && !kDeep)
         if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 0, 2>;
       if constexpr (kTiled && !kDeep)
         if (!pair && long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
