@@ -13,7 +13,9 @@
 //   y owns the expert of routing entry y if that entry is its first
 //   occurrence (as moe_gate_up), or the y-th distinct expert of the batch;
 //   the block computes 16 neurons of it (gate and up rows: two m16 tiles) for
-//   its tokens, 8 at a time (one n8 tile). Warp s takes the K range
+//   its tokens, 8 at a time (one n8 tile; 16, two n8 tiles against one
+//   decoded weight fragment, for tiled weights past 6 tokens an expert on
+//   average). Warp s takes the K range
 //   [s·H/4, (s+1)·H/4); the four FP32 partials are summed in shared memory in
 //   warp order, then h = silu(gate)·up is written, split into BF16 hi + lo
 //   (mma.cuh split_bf16): per (token, slot), I BF16 hi then I BF16 lo, the
