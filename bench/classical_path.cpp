@@ -252,8 +252,10 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   write_tune_json(table, header, ladders, json_path);
 }
 
-// 65-80: warp decode walks the tokens in groups of 64, so its time steps up
-// at 65, where on the tiled copies the crossover falls (session 46).
+// 65-80: warp decode's down kernel walked the tokens in groups of 64 until
+// session 49 (128 since, where shared memory allows), so its time stepped up
+// at 65, where on the tiled copies the crossover fell (session 46); the rungs
+// stay to show the step on shapes that keep groups of 64.
 std::vector<int> default_tune_ladder() {
   return {1, 2, 4, 8, 16, 32, 48, 64, 65, 72, 80, 96, 128, 192, 256, 384, 512, 768, 1024};
 }

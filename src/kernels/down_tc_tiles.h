@@ -76,6 +76,8 @@ WD_HD int tokens_below(unsigned long long mask, int t) { return popcount64(mask 
 // kernel's shared memory allows): an expert's tokens are two mask words,
 // tokens 0-63 in lo and 64-127 in hi.
 constexpr int kMaxGroup = 128;
+// Mask words an expert takes in a group of this many tokens (at most kMaxGroup).
+WD_HD constexpr int mask_words(int tokens) { return tokens > 64 ? 2 : 1; }
 WD_HD int tokens_below(unsigned long long lo, unsigned long long hi, int t) {
   return t < 64 ? tokens_below(lo, t) : popcount64(lo) + tokens_below(hi, t - 64);
 }

@@ -26,7 +26,7 @@ constexpr int kTile = 16;       // output rows per block
 // sums the same products in the same order in a group of any size, so the
 // group size changes no bits.
 constexpr int kGroup = 64;
-constexpr size_t kMaxSmem = 200 * 1024;
+constexpr size_t kMaxSmem = 200 * 1024;  // dynamic shared memory a block may take (moe_down_tc checks)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
 // The warps (H/16 blocks × K ranges) of a grid that an H200 runs in one wave:
@@ -143,7 +143,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
   const int G = min(p.batch, group);    // tokens per group
-  const int mask_words = G > 64 ? 2 : 1;  // an expert's token mask: tokens 0-63, then 64-127
+  const int words_a_mask = mask_words(G);  // an expert's token mask: tokens 0-63, then 64-127
   const int ga = acc_stride(G);         // accumulator row: G tokens, 8 junk columns, odd
   const int ne_max = G * K, na_max = min(E, ne_max);
   static_assert(kRegTok == 0 || kRegTok == 2 || kRegTok == 4, "kRegTok: 0, 2 or 4");
@@ -189,7 +189,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   // the token (G + column: none) and the routing weight. The walk reads one
   // tile's bookkeeping with independent loads, not a chain.
   extern __shared__ unsigned long long s_tokmask[];
-  float* s_acc = reinterpret_cast<float*>(s_tokmask + mask_words * E);
+  float* s_acc = reinterpret_cast<float*>(s_tokmask + words_a_mask * E);
   int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
   int* s_cnt = s_ids + ne_max;                        // na_max
   int* s_tfirst = s_cnt + na_max;                     // na_max
@@ -213,7 +213,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // 1. Clear, and read the group's routing.
     if (threadIdx.x == 0) s_dup = 0;
     for (int i = threadIdx.x; i < words; i += blockDim.x) s_bits[i] = 0;
-    for (int i = threadIdx.x; i < mask_words * E; i += blockDim.x) s_tokmask[i] = 0;
+    for (int i = threadIdx.x; i < words_a_mask * E; i += blockDim.x) s_tokmask[i] = 0;
     for (int i = threadIdx.x; i < slices * kTile * ga; i += blockDim.x) s_acc[i] = 0.0f;
     for (int i = threadIdx.x; i < ne; i += blockDim.x) s_ids[i] = __ldg(p.ids + size_t(b0) * K + i);
     // Columns without a token fold into a junk column (weight 0); their h
@@ -265,7 +265,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         } else if (dup) {
           for (int i = 0; i < ne; ++i) cnt += s_ids[i] == e;
         } else {
-          cnt = popcount64(s_tokmask[e]) + (mask_words > 1 ? popcount64(s_tokmask[E + e]) : 0);
+          cnt = popcount64(s_tokmask[e]) + (words_a_mask > 1 ? popcount64(s_tokmask[E + e]) : 0);
         }
         s_cnt[j] = cnt;
       }
@@ -347,7 +347,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     }
     for (int i = threadIdx.x; i < ne && !quad && !by_token && !split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
-      int pos = tokens_below(s_tokmask[e], mask_words > 1 ? s_tokmask[E + e] : 0ull, t);
+      int pos = tokens_below(s_tokmask[e], words_a_mask > 1 ? s_tokmask[E + e] : 0ull, t);
       if (dup) {
         pos = 0;
         for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
@@ -718,7 +718,7 @@ size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int gr
   const int G = p.batch < group ? p.batch : group, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
-  return size_t(p.experts) * 8 * (G > 64 ? 2 : 1) + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 +
+  return size_t(p.experts) * 8 * mask_words(G) + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 +
          size_t(na) * 8 + size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
 }
 

@@ -298,19 +298,21 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   const int by_rank = entries > 2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
-  // Tiled weights without deep loads (whose rounds already take 168 registers).
-  const bool pair = kTiled && !kDeep && entries > kPairFromTokensPerExpert * p.experts;
+  // Two-tile passes and five blocks an SM: tiled weights without deep loads
+  // (whose rounds already take 168 registers).
+  constexpr bool kTiledShallow = kTiled && !kDeep;
+  const bool pair = kTiledShallow && entries > kPairFromTokensPerExpert * p.experts;
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
-  if constexpr (kTiled && !kDeep)
+  if constexpr (kTiledShallow)
     if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, false, 0, 2>;
   if constexpr (kMx8 && (kTiled || !kDeep))
     if (p.scales_narrow) {
       k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true>;
-      if constexpr (kTiled && !kDeep)
+      if constexpr (kTiledShallow) {
         if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 0, 2>;
-      if constexpr (kTiled && !kDeep)
-        if (!pair && long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
+        else if (long(grid.x) * grid.y >= 4 * resident_blocks(k, kThreads, smem))
           k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, true, 5>;
+      }
     }
   ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p, by_rank);
