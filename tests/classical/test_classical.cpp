@@ -1324,26 +1324,19 @@ TEST(Classical, CapturesInACudaGraph) {
     cudaStream_t st;
     WD_CUDA_CHECK(cudaStreamCreate(&st));
     moe.forward(layer.view(), dx.data(), B, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, st);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
     // Twice in the graph (the second call's stages overlap the first's under
     // PDL), with and without PDL: the same bits every time.
-    WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    moe.route(layer.view(), dx.data(), B, const_cast<int32_t*>(moe.routing_ids()), const_cast<float*>(moe.routing_weights()), st);
-    for (bool pdl : {false, true}) {
-      ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
-      c.pdl = pdl;
-      moe.experts(layer.view(), dx.data(), RoutingView{B, s.top_k, moe.routing_ids(), moe.routing_weights()},
-                  MoeOutput{y2.data(), OutputType::kFP32, nullptr}, c, st);
-    }
-    WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-    WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    y2.fill_bytes(0xFF);
-    WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
-    WD_CUDA_CHECK(cudaStreamSynchronize(st));
+    test::capture_and_replay(st, y2, [&](cudaStream_t cs) {
+      moe.route(layer.view(), dx.data(), B, const_cast<int32_t*>(moe.routing_ids()),
+                const_cast<float*>(moe.routing_weights()), cs);
+      for (bool pdl : {false, true}) {
+        ClassicalConfig c = ClassicalConfig::for_batch(s, B, f);
+        c.pdl = pdl;
+        moe.experts(layer.view(), dx.data(), RoutingView{B, s.top_k, moe.routing_ids(), moe.routing_weights()},
+                    MoeOutput{y2.data(), OutputType::kFP32, nullptr}, c, cs);
+      }
+    });
     EXPECT_EQ(y1.download(), y2.download()) << to_string(f);
-    WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    WD_CUDA_CHECK(cudaGraphDestroy(graph));
     WD_CUDA_CHECK(cudaStreamDestroy(st));
   }
 }

@@ -1,5 +1,6 @@
 // Shared by the GPU tests: skip (visibly) when there is no CUDA device; draw
-// inputs whose routing no correct router can get wrong.
+// inputs whose routing no correct router can get wrong; replay a captured
+// CUDA graph into a poisoned output.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_buffer.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
 
@@ -42,6 +44,24 @@ inline RoutedInputs unambiguous_inputs(const MoeWeightsView& host, int batch, ui
     if (reference::min_topk_gap(in.routing, host.shape.experts) > 1e-4) return in;
   }
   throw std::runtime_error("unambiguous_inputs: 50 draws in a row had a near-tie in the top-K");
+}
+
+// Captures record(st) (stream-ordered calls) into a CUDA graph, poisons out
+// (every byte 0xFF: NaN for floats), replays the graph once and waits: what
+// the caller then reads of out, the replay wrote. st is left empty.
+template <typename T, typename Record>
+void capture_and_replay(cudaStream_t st, DeviceBuffer<T>& out, Record record) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  record(st);
+  WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  out.fill_bytes(0xFF);
+  WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
+  WD_CUDA_CHECK(cudaStreamSynchronize(st));
+  WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  WD_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
 }  // namespace wd::test

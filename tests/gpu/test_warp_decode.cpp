@@ -491,18 +491,10 @@ TEST(WarpDecode, CapturesInACudaGraph) {
   cudaStream_t st;
   WD_CUDA_CHECK(cudaStreamCreate(&st));
   moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y1.data(), OutputType::kFP32, nullptr}, st);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, st);
-  WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-  WD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  y2.fill_bytes(0xFF);
-  WD_CUDA_CHECK(cudaGraphLaunch(exec, st));
-  WD_CUDA_CHECK(cudaStreamSynchronize(st));
+  test::capture_and_replay(st, y2, [&](cudaStream_t cs) {
+    moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{y2.data(), OutputType::kFP32, nullptr}, cs);
+  });
   EXPECT_EQ(y1.download(), y2.download());
-  WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  WD_CUDA_CHECK(cudaGraphDestroy(graph));
   WD_CUDA_CHECK(cudaStreamDestroy(st));
 }
 
