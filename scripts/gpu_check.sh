@@ -39,7 +39,7 @@
 #     untiled: tiled-only weights un-tiled for the classical path (UntiledWeights,
 #            MoeDispatch::untile_tiled_only): its GPU test (also under memcheck),
 #            then bench-moe --tune-untiled per preset (UNTILED_PRESETS,
-#            default all three; UNTILED_BATCHES; about 4 minutes) merged into
+#            default all three; UNTILED_BATCHES; about 4-5 minutes) merged into
 #            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/moe_dispatch.cpp)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
@@ -154,7 +154,7 @@ untiled_tune() {
   for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
     t0=$(date +%s)
     timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format bf16,mxfp8 \
-      --replays 10 --tune-batch "${UNTILED_BATCHES:-128,192,256,288,320,352,384,512,1024,2048}" \
+      --replays 10 --tune-batch "${UNTILED_BATCHES:-128,192,256,288,320,352,384,416,448,480,512,1024,2048}" \
       --tune-json "$LOG/tune-untiled-$p.json" >"$LOG/tune-untiled-$p.log" 2>&1
     note "tune-untiled  $p rc=$? ($(( $(date +%s) - t0 )) s)"
     [ -s "$LOG/tune-untiled-$p.json" ] && files+=("$LOG/tune-untiled-$p.json")

@@ -52,16 +52,16 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
       // Tiled-only weights, the classical side un-tiling them
       // (bench/results/h200-crossover-untiled.json, `scripts/gpu_check.sh
-      // untiled`, session 50 run 2): (..., w8a16_from, tiled_warp, untiled).
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 512, false, CrossoverEntry::kNever, true, true},
+      // untiled`, session 50 run 5): (..., w8a16_from, tiled_warp, untiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 416, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 512, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 512, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 512, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 512, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 512, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 512, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 480, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 480, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, CrossoverEntry::kNever, true, true},
   };
 }
 
