@@ -35,7 +35,9 @@
 #            session 27's bank conflict at B = 24 and 56)
 #     tune:  the crossover tune alone (h200-crossover.json: warp decode on the default
 #            upload and on the tiled copies against the classical path, per preset;
-#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240)
+#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240); UNTILED=1 adds
+#            the untiled tune after it (no tests; both took 270 + 150-220 s in
+#            session 50, close to one 10-minute device call)
 #     untiled: tiled-only weights un-tiled for the classical path (UntiledWeights,
 #            MoeDispatch::untile_tiled_only): its GPU test (also under memcheck),
 #            then bench-moe --tune-untiled per preset (UNTILED_PRESETS,
@@ -131,10 +133,10 @@ classical_benches() {
 # on the default upload and on the tiled copies), one preset a run so that a
 # timeout loses one ladder, merged into $OUT/h200-crossover.json (copy its
 # entries into src/moe/moe_dispatch.cpp). TUNE_PRESETS (default all three),
-# TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80:
-# warp decode walks the tokens in groups of 64, so its time steps up at 65
-# (a second pass over the experts), and on the tiled copies it beats the
-# classical path at every B <= 64 (session 46).
+# TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80,
+# where warp decode's down kernel stepped up before its token groups took
+# 128 tokens (session 49); on the tiled copies warp decode is level with or
+# ahead of the classical path at every B <= 80 (session 50 run 1).
 crossover_tune() {
   local t0 p files=()
   for p in ${TUNE_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
@@ -350,7 +352,8 @@ fi
 
 if [ "$MODE" = tune ]; then
   crossover_tune
-  grep -E "^# crossover" "$LOG"/tune-*.log
+  [ "${UNTILED:-0}" = 1 ] && untiled_tune
+  grep -hE "^# (crossover|untile)" "$LOG"/tune-*.log
   finish
 fi
 
