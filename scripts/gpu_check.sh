@@ -229,7 +229,7 @@ else
   [ -s .git-commit ] && prefix+=(-DWD_BUILD_COMMIT="$(head -1 .git-commit)")
   t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DWD_CUDA_ARCHS=90a "${prefix[@]}" >"$LOG/configure.log" 2>&1 &&
-    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate access_pattern fp8_mma_precision pdl_handoff wgmma_fp8_accumulation warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
+    cmake --build build-device -j "$(nproc)" --target warpdecode_cli warpdecode_gpu_tests decode_rate access_pattern fp8_mma_precision pdl_handoff wgmma_fp8_accumulation tma_tiled_probe warpdecode_classical_gpu_tests >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log" "$LOG/configure.log"; echo "BUILD FAILED"; exit 1; }
   BIN=build-device
   # The classical path's GPU tests, if this tree has them (a failure here is reported, not fatal).
   if grep -q warpdecode_classical_gpu_tests tests/classical/CMakeLists.txt 2>/dev/null; then
@@ -244,7 +244,7 @@ else
   mkdir -p "$BIN" && ln -sf tools/warpdecode "$BIN/warpdecode" && ln -sf tests/warpdecode_gpu_tests "$BIN/warpdecode_gpu_tests" &&
     ln -sf bench/decode_rate "$BIN/decode_rate" && ln -sf bench/access_pattern "$BIN/access_pattern" &&
     ln -sf bench/fp8_mma_precision "$BIN/fp8_mma_precision" && ln -sf bench/pdl_handoff "$BIN/pdl_handoff" &&
-    ln -sf bench/wgmma_fp8_accumulation "$BIN/wgmma_fp8_accumulation" &&
+    ln -sf bench/wgmma_fp8_accumulation "$BIN/wgmma_fp8_accumulation" && ln -sf bench/tma_tiled_probe "$BIN/tma_tiled_probe" &&
     { [ -x "$BIN/tests/classical/warpdecode_classical_gpu_tests" ] && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests" || true; } && ln -sf tests/classical/warpdecode_classical_gpu_tests "$BIN/warpdecode_classical_gpu_tests"
   [ -x "$BIN/tests/accuracy/warpdecode_accuracy_gpu_tests" ] &&
     ln -sf tests/accuracy/warpdecode_accuracy_gpu_tests "$BIN/warpdecode_accuracy_gpu_tests"
@@ -265,6 +265,9 @@ if [ "$MICRO" = 1 ]; then
   # The FP8 wgmma's accumulation over K = 2048, chained in D or promoted by
   # 128-K block (session 40; exits 1 if its layout check fails).
   [ -x "$BIN/wgmma_fp8_accumulation" ] && { "$BIN/wgmma_fp8_accumulation" | tee "$LOG/wgmma-fp8-accumulation.txt" || note "wgmma_fp8_accumulation FAILED (logs/wgmma-fp8-accumulation.txt)"; }
+  # Whether TMA maps over the tiled BF16 copies load the classical GEMM's
+  # canonical weight boxes (session 50; exits 1 where a box differs).
+  [ -x "$BIN/tma_tiled_probe" ] && { "$BIN/tma_tiled_probe" | tee "$LOG/tma-tiled-probe.txt" || note "tma_tiled_probe: the tiled maps differ or failed (logs/tma-tiled-probe.txt)"; }
 fi
 # The kernels' instruction mix (no disassembler on the build machine): a line
 # per kernel (scripts/sass_summary.awk: MMAs, wgmma waits, memory

@@ -39,14 +39,14 @@ if [ -n "$rev$label" ]; then
 fi
 git describe --always --dirty --abbrev=12 > .git-commit
 configure . build-gpubin "$(head -1 .git-commit)"
-targets=(warpdecode_cli warpdecode_gpu_tests warpdecode_classical_gpu_tests warpdecode_accuracy_gpu_tests decode_rate access_pattern fp8_mma_precision pdl_handoff wgmma_fp8_accumulation)
+targets=(warpdecode_cli warpdecode_gpu_tests warpdecode_classical_gpu_tests warpdecode_accuracy_gpu_tests decode_rate access_pattern fp8_mma_precision pdl_handoff wgmma_fp8_accumulation tma_tiled_probe)
 cmake --build build-gpubin --target "${targets[@]}"
 rm -rf .gpu-bin && mkdir -p .gpu-bin
 for f in build-gpubin/tools/warpdecode build-gpubin/tests/warpdecode_gpu_tests \
   build-gpubin/tests/classical/warpdecode_classical_gpu_tests \
   build-gpubin/tests/accuracy/warpdecode_accuracy_gpu_tests build-gpubin/bench/decode_rate \
   build-gpubin/bench/access_pattern build-gpubin/bench/fp8_mma_precision build-gpubin/bench/pdl_handoff \
-  build-gpubin/bench/wgmma_fp8_accumulation; do
+  build-gpubin/bench/wgmma_fp8_accumulation build-gpubin/bench/tma_tiled_probe; do
   xz -T0 -6 -c "$f" > ".gpu-bin/$(basename "$f").xz" &
 done
 wait
