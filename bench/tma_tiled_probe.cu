@@ -5,15 +5,11 @@
 //
 // The idea. The GEMM loads a weight box of R rows × 128 bytes (64 BF16 of K)
 // through a 2-D map over the canonical (rows, K) tensor, 128-byte swizzle
-// (classical_tma_gemm.cu, tile_map). In the tiled BF16 copies an item is a
-// row-major block of rows × 64 bytes (down: 16 rows, byte 64 r + c;
-// gate_up: 32 rows, gate rows 0-15 then up rows 16-31; down_tiling.h,
-// gate_up_tiling.h). A map whose innermost dimension is those 64 bytes, the
-// next the 64-byte unit (box 2: one 128-byte K step), then the row in the
-// item, then the item row (and for gate_up gate/up), walks a box in the
-// canonical box's order: row n's two 64-byte halves, row after row. If TMA
-// lays a box out densely in that order and swizzles it by its shared-memory
-// address, the shared-memory bytes equal the canonical map's, and the GEMM's
+// (classical_tma_gemm.cu, tile_map). core/tiled_box_map.h gives maps over
+// the tiled BF16 copies that walk the same box in the same element order
+// (checked on the CPU: tests/cpu/test_tiled_box_map.cpp). If TMA lays a box
+// out densely in that order and swizzles it by its shared-memory address,
+// the shared-memory bytes equal the canonical map's, and the GEMM's
 // consumers run unchanged. Two things to learn on the device: whether the
 // driver accepts strides that do not ascend (the unit's 1024 or 2048 bytes
 // before the row's 64), and whether a 64-byte inner box under the 128-byte
@@ -38,6 +34,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "kernels/common.cuh"
+#include "core/tiled_box_map.h"
 #include "kernels/tma.cuh"
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/gate_up_tiling.h"
@@ -80,6 +77,14 @@ struct Coords {
   int rank;
   int c[5];  // innermost first
 };
+
+CUresult encode(CUtensorMap& m, const void* ptr, const wd::TiledBoxMap& g) {
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5];
+  for (int d = 0; d < g.rank; ++d) dims[d] = g.dims[d], box[d] = g.box[d];
+  for (int d = 0; d + 1 < g.rank; ++d) strides[d] = g.strides[d];
+  return encode(m, ptr, g.rank, dims, strides, box);
+}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, const Coords& k, uint32_t bar) {
@@ -192,11 +197,8 @@ int main() {
     CUtensorMap canonical, tiled;
     const cuuint64_t cd[2] = {I, E * H}, cs[1] = {2 * I};
     const cuuint32_t cb[2] = {64, kBoxRows};
-    // 32 elements (64 bytes), the 64-byte unit (1 KB items), the row in the
-    // item (64 bytes), the item row e·H/16 + t (I/32 items of 1 KB).
-    const cuuint64_t td[4] = {32, I / 32, 16, E * H / 16}, ts[3] = {1024, 64, 32 * I};
-    const cuuint32_t tb[4] = {32, 2, 16, kBoxRows / 16};
-    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb), rt = encode(tiled, dt.data(), 4, td, ts, tb);
+    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
+                   rt = encode(tiled, dt.data(), wd::down_tiled_box_map(E, H, I, kBoxRows));
     std::printf("down     maps: canonical CUresult %d, tiled (rank 4) CUresult %d\n", int(rc), int(rt));
     if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) {
       bad++;
@@ -204,9 +206,11 @@ int main() {
       std::vector<Case> cases;
       const int ks[] = {0, 64, int(I) - 64}, rows[] = {0, 128, int(H) - 128, int(H) + 256};
       for (int k : ks)
-        for (int r : rows)
-          cases.push_back({"k " + std::to_string(k) + ", row " + std::to_string(r), {2, {k, r}},
-                           {4, {0, k / 32, 0, r / 16}}});
+        for (int r : rows) {
+          Case c{"k " + std::to_string(k) + ", row " + std::to_string(r), {2, {k, r}}, {4, {}}};
+          wd::down_tiled_box_coords(k, r, c.tiled.c);
+          cases.push_back(c);
+        }
       bad += run("down", canonical, tiled, cases);
     }
   }
@@ -218,11 +222,8 @@ int main() {
     CUtensorMap canonical, tiled;
     const cuuint64_t cd[2] = {H, E * 2 * I}, cs[1] = {2 * H};
     const cuuint32_t cb[2] = {64, kBoxRows};
-    // 32 elements, the 64-byte unit (2 KB items), the row in the gate or up
-    // half (64 bytes), gate/up (1 KB), the item row e·I/16 + t (H/32 items).
-    const cuuint64_t td[5] = {32, H / 32, 16, 2, E * I / 16}, ts[4] = {2048, 64, 1024, 64 * H};
-    const cuuint32_t tb[5] = {32, 2, 16, 1, kBoxRows / 16};
-    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb), rt = encode(tiled, dt.data(), 5, td, ts, tb);
+    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
+                   rt = encode(tiled, dt.data(), wd::gate_up_tiled_box_map(E, H, I, kBoxRows));
     std::printf("gate_up  maps: canonical CUresult %d, tiled (rank 5) CUresult %d\n", int(rc), int(rt));
     if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) {
       bad++;
@@ -234,10 +235,12 @@ int main() {
           for (int n : ns)
             for (int up = 0; up < 2; ++up) {
               const int row = e * 2 * int(I) + up * int(I) + n;
-              cases.push_back({"k " + std::to_string(k) + ", expert " + std::to_string(e) + (up ? ", up" : ", gate") +
-                                   " rows " + std::to_string(n),
-                               {2, {k, row}},
-                               {5, {0, k / 32, 0, up, (e * int(I) + n) / 16}}});
+              Case c{"k " + std::to_string(k) + ", expert " + std::to_string(e) + (up ? ", up" : ", gate") +
+                         " rows " + std::to_string(n),
+                     {2, {k, row}},
+                     {5, {}}};
+              wd::gate_up_tiled_box_coords(k, row, int(I), c.tiled.c);
+              cases.push_back(c);
             }
       bad += run("gate_up", canonical, tiled, cases);
     }
