@@ -141,8 +141,19 @@ struct Case {
   Coords canonical, tiled;
 };
 
-// Runs each case; returns the number that differ.
-int run(const char* what, const CUtensorMap& canonical, const CUtensorMap& tiled, const std::vector<Case>& cases) {
+// Uploads a projection's canonical (rows, K) weights w and their tiled copy
+// t, maps both (the canonical 2-D map as tile_map in classical_tma_gemm.cu;
+// the tiled one from g) and runs each case; returns the number of cases that
+// differ, or 1 where the driver refused a map.
+int probe(const char* what, const std::vector<uint16_t>& w, const std::vector<uint16_t>& t, uint64_t rows, uint64_t K,
+          const wd::TiledBoxMap& g, const std::vector<Case>& cases) {
+  DeviceBuffer<uint16_t> dw(w), dt(t);
+  CUtensorMap canonical, tiled;
+  const cuuint64_t cd[2] = {K, rows}, cs[1] = {2 * K};
+  const cuuint32_t cb[2] = {64, kBoxRows};
+  const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb), rt = encode(tiled, dt.data(), g);
+  std::printf("%-8s maps: canonical CUresult %d, tiled (rank %d) CUresult %d\n", what, int(rc), g.rank, int(rt));
+  if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) return 1;
   DeviceBuffer<uint8_t> out(2 * kBoxBytes);
   int bad = 0;
   for (const Case& c : cases) {
@@ -193,57 +204,35 @@ int main() {
     const std::vector<uint16_t> w = weights(E * H * I, 1);
     std::vector<uint16_t> t(w.size());
     wd::tile_bf16_down(s, w.data(), t.data());
-    DeviceBuffer<uint16_t> dw(w), dt(t);
-    CUtensorMap canonical, tiled;
-    const cuuint64_t cd[2] = {I, E * H}, cs[1] = {2 * I};
-    const cuuint32_t cb[2] = {64, kBoxRows};
-    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
-                   rt = encode(tiled, dt.data(), wd::down_tiled_box_map(E, H, I, kBoxRows));
-    std::printf("down     maps: canonical CUresult %d, tiled (rank 4) CUresult %d\n", int(rc), int(rt));
-    if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) {
-      bad++;
-    } else {
-      std::vector<Case> cases;
-      const int ks[] = {0, 64, int(I) - 64}, rows[] = {0, 128, int(H) - 128, int(H) + 256};
-      for (int k : ks)
-        for (int r : rows) {
-          Case c{"k " + std::to_string(k) + ", row " + std::to_string(r), {2, {k, r}}, {4, {}}};
-          wd::down_tiled_box_coords(k, r, c.tiled.c);
-          cases.push_back(c);
-        }
-      bad += run("down", canonical, tiled, cases);
-    }
+    std::vector<Case> cases;
+    const int ks[] = {0, 64, int(I) - 64}, rows[] = {0, 128, int(H) - 128, int(H) + 256};
+    for (int k : ks)
+      for (int r : rows) {
+        Case c{"k " + std::to_string(k) + ", row " + std::to_string(r), {2, {k, r}}, {4, {}}};
+        wd::down_tiled_box_coords(k, r, c.tiled.c);
+        cases.push_back(c);
+      }
+    bad += probe("down", w, t, E * H, I, wd::down_tiled_box_map(E, H, I, kBoxRows), cases);
   }
   {  // gate_up (E, 2I, H): gate rows e·2I + n, up rows e·2I + I + n, K = H
     const std::vector<uint16_t> w = weights(E * 2 * I * H, 2);
     std::vector<uint16_t> t(w.size());
     wd::tile_bf16_gate_up(s, w.data(), t.data());
-    DeviceBuffer<uint16_t> dw(w), dt(t);
-    CUtensorMap canonical, tiled;
-    const cuuint64_t cd[2] = {H, E * 2 * I}, cs[1] = {2 * H};
-    const cuuint32_t cb[2] = {64, kBoxRows};
-    const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
-                   rt = encode(tiled, dt.data(), wd::gate_up_tiled_box_map(E, H, I, kBoxRows));
-    std::printf("gate_up  maps: canonical CUresult %d, tiled (rank 5) CUresult %d\n", int(rc), int(rt));
-    if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) {
-      bad++;
-    } else {
-      std::vector<Case> cases;
-      const int ks[] = {0, 64, int(H) - 64}, ns[] = {0, 128, int(I) - 128};
-      for (int k : ks)
-        for (int e = 0; e < 2; ++e)
-          for (int n : ns)
-            for (int up = 0; up < 2; ++up) {
-              const int row = e * 2 * int(I) + up * int(I) + n;
-              Case c{"k " + std::to_string(k) + ", expert " + std::to_string(e) + (up ? ", up" : ", gate") +
-                         " rows " + std::to_string(n),
-                     {2, {k, row}},
-                     {5, {}}};
-              wd::gate_up_tiled_box_coords(k, row, int(I), c.tiled.c);
-              cases.push_back(c);
-            }
-      bad += run("gate_up", canonical, tiled, cases);
-    }
+    std::vector<Case> cases;
+    const int ks[] = {0, 64, int(H) - 64}, ns[] = {0, 128, int(I) - 128};
+    for (int k : ks)
+      for (int e = 0; e < 2; ++e)
+        for (int n : ns)
+          for (int up = 0; up < 2; ++up) {
+            const int row = e * 2 * int(I) + up * int(I) + n;
+            Case c{"k " + std::to_string(k) + ", expert " + std::to_string(e) + (up ? ", up" : ", gate") + " rows " +
+                       std::to_string(n),
+                   {2, {k, row}},
+                   {5, {}}};
+            wd::gate_up_tiled_box_coords(k, row, int(I), c.tiled.c);
+            cases.push_back(c);
+          }
+    bad += probe("gate_up", w, t, E * 2 * I, H, wd::gate_up_tiled_box_map(E, H, I, kBoxRows), cases);
   }
   std::printf("%s\n", bad ? "tma_tiled_probe: the tiled maps do NOT reproduce the canonical boxes"
                           : "tma_tiled_probe: every tiled box equals the canonical one");
