@@ -64,7 +64,12 @@ std::string ClassicalPath::config() const { return std::string(untile_ ? "cl/unt
 void ClassicalPath::prepare(const MoeShape& shape, int batch) {
   moe_ = std::make_unique<ClassicalMoe>(shape, batch);
   if (untile_ && !untiled_) untiled_ = std::make_unique<UntiledWeights>(shape, format_);
-  config_ = fixed_ ? *fixed_ : ClassicalConfig::for_batch(shape, batch, format_);
+  // Tiled-only BF16 weights (bench-moe --tiled-only): the configuration that
+  // reads them as they are.
+  const bool tiled_only = !untile_ && !bench_.weights(0).view().has_canonical();
+  config_ = fixed_        ? *fixed_
+            : tiled_only ? ClassicalConfig::for_tiled_copies(shape, batch, ClassicalMoe::wgmma_available())
+                         : ClassicalConfig::for_batch(shape, batch, format_);
   if (format_ != held_format(format_) && converted_.empty()) {
     for (int i = 0; i < bench_.copies(); ++i)
       converted_.push_back(DeviceFp8BlockWeights::quantize(bench_.weights(i).view(), nullptr));

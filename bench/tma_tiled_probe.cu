@@ -1,24 +1,21 @@
-// Whether the classical path's TMA GEMM could read tiled-only BF16 weights
-// directly, without un-tiling them (docs/CLASSICAL.md, "Dispatch": the
-// un-tiling is most of that path's time on tiled-only weights, 577 µs a
-// call on qwen3-30b-a3b BF16).
+// Whether TMA maps over the tiled BF16 weight copies (core/tiled_box_map.h)
+// land a weight box in shared memory exactly as the classical TMA GEMM reads
+// it from tiled-only weights (classical_tma_gemm.cu, kTiledW): two K halves,
+// each R rows × 64 bytes under the 64-byte swizzle.
 //
-// The idea. The GEMM loads a weight box of R rows × 128 bytes (64 BF16 of K)
-// through a 2-D map over the canonical (rows, K) tensor, 128-byte swizzle
-// (classical_tma_gemm.cu, tile_map). core/tiled_box_map.h gives maps over
-// the tiled BF16 copies that walk the same box in the same element order
-// (checked on the CPU: tests/cpu/test_tiled_box_map.cpp). If TMA lays a box
-// out densely in that order and swizzles it by its shared-memory address,
-// the shared-memory bytes equal the canonical map's, and the GEMM's
-// consumers run unchanged. Two things to learn on the device: whether the
-// driver accepts strides that do not ascend (the unit's 1024 or 2048 bytes
-// before the row's 64), and whether a 64-byte inner box under the 128-byte
-// swizzle lands as the canonical 128-byte rows do.
+// For each case the probe loads the box through the tiled map (one load),
+// and the same elements through a 2-D map over the canonical (rows, K)
+// tensor, 64-byte swizzle, box 32 elements × R rows, twice (K from k, then
+// from k + 32, the second half kBoxBytes / 2 on), each into a zeroed
+// 1024-byte-aligned region four boxes long, and compares the regions byte
+// for byte: equal boxes, nothing written past them. rc 1 when any case
+// differs or a map cannot be encoded (the encoder's CUresult printed).
 //
-// For each case the probe loads the same weights through both maps into two
-// 1024-byte-aligned buffers and compares them byte for byte; rc 1 when any
-// case differs or a map cannot be encoded (the encoder's CUresult printed).
-// Written in session 50; not yet run on a device.
+// History (session 51): the first geometry kept the canonical 128-byte rows
+// (a box of 2 units × 64 bytes under the 128-byte swizzle). On the H200 TMA
+// gave each 64-byte inner row a 128-byte line of its own (the box spread
+// over twice its bytes, half of each line empty), so it could not match the
+// canonical 2-D box; hence the two 64-byte-swizzled halves.
 //
 //   build/bench/tma_tiled_probe
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
@@ -27,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +34,7 @@
 #include "kernels/common.cuh"
 #include "core/tiled_box_map.h"
 #include "kernels/tma.cuh"
+#include "kernels/tma_map.h"
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/layout.h"
@@ -46,38 +45,20 @@ using wd::DeviceBuffer;
 
 constexpr int kBoxRows = 128;                 // weight rows of a box (the classical tiles' height)
 constexpr int kBoxBytes = kBoxRows * 128;     // 128 bytes of K a row
-constexpr int kSmem = 2 * kBoxBytes + 2048;   // two boxes, 1024-byte alignment, the barrier
-
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiled encode_tiled() {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  WD_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
-  if (q != cudaDriverEntryPointSuccess || f == nullptr) {
-    std::fprintf(stderr, "the driver has no cuTensorMapEncodeTiled\n");
-    std::exit(2);
-  }
-  return reinterpret_cast<EncodeTiled>(f);
-}
-
-// A BF16 map of `rank` dimensions (innermost first; strides in bytes of
-// dimensions 1..rank-1), 128-byte swizzle as the GEMM's; the CUresult.
-CUresult encode(CUtensorMap& m, const void* ptr, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-                const cuuint32_t* box) {
-  const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
-  return encode_tiled()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, cuuint32_t(rank), const_cast<void*>(ptr), dims, strides,
-                        box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-}
+constexpr int kRegion = 4 * kBoxBytes;       // where a box may land (probe_kernel)
+constexpr int kSmem = kRegion + 2048;         // + the barrier's 1024 bytes and 1024-byte alignment
 
 struct Coords {
   int rank;
   int c[5];  // innermost first
 };
 
+// A BF16 map, 64-byte swizzle as the GEMM's tiled loads; the CUresult.
+CUresult encode(CUtensorMap& m, const void* ptr, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                const cuuint32_t* box) {
+  return wd::kernels::encode_tma_map(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, ptr, dims, strides, box,
+                                     CU_TENSOR_MAP_SWIZZLE_64B);
+}
 CUresult encode(CUtensorMap& m, const void* ptr, const wd::TiledBoxMap& g) {
   cuuint64_t dims[5], strides[4];
   cuuint32_t box[5];
@@ -111,38 +92,43 @@ __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, const
 }
 #endif
 
-// One block: thread 0 loads box a through map a and box b through map b
-// (kBoxBytes each) against one barrier; then the block copies both boxes,
-// as they lie in shared memory (swizzled), to out (a then b).
-__global__ void probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                             Coords ka, Coords kb, uint8_t* out) {
+// One block: thread 0 loads a box through `map` at coordinates k into a
+// 1024-byte-aligned region of kRegion bytes (zeroed first), the barrier
+// below it, and, where k2.rank > 0, a second one at k2, kBoxBytes / 2 on
+// (the two boxes kBoxBytes in all); then the block copies the whole region,
+// as it lies in shared memory (swizzled), to out. The region is four boxes
+// long, so a layout that spreads the box shows as bytes written past
+// kBoxBytes instead of a fault.
+__global__ void probe_kernel(const __grid_constant__ CUtensorMap map, Coords k, Coords k2, uint8_t* out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ uint8_t smem[];
   const uint32_t base = (wd::kernels::smem_u32(smem) + 1023u) & ~1023u;
   uint8_t* const p = smem + (base - wd::kernels::smem_u32(smem));
-  const uint32_t bar = base + 2 * kBoxBytes;
+  const uint32_t bar = base, region = base + 1024;
+  for (int i = threadIdx.x; i < kRegion; i += blockDim.x) p[1024 + i] = 0;
   if (threadIdx.x == 0) {
     wd::kernels::tma::mbar_init(bar, 1);
     wd::kernels::tma::fence_barrier_init();
   }
+  wd::kernels::tma::fence_proxy_async();  // the zeros before TMA's writes
   __syncthreads();
   if (threadIdx.x == 0) {
-    wd::kernels::tma::arrive_expect_tx(bar, 2 * kBoxBytes);
-    load(base, &map_a, ka, bar);
-    load(base + kBoxBytes, &map_b, kb, bar);
+    wd::kernels::tma::arrive_expect_tx(bar, kBoxBytes);
+    load(region, &map, k, bar);
+    if (k2.rank > 0) load(region + kBoxBytes / 2, &map, k2, bar);
   }
   wd::kernels::tma::wait(bar, 0);
-  for (int i = threadIdx.x; i < 2 * kBoxBytes; i += blockDim.x) out[i] = p[i];
+  for (int i = threadIdx.x; i < kRegion; i += blockDim.x) out[i] = p[1024 + i];
 #endif
 }
 
 struct Case {
   std::string name;
-  Coords canonical, tiled;
+  Coords canonical, tiled;  // canonical: the first half's corner (the second is 32 elements on)
 };
 
 // Uploads a projection's canonical (rows, K) weights w and their tiled copy
-// t, maps both (the canonical 2-D map as tile_map in classical_tma_gemm.cu;
+// t, maps both (the canonical one 2-D, boxes of 32 elements × kBoxRows rows;
 // the tiled one from g) and runs each case; returns the number of cases that
 // differ, or 1 where the driver refused a map.
 int probe(const char* what, const std::vector<uint16_t>& w, const std::vector<uint16_t>& t, uint64_t rows, uint64_t K,
@@ -150,30 +136,51 @@ int probe(const char* what, const std::vector<uint16_t>& w, const std::vector<ui
   DeviceBuffer<uint16_t> dw(w), dt(t);
   CUtensorMap canonical, tiled;
   const cuuint64_t cd[2] = {K, rows}, cs[1] = {2 * K};
-  const cuuint32_t cb[2] = {64, kBoxRows};
+  const cuuint32_t cb[2] = {32, kBoxRows};
   const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb), rt = encode(tiled, dt.data(), g);
   std::printf("%-8s maps: canonical CUresult %d, tiled (rank %d) CUresult %d\n", what, int(rc), g.rank, int(rt));
   if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) return 1;
-  DeviceBuffer<uint8_t> out(2 * kBoxBytes);
-  int bad = 0;
-  for (const Case& c : cases) {
-    out.fill_bytes(0);
-    probe_kernel<<<1, 256, kSmem>>>(canonical, tiled, c.canonical, c.tiled, out.data());
+  DeviceBuffer<uint8_t> out(kRegion);
+  auto run = [&](const CUtensorMap& m, const Coords& k, const Coords& k2) {
+    probe_kernel<<<1, 256, kSmem>>>(m, k, k2, out.data());
     WD_CUDA_CHECK(cudaGetLastError());
     WD_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<uint8_t> h = out.download();
-    int diff = 0, first = -1, zero = 0;
+    return out.download();
+  };
+  int bad = 0;
+  bool shown = false;
+  for (const Case& c : cases) {
+    const Coords second{2, {c.canonical.c[0] + 32, c.canonical.c[1]}};
+    const std::vector<uint8_t> hc = run(canonical, c.canonical, second), ht = run(tiled, c.tiled, Coords{0, {}});
+    int diff = 0, first = -1, zero = 0, spilled = 0;
     for (int i = 0; i < kBoxBytes; ++i) {
-      if (h[i] != h[kBoxBytes + i]) diff++, first = first < 0 ? i : first;
-      zero += h[i] == 0;
+      if (hc[i] != ht[i]) diff++, first = first < 0 ? i : first;
+      zero += hc[i] == 0;
     }
-    // The weights hold no zero byte: a box of zeros is a load that did not land.
-    const bool ok = diff == 0 && zero == 0;
+    for (int i = kBoxBytes; i < kRegion; ++i) spilled += (hc[i] != 0) + (ht[i] != 0);
+    // The weights hold no zero byte: a zero in the canonical box is a load
+    // that did not land; a byte past the box, a layout wider than the box.
+    const bool ok = diff == 0 && zero == 0 && spilled == 0;
     bad += !ok;
     std::printf("%-8s %-34s %s", what, c.name.c_str(), ok ? "equal" : "DIFFERENT");
-    if (!ok) std::printf(" (%d of %d bytes differ, first at %d; %d zero bytes in the canonical box)", diff, kBoxBytes,
-                         first, zero);
+    if (!ok)
+      std::printf(" (%d of %d bytes differ, first at %d; %d zero bytes in the canonical box; %d bytes written past it)",
+                  diff, kBoxBytes, first, zero, spilled);
     std::printf("\n");
+    if (!ok && !shown) {
+      // Where the tiled load put each 16-byte chunk of the canonical box
+      // (chunks are unique: random bytes): the first 48 chunks of the region.
+      shown = true;
+      std::map<std::string, int> at;
+      for (int j = 0; j < kBoxBytes / 16; ++j) at[std::string(hc.begin() + 16 * j, hc.begin() + 16 * j + 16)] = j;
+      std::printf("  tiled region chunk -> canonical region chunk (16 bytes each; 4 a 64-byte row):\n ");
+      for (int j = 0; j < 48; ++j) {
+        const auto f = at.find(std::string(ht.begin() + 16 * j, ht.begin() + 16 * j + 16));
+        std::printf(" %d:%s", j, f == at.end() ? "?" : std::to_string(f->second).c_str());
+        if (j % 16 == 15) std::printf("\n ");
+      }
+      std::printf("\n");
+    }
   }
   return bad;
 }
@@ -189,6 +196,7 @@ std::vector<uint16_t> weights(size_t n, uint32_t seed) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // every line out before a fault
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("tma_tiled_probe: no CUDA device\n");

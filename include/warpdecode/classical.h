@@ -119,6 +119,19 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
+  // The configuration for tiled-only BF16 weights (DeviceWeightsOptions::
+  // tiled_only()), which only the TMA GEMM reads: for_batch's TMA choice,
+  // where for_batch would take the stream GEMM (qwen3-30b-a3b-sized experts
+  // at 1/8 < m <= 2); the same as for_batch everywhere else.
+  static ClassicalConfig for_tiled_copies(const MoeShape& shape, int batch, bool sm90a);
+  // Whether this configuration reads tiled-only BF16 weights (on an sm_90a
+  // device; supports() says whether this one runs it):
+  // the TMA GEMM, BF16 activations, SiLU·up fused, the shape's tiled copies
+  // readable through TMA maps (kernels::tma_gemm_reads_tiled). The TMA GEMM
+  // then loads each weight box straight from the tiled copy, as two
+  // 64-byte-swizzled K halves: the same products in the same order, so the
+  // bits of the canonical tensors.
+  bool reads_tiled(const MoeShape& shape, WeightFormat format) const;
   // Whether its gate_up GEMM gathers the token rows from x itself (the TMA
   // GEMM, BF16 weights, T <= 128): stage 4 (kPermute) then has nothing to do
   // and the workspace's `a` is not written.
@@ -180,6 +193,11 @@ class ClassicalMoe {
   void route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids, float* weights,
              cudaStream_t stream) const;
 
+  // Weights: the canonical tensors, or tiled-only BF16 weights
+  // (DeviceWeightsOptions::tiled_only()) where the configuration reads them
+  // (ClassicalConfig::reads_tiled; the calls without a configuration take
+  // ClassicalConfig::for_tiled_copies for them).
+  //
   // Stages 3-8 with a given routing (device pointers).
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, const MoeOutput& out,
                cudaStream_t stream) const;

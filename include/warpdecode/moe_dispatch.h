@@ -17,7 +17,11 @@
 // (DeviceWeightsOptions::tiled_beside_canonical()) make warp decode faster;
 // the table holds a crossover measured on such an upload too, and the
 // dispatch uses it for them (CrossoverEntry::tiled_warp).
-// Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) can be
+// Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()): BF16
+// ones the classical path reads as they are on sm_90a (its TMA GEMM loads
+// each weight box from the tiled copy; classical_reads_tiled_only), so the
+// dispatch treats them as tiled copies beside canonical ones. Others (MXFP8,
+// or without the sm_90a kernels) can be
 // read by warp decode alone: the dispatch runs warp decode on them at every
 // batch it takes, past the crossover too (slower there than the classical
 // path on a canonical upload, never wrong: warp decode is correct up to
@@ -196,8 +200,19 @@ inline bool warp_streams_tiled(const MoeWeightsView& w) { return w.gate_up_tiled
 // for MXFP8 under kBf16Activations, and under kFastest from the table's
 // w8a16_from on (W8A16 faster than W8A8 there); otherwise
 // ClassicalConfig::for_batch's default.
+// Tiled-only BF16 weights (copies kTiledOnly) that the classical path reads
+// as they are: ClassicalConfig::for_tiled_copies.
 ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& shape, WeightFormat f,
-                                          int batch, DispatchPolicy policy, bool sm90a);
+                                          int batch, DispatchPolicy policy, bool sm90a,
+                                          WeightCopies copies = WeightCopies::kCanonical);
+
+// Whether the classical path reads tiled-only weights of this format and
+// shape as they are, on a device with (sm90a) or without the sm_90a kernels:
+// BF16 on the TMA GEMM (ClassicalConfig::reads_tiled). MoeDispatch then
+// treats them as tiled copies beside canonical ones (the table's tiled
+// crossover, no un-tiling); other tiled-only weights need
+// MoeDispatch::untile_tiled_only for the classical path.
+bool classical_reads_tiled_only(const MoeShape& shape, WeightFormat f, bool sm90a);
 
 class MoeDispatch {
  public:
@@ -216,7 +231,8 @@ class MoeDispatch {
   // such call un-tiling its layer into the scratch first. Calls for other
   // formats and uploads are unaffected. One format at a time (a second call
   // replaces the scratch). Throws wd::InvalidArgument for a format or shape
-  // without tiled copies.
+  // without tiled copies. Not needed where classical_reads_tiled_only (the
+  // scratch is then left unused).
   void untile_tiled_only(WeightFormat f);
   bool untiles(WeightFormat f) const;  // whether untile_tiled_only(f) holds a scratch
   size_t untiled_bytes() const;        // its device memory (0 without)

@@ -10,6 +10,7 @@ target_sources(warpdecode PRIVATE
   kernels/classical_stream_gemm.cu
   kernels/classical_stream_wgmma.cu
   kernels/classical_tma_gemm.cu
+  kernels/tma_map.cpp
   moe/classical_moe.cpp
   moe/moe_dispatch.cpp
   moe/untiled_weights.cpp

@@ -67,6 +67,7 @@ void grouped_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_toke
   }
   WD_CHECK(!p.fuse_silu || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel fuses SiLU·up");
   WD_CHECK(!p.a_rows || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel gathers token rows");
+  WD_CHECK(!p.w_tiled || kernel == GemmKernel::kTma, "classical GEMM: only the TMA kernel reads tiled weight copies");
   WD_CHECK(!p.a_bf16 || (kernel == GemmKernel::kTma && format == WeightFormat::kMXFP8),
            "classical GEMM: W8A16 (BF16 activations with FP8 weights) takes the TMA kernel and MXFP8 weights, not ",
            to_string(format));

@@ -115,6 +115,13 @@ struct GroupedGemmParams {
   // weight tile, each loading half of that tile's rows and multicasting it
   // to both (instead of sharing the token tile between two weight tiles).
   int share_weights;
+  // TMA kernel, BF16 weights and activations: w is the tiled BF16 copy
+  // (core/tiled_box_map.h) of gate_up when fuse_silu (warpdecode/
+  // gate_up_tiling.h), of down otherwise (down_tiling.h), read through
+  // maps of that layout into 64-byte-swizzled K halves: the same products
+  // in the same order, so the same bits as from the canonical tensor
+  // (tma_gemm_reads_tiled says which GEMMs take it).
+  int w_tiled;
 };
 
 // kMmaSync, kWgmma: the shared-memory pipeline above. kStream: the decode
@@ -149,6 +156,10 @@ void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStre
 // (and, at launch, an sm_90a device and p.experts set; fuse_silu: BF16 or
 // W8A16, or W8A8 at tile_tokens 64 with out_scales, and N % 256 == 0).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
+// Whether the TMA kernel takes a tiled BF16 copy (GroupedGemmParams::w_tiled)
+// for this GEMM: BF16 weights and activations, K % 64 == 0, and gate_up with
+// SiLU·up fused (N = 2I a multiple of 256) or down (N % 16 == 0).
+bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, bool a_bf16);
 void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, cudaStream_t stream, bool pdl);
 
 // True when the current device runs the wgmma kernel (compute capability 9.0

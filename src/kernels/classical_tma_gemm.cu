@@ -179,6 +179,7 @@
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/tma.cuh"
+#include "kernels/tma_map.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
 
@@ -344,7 +345,7 @@ using namespace tma_tile;
   else v[1] = r0, v[3] = r1;
 }
 
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW, bool kTiledW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__)
 #if !WD_WGMMA_AVAILABLE
@@ -359,6 +360,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                               (F == WeightFormat::kFP8Block128 && L::kWide8))),
                 "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
+  static_assert(!kTiledW || (F == WeightFormat::kBF16 && !kA16), "tiled weight copies: BF16");
   static_assert(!kSiluQuant || ((L::kWide8 || L::kTokSplit) && (kCluster == 1 || kShareW || L::kSwapAB || L::kTokSplit) &&
                                  !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80, FP8 block-128 at 128 (256-row tiles: 128 "
@@ -423,6 +425,14 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
   const bool fused = kSiluQuant || (!kW8A8 && g.fuse_silu != 0);
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
+  // The row the producer's weight loads start from: row expert·N + n0 of the
+  // (E·N, K) weights, or, tiled (kTiledW), the 16-row item row of the tiled
+  // copy's map (core/tiled_box_map.h): down's row / 16, fused gate_up's
+  // (expert·I + n0) / 16, n0 counted in neurons.
+  auto w_row = [&](int expert, int n0) {
+    if constexpr (kTiledW) return (expert * (fused ? N / 2 : N) + n0) / 16;
+    else return expert * N + n0;
+  };
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
     wait_for_previous_kernel();
@@ -460,7 +470,26 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     auto load_w = [&](int s, int kt, int wrow) {
       const uint32_t full = base + L::full(s);
       tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : pad_hi ? L::kATileBytes / 2 : L::kATileBytes));
-      if constexpr (kSwap && kSiluQuant) {
+      if constexpr (kTiledW) {
+        // Tiled copies: boxes of two K halves (units 2kt, 2kt + 1), wrow an
+        // item row. Fused: the gate box, then the up box (kShareW: block
+        // rank's, into both blocks); else the tile's rows in one box
+        // (kShareW: block rank's half, kRows / 32 item rows on).
+        if (fused) {
+          if constexpr (kShareW)
+            tma::load_5d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, 0, 0, int(rank), wrow,
+                                   2 * kt, full, 0x3);
+          else {
+            tma::load_5d(base + L::w(s), &p.w_map, 0, 0, 0, wrow, 2 * kt, full);
+            tma::load_5d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, 0, 0, 1, wrow, 2 * kt, full);
+          }
+        } else if constexpr (kShareW) {
+          tma::load_4d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, 0, 0,
+                                 wrow + int(rank) * (kRows / 32), 2 * kt, full, 0x3);
+        } else {
+          tma::load_4d(base + L::w(s), &p.w_map, 0, 0, wrow, 2 * kt, full);
+        }
+      } else if constexpr (kSwap && kSiluQuant) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
         // neurons, then their up rows (four 64-row boxes; with kShareW,
         // block rank loads consumer rank's two, into both blocks).
@@ -504,7 +533,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
       if constexpr (kGather) break;  // the wait is behind us
       pad_hi = !second_half_used(t);
-      if (lane == 0) load_w(early, kt, tile_expert(t) * N + tile_n(t) * tile_rows);
+      if (lane == 0) load_w(early, kt, w_row(tile_expert(t), tile_n(t) * tile_rows));
       if (++kt == k_tiles) kt = 0, t += gridDim.x;
     }
     // The token tiles are the previous kernel's output.
@@ -532,7 +561,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
-      const int expert = tile_expert(t), wrow = expert * N + n0;
+      const int expert = tile_expert(t), wrow = w_row(expert, n0);
       pad_hi = !second_half_used(t);
       if constexpr (kGather) {
         // The tile's tokens into the table, between two barriers of the
@@ -635,8 +664,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // Consumer c's m64 blocks: rows [c·kRows/2, (c+1)·kRows/2) of the tile,
   // or, fused, gate rows [64c, 64c + 64) and the same neurons' up rows
   // (mb = 1, kRows / 2 further).
+  // Tiled copies (kTiledW): the slot's weight tile is boxes of box_rows rows
+  // (a box a load: kRows / 2 fused or with kShareW, else kRows), each its K
+  // halves one after the other, box_rows rows × 64 bytes each, 64-byte
+  // swizzle (core/tiled_box_map.h); slot row r's first half at w_off(r).
+  const int box_rows = fused || kShareW ? kRows / 2 : kRows;
+  auto w_off = [&](int r) { return (r / box_rows) * box_rows * kRowBytes + (r % box_rows) * (kRowBytes / 2); };
   auto descs = [&](int s, uint64_t& da, uint64_t& db) {
-    da = wgmma::sw128_desc(base + L::w(s) + c * (fused ? 64 : kRows / 2) * kRowBytes);
+    if constexpr (kTiledW) da = wgmma::sw64_desc(base + L::w(s) + w_off(c * (fused ? 64 : kRows / 2)));
+    else da = wgmma::sw128_desc(base + L::w(s) + c * (fused ? 64 : kRows / 2) * kRowBytes);
     db = wgmma::sw128_desc(base + L::a(s));
   };
 
@@ -659,7 +695,16 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // level at 512 and 2048; the larger token-split tile (kTokSplit) won
   // instead.
   constexpr uint64_t kMStep = (64 * kRowBytes) >> 4;  // one m64 block on, in descriptor units
-  const uint64_t mstep = fused ? 2 * kMStep : kMStep;  // the BF16 consumer's second m64 block
+  // The BF16 consumer's second m64 block (fused: the up rows, one box on;
+  // else 64 rows on, in the same box: 64-byte rows when tiled).
+  const uint64_t mstep = fused ? 2 * kMStep : kTiledW ? kMStep / 2 : kMStep;
+  // The weight descriptor's k16 step ks (32 bytes; tiled, steps 2 and 3 are
+  // in the box's second half, box_rows · 64 bytes on).
+  const uint64_t half_step = uint64_t(box_rows) * (kRowBytes / 2) >> 4;
+  auto w_kstep = [&](int ks) -> uint64_t {
+    if constexpr (kTiledW) return (ks >> 1) * half_step + 2 * (ks & 1);
+    else return 2 * ks;
+  };
   float part[kMB][kW8A8 ? (kTokSplit ? 32 : kT / 2) : 1];
   auto slot_fp8 = [&]() {
     if constexpr (kW8A8 && !kTokSplit) {
@@ -1125,7 +1170,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
-            wgmma::mma_bf16<kT>(acc[mb], da + mb * mstep + 2 * ks, db + 2 * ks, (kt | ks) != 0);
+            wgmma::mma_bf16<kT>(acc[mb], da + mb * mstep + w_kstep(ks), db + 2 * ks, (kt | ks) != 0);
         wgmma::commit();
         wgmma::wait<1>();
         if (kt > 0) release(prev);
@@ -1496,43 +1541,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #endif
 }
 
-// cuTensorMapEncodeTiled, from the driver through the runtime (no link to
-// libcuda).
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiled encode_tiled() {
-  static const EncodeTiled fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    WD_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
-    WD_CHECK(q == cudaDriverEntryPointSuccess && f != nullptr,
-             "classical GEMM: the driver has no cuTensorMapEncodeTiled (the TMA kernel needs CUDA 12+)");
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
-// A (rows, k) row-major matrix of 1- or 2-byte elements, read in boxes of
-// box_rows rows × 128 bytes into the 128-byte-swizzled layout wgmma reads.
-CUtensorMap tile_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8, int box_rows) {
-  CUtensorMap m;
-  const uint64_t elem = fp8 ? 1 : 2;
-  const cuuint64_t dims[2] = {k, rows};
-  const cuuint64_t strides[1] = {k * elem};
-  const cuuint32_t box[2] = {cuuint32_t(kRowBytes / elem), cuuint32_t(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&m, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                                    const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  WD_CHECK(r == CUDA_SUCCESS, "classical GEMM: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for a (", rows,
-           ", ", k, ") matrix");
-  return m;
-}
-
 }  // namespace
+
+bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, bool a_bf16) {
+  if (format != WeightFormat::kBF16 || a_bf16 || !tma_gemm_fits(format, n, k) || k % 64 != 0) return false;
+  return fuse_silu ? n % 256 == 0 : n % 16 == 0;
+}
 
 bool tma_gemm_fits(WeightFormat format, int n, int k) {
   if (n <= 0 || k <= 0 || n % 8 != 0) return false;
@@ -1541,21 +1555,27 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 namespace {
-template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather = false, bool kSiluQuant = false,
-          bool kShareW = false>
+template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW, bool kTiledW>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
-  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW>;
+  const auto kernel = &tma_gemm_kernel<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW, kTiledW>;
   Params tp{};
   tp.g = p;
   // Weight boxes of half a tile where the tile is two loads (fused: gate
   // and up rows; kShareW: one half from each block of the cluster), a
   // quarter where it is four (kSwapAB fused: each consumer's gate and up
   // rows).
-  tp.w_map = tile_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8,
-                      L::kSwapAB && kSiluQuant ? 64 : p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows);
+  const int box_rows = L::kSwapAB && kSiluQuant ? 64 : p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows;
+  if constexpr (kTiledW) {
+    // The tiled copy of gate_up (fused: N = 2I, K = H) or down (N = H, K = I).
+    const uint64_t E = uint64_t(p.experts), N = uint64_t(p.n), K = uint64_t(p.k);
+    tp.w_map = tma_tiled_bf16_map(p.w, p.fuse_silu ? gate_up_tiled_box_map(E, K, N / 2, box_rows)
+                                                   : down_tiled_box_map(E, N, K, box_rows));
+  } else {
+    tp.w_map = tma_matrix_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8, box_rows);
+  }
   if constexpr (!kGather)
-    tp.a_map = tile_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kShareW ? kT : kT / kCluster);
+    tp.a_map = tma_matrix_map(p.a, uint64_t(p.rows), uint64_t(p.k), L::kW8A8, kShareW ? kT : kT / kCluster);
   constexpr int kThreads = Warps<kA16, kT>::kThreads;
   const long resident = kCluster == 1 ? resident_blocks(kernel, kThreads, L::bytes())
                                       : kCluster * resident_clusters(kernel, kThreads, L::bytes(), kCluster);
@@ -1571,14 +1591,19 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
 // qwen3-30b-a3b BF16 −1.5 to −2 %. W8A8 (T = 64, 256-row tiles) was mixed,
 // from −5.5 % to +3.6 %, within two runs' spread: no clusters there; the
 // swapped FP8 tile's fused gate_up (sessions 23-24) takes them (below).
-template <WeightFormat F, bool kA16, int kT>
+template <WeightFormat F, bool kA16, int kT, bool kTiledW = false>
 void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
+  // Tiled BF16 copies: the same kernels, their weight loads and descriptors
+  // the tiled ones (a template parameter: the producer's 40 registers).
+  if constexpr (F == WeightFormat::kBF16 && !kTiledW) {
+    if (p.w_tiled) return launch_tma<F, kA16, kT, true>(p, stream, pdl);
+  }
   // Fused SiLU·up: a tile advances kRows / 2 neurons of the N / 2 gate rows.
   const int ntn = (p.n + L::kRows - 1) / L::kRows;
   const long tiles = long(p.max_blocks) * ntn;
   if constexpr (F == WeightFormat::kBF16 && kT <= 128) {
-    if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true>(p, tiles, stream, pdl);
+    if (p.a_rows != nullptr) return launch_tma_cluster<F, kA16, kT, 1, true, false, false, kTiledW>(p, tiles, stream, pdl);
   }
   // W8A8 with SiLU·up fused takes the kernel that also quantizes h
   // (kSiluQuant); BF16 fuses it at run time.
@@ -1588,8 +1613,9 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     // even grid of whole pairs.
     if (p.share_weights) {
       const long pairs = tiles + (tiles & 1);
-      if (kWide8 && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kWide8, true>(p, pairs, stream, pdl);
-      return launch_tma_cluster<F, kA16, kT, 2, false, false, true>(p, pairs, stream, pdl);
+      if (kWide8 && p.fuse_silu)
+        return launch_tma_cluster<F, kA16, kT, 2, false, kWide8, true, false>(p, pairs, stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2, false, false, true, kTiledW>(p, pairs, stream, pdl);
     }
   }
   if constexpr ((F == WeightFormat::kBF16 && kT >= 64) || L::kSwapAB || L::kTokSplit) {
@@ -1609,14 +1635,15 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
     // 967.5).
     if (ntn % 2 == 0 && (!L::kSwapAB || p.fuse_silu)) {
       constexpr bool kQuant = kWide8 || L::kTokSplit;  // W8A8: h quantized in the epilogue
-      if (kQuant && p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 2, false, kQuant>(p, tiles, stream, pdl);
-      return launch_tma_cluster<F, kA16, kT, 2>(p, tiles, stream, pdl);
+      if (kQuant && p.fuse_silu)
+        return launch_tma_cluster<F, kA16, kT, 2, false, kQuant, false, false>(p, tiles, stream, pdl);
+      return launch_tma_cluster<F, kA16, kT, 2, false, false, false, kTiledW>(p, tiles, stream, pdl);
     }
   }
   if constexpr (kWide8 || L::kTokSplit) {
-    if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true>(p, tiles, stream, pdl);
+    if (p.fuse_silu) return launch_tma_cluster<F, kA16, kT, 1, false, true, false, false>(p, tiles, stream, pdl);
   }
-  launch_tma_cluster<F, kA16, kT, 1>(p, tiles, stream, pdl);
+  launch_tma_cluster<F, kA16, kT, 1, false, false, false, kTiledW>(p, tiles, stream, pdl);
 }
 
 template <WeightFormat F, bool kA16 = false>
@@ -1663,6 +1690,10 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "classical GEMM: weight-sharing clusters take BF16 weights and activations at tile_tokens 144 or FP8 "
            "block-128 W8A8 at 64 or 80, rows permuted (not gathered), not ", to_string(format),
            p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
+  WD_CHECK(!p.w_tiled || tma_gemm_reads_tiled(format, p.n, p.k, p.fuse_silu != 0, p.a_bf16 != 0),
+           "classical GEMM: the TMA kernel reads tiled weight copies for BF16 weights and activations, gate_up with "
+           "SiLU·up fused (N = 2I, I % 128 == 0) or down (N % 16 == 0), K % 64 == 0; not ", to_string(format),
+           p.a_bf16 ? " W8A16" : "", " with N = ", p.n, ", K = ", p.k, p.fuse_silu ? " (gate_up)" : " (down)");
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");
   if (p.a_bf16) return launch_format<WeightFormat::kMXFP8, true>(p, tile_tokens, stream, pdl);
   switch (format) {

@@ -43,6 +43,19 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) {
   return d;
 }
 
+// The same with 64-byte rows, 8-row atoms of 512 bytes, 64-byte swizzle: the
+// two K halves of a weight box read from the tiled BF16 copies
+// (core/tiled_box_map.h). A k16 step inside the 64-byte row adds its byte
+// offset (32) to the start address, as above; the tile must start 512-byte
+// aligned.
+__device__ __forceinline__ uint64_t sw64_desc(uint32_t smem_addr) {
+  uint64_t d = uint64_t((smem_addr & 0x3FFFFu) >> 4);
+  d |= uint64_t(1) << 16;          // leading byte offset: unused for swizzled K-major
+  d |= uint64_t(512 >> 4) << 32;   // stride byte offset: 8 rows x 64 B
+  d |= uint64_t(2) << 62;          // 64-byte swizzle
+  return d;
+}
+
 __device__ __forceinline__ void wgmma_m64n8_bf16(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\n"

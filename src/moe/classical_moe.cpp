@@ -9,7 +9,9 @@
 #include "core/device_buffer.h"
 #include "kernels/classical_gemm.cuh"
 #include "kernels/classical_stages.cuh"
+#include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
+#include "warpdecode/gate_up_tiling.h"
 
 namespace wd {
 
@@ -190,13 +192,16 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   return c;
 }
 
-ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a) {
+namespace {
+// for_batch (tma_only: for_tiled_copies, never the stream GEMM).
+ClassicalConfig choose_config(const MoeShape& s, int batch, WeightFormat format, bool sm90a, bool tma_only) {
+  using Self = ClassicalConfig;
   // m = expected tokens per expert under uniform routing.
   const double m = double(batch) * s.top_k / s.experts;
   const bool bf16 = format == WeightFormat::kBF16;
   ClassicalConfig c;
   c.pdl = true;
-  if (sm90a && tma_fits(s, format)) {
+  if (sm90a && Self::tma_fits(s, format)) {
     // The TMA tile at every batch (session 11 runs 1-2, docs/CLASSICAL.md),
     // with T the smallest power of two >= 2m (most experts one block, the
     // padding at most half the rows), at most 64 for W8A8 (below). Against the
@@ -211,7 +216,7 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     // (runs 2, 5, 7: 34.2-34.5 vs 34.6-35.0 µs at B = 1, 52.3-52.5 vs
     // 53.4-54.0 at B = 2).
     if (bf16 && m > 0.125 && m <= 2.0 && double(s.hidden) * s.intermediate <= double(1 << 21) &&
-        stream_fits(s, format)) {
+        Self::stream_fits(s, format) && !tma_only) {
       c.tile_tokens = 8;
       c.gemm = ClassicalGemm::kStream;
       return c;
@@ -300,10 +305,10 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   // vs 371.1 at T = 8 and 439.6 on wgmma); for W8A8 its decode costs more
   // than the re-read it saves (B = 128 FP8 block-128 278.6 vs 261.9 at T = 8).
   const double stream_up_to = format == WeightFormat::kMXFP8 ? 12.0 : bf16 ? 6.0 : 8.0;
-  if (m <= stream_up_to && stream_fits(s, format)) {
+  if (m <= stream_up_to && Self::stream_fits(s, format)) {
     c.tile_tokens = 8;
     c.gemm = ClassicalGemm::kStream;
-  } else if (bf16 && m <= 12.0 && stream_fits(s, format)) {
+  } else if (bf16 && m <= 12.0 && Self::stream_fits(s, format)) {
     c.tile_tokens = 16;
     c.gemm = ClassicalGemm::kStream;
   } else if (m <= 4.5) {
@@ -317,6 +322,24 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
     c.tile_tokens = tile_at_least(m + 3.0 * std::sqrt(m) + 1.0);
   }
   return c;
+}
+}  // namespace
+
+ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightFormat format, bool sm90a) {
+  return choose_config(s, batch, format, sm90a, false);
+}
+
+ClassicalConfig ClassicalConfig::for_tiled_copies(const MoeShape& s, int batch, bool sm90a) {
+  return choose_config(s, batch, WeightFormat::kBF16, sm90a, true);
+}
+
+bool ClassicalConfig::reads_tiled(const MoeShape& s, WeightFormat format) const {
+  // The device aside (supports() and run_stage check it): a pure shape rule.
+  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && fuse_silu &&
+         tile_allowed(tile_tokens) && tma_fits(s, format) && silu_fuses(s, format, false, tile_tokens) &&
+         down_tiling_fits(s) && gate_up_tiling_fits(s) &&
+         kernels::tma_gemm_reads_tiled(format, 2 * s.intermediate, s.hidden, true, false) &&
+         kernels::tma_gemm_reads_tiled(format, s.hidden, s.intermediate, false, false);
 }
 
 bool ClassicalConfig::tma_fits(const MoeShape& s, WeightFormat format) {
@@ -499,10 +522,15 @@ const int32_t* ClassicalMoe::routing_ids() const { return ws_->ids.data(); }
 const float* ClassicalMoe::routing_weights() const { return ws_->weights.data(); }
 
 namespace {
-void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
+void check_weights(const MoeShape& mine, const MoeWeightsView& w, const ClassicalConfig& config) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kDevice, "classical MoE: weights must be in device memory");
-  w.require_canonical("the classical MoE path");
+  if (!w.has_canonical())
+    WD_CHECK(config.reads_tiled(mine, w.format), "classical MoE: these weights keep only their tiled copies "
+             "(DeviceWeightsOptions::tiled_only()), which the classical path reads only as BF16 weights on the TMA "
+             "GEMM with BF16 activations and SiLU·up fused (ClassicalConfig::reads_tiled, an sm_90a device); not ",
+             to_string(w.format), " with ", config.label(), ". Upload them with the default options, or un-tile "
+             "them (UntiledWeights)");
   WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
                w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
            "classical MoE: weights' shape differs from the shape this layer was built for");
@@ -510,6 +538,14 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w) {
     WD_CHECK(w8a8_shape_ok(mine), "classical MoE: W8A8 (",
              to_string(w.format), ") needs H = ", mine.hidden, " and I = ", mine.intermediate,
              " to be multiples of 128 (activation groups, FP8 block-128 scale blocks)");
+}
+
+// The configuration of a call given none: for_batch's, or for tiled-only
+// weights for_tiled_copies'.
+ClassicalConfig default_config(const MoeShape& s, const MoeWeightsView& w, int batch) {
+  batch = std::max(1, batch);
+  return w.has_canonical() ? ClassicalConfig::for_batch(s, batch, w.format)
+                           : ClassicalConfig::for_tiled_copies(s, batch, ClassicalMoe::wgmma_available());
 }
 
 kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
@@ -526,7 +562,7 @@ kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
 
 void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                              const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const {
-  check_weights(shape_, w);
+  check_weights(shape_, w, config);
   const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
@@ -594,7 +630,10 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     case ClassicalStage::kDown: {
       const bool up = stage == ClassicalStage::kGateUp;
       kernels::GroupedGemmParams p{};
-      p.w = up ? w.gate_up : w.down;
+      // Tiled-only BF16 weights (check_weights: config.reads_tiled): the
+      // GEMMs read the tiled copies.
+      p.w_tiled = w.has_canonical() ? 0 : 1;
+      p.w = p.w_tiled ? static_cast<const void*>(up ? w.gate_up_tiled : w.down_tiled) : (up ? w.gate_up : w.down);
       p.w_block_scales = up ? w.gate_up_block_scales : w.down_block_scales;
       p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
       const bool gather = up && config.gathers_rows(w.format);
@@ -650,7 +689,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
                          cudaStream_t stream) const {
   WD_CHECK(ids && weights, "classical MoE: route needs ids and weights");
   const RoutingView r{batch, shape_.top_k, nullptr, nullptr};
-  const ClassicalConfig c = ClassicalConfig::for_batch(shape_, std::max(1, batch), w.format);
+  const ClassicalConfig c = default_config(shape_, w, batch);
   run_stage(ClassicalStage::kRouterGemm, w, x, r, MoeOutput{}, c, stream);
   kernels::TopKParams p{ws_->logits.data(), ids, weights, batch, shape_.experts, shape_.top_k,
                         shape_.norm_topk_prob ? 1 : 0};
@@ -659,7 +698,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            cudaStream_t stream) const {
-  experts(w, x, r, out, ClassicalConfig::for_batch(shape_, std::max(1, r.batch), w.format), stream);
+  experts(w, x, r, out, default_config(shape_, w, r.batch), stream);
 }
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
@@ -672,7 +711,7 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                            cudaStream_t stream) const {
-  forward(w, x, batch, out, ClassicalConfig::for_batch(shape_, std::max(1, batch), w.format), stream);
+  forward(w, x, batch, out, default_config(shape_, w, batch), stream);
 }
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,

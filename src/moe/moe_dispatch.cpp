@@ -258,9 +258,15 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 
 MoeDispatch::~MoeDispatch() = default;
 
+bool classical_reads_tiled_only(const MoeShape& s, WeightFormat f, bool sm90a) {
+  return f == WeightFormat::kBF16 && sm90a && ClassicalConfig::for_tiled_copies(s, 1, sm90a).reads_tiled(s, f);
+}
+
 ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& s, WeightFormat f, int batch,
-                                          DispatchPolicy policy, bool sm90a) {
+                                          DispatchPolicy policy, bool sm90a, WeightCopies copies) {
   batch = std::max(1, batch);
+  if (copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(s, f, sm90a))
+    return ClassicalConfig::for_tiled_copies(s, batch, sm90a);
   bool a16 = policy == DispatchPolicy::kBf16Activations;
   if (!a16 && f == WeightFormat::kMXFP8) {
     const int from = table.w8a16_from(s, f);
@@ -271,8 +277,8 @@ ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const Moe
 
 namespace {
 ClassicalConfig classical_config(const CrossoverTable& t, const MoeShape& s, WeightFormat f, int batch,
-                                 DispatchPolicy policy) {
-  return dispatch_classical_config(t, s, f, batch, policy, ClassicalMoe::wgmma_available());
+                                 DispatchPolicy policy, WeightCopies copies) {
+  return dispatch_classical_config(t, s, f, batch, policy, ClassicalMoe::wgmma_available(), copies);
 }
 }  // namespace
 
@@ -282,7 +288,12 @@ bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
-  const bool w8a16 = w8a16_runs(shape_, f, batch, ClassicalMoe::wgmma_available());
+  const bool sm90a = ClassicalMoe::wgmma_available();
+  const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a);
+  // Tiled-only weights the classical path reads as they are (BF16 on the TMA
+  // GEMM): the tiled copies' crossover, no un-tiling.
+  if (copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape_, f, sm90a))
+    copies = WeightCopies::kCanonicalAndTiled;
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
                      copies == WeightCopies::kTiledOnly && untiles(f));
 }
@@ -297,8 +308,11 @@ bool MoeDispatch::untiles(WeightFormat f) const { return untiled_ && untiled_->f
 size_t MoeDispatch::untiled_bytes() const { return untiled_ ? untiled_->bytes() : 0; }
 
 MoeWeightsView MoeDispatch::classical_weights(const MoeWeightsView& w, cudaStream_t stream) const {
-  // choose() sends tiled-only weights here only with a scratch of their format.
-  return weight_copies(w) == WeightCopies::kTiledOnly ? untiled_->untile(w, stream) : w;
+  // choose() sends tiled-only weights here only where the classical path
+  // reads them as they are, or with a scratch of their format.
+  const bool untile = weight_copies(w) == WeightCopies::kTiledOnly &&
+                      !classical_reads_tiled_only(shape_, w.format, ClassicalMoe::wgmma_available());
+  return untile ? untiled_->untile(w, stream) : w;
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
@@ -308,7 +322,7 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
     return;
   }
   classical_->forward(classical_weights(w, stream), x, batch, out,
-                      classical_config(table_, shape_, w.format, batch, policy_), stream);
+                      classical_config(table_, shape_, w.format, batch, policy_, weight_copies(w)), stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
@@ -316,7 +330,7 @@ void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const Rout
   if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
   else
     classical_->experts(classical_weights(w, stream), x, routing, out,
-                        classical_config(table_, shape_, w.format, routing.batch, policy_), stream);
+                        classical_config(table_, shape_, w.format, routing.batch, policy_, weight_copies(w)), stream);
 }
 
 }  // namespace wd

@@ -1059,6 +1059,8 @@ TEST(Classical, DispatchRunsWarpDecodeOnTiledOnlyWeights) {
   const MoeShape s = preset_shape("tiny");
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     SCOPED_TRACE(to_string(f));
+    // BF16 on sm_90a: the classical path reads them (TmaTileReadsTiledOnlyBf16Weights).
+    if (classical_reads_tiled_only(s, f, ClassicalMoe::wgmma_available())) continue;
     const Layer layer = Layer::make(s, f, fresh_seed());
     const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
     ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
@@ -1149,6 +1151,9 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
       EXPECT_THROW(UntiledWeights(other, f).untile(only.view(), nullptr), InvalidArgument);
       EXPECT_THROW(u.untile(layer.view(), nullptr), InvalidArgument);  // no tiled copies
     }
+    // BF16 on sm_90a: the dispatch reads them as they are, scratch or not
+    // (TmaTileReadsTiledOnlyBf16Weights).
+    if (classical_reads_tiled_only(s, f, ClassicalMoe::wgmma_available())) continue;
     CrossoverTable table;
     CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 32, false, CrossoverEntry::kNever, true};
     e.untiled = true;
@@ -1196,6 +1201,122 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
       const bool w8a8 = B >= 32 && f == WeightFormat::kMXFP8 && !config(B).bf16_activations;
       EXPECT_LE(rel_l2(exact, std::vector<double>(dispatched.begin(), dispatched.end())), w8a8 ? 0.0625 : 1e-2)
           << "B = " << B;
+    }
+  }
+}
+
+// Tiled-only BF16 weights (DeviceWeightsOptions::tiled_only()) on the TMA
+// GEMM: every tile it runs them on (T = 8 to 144, with and without
+// weight-sharing clusters; gate_up gathering its rows up to T = 128; down
+// with and without clusters: H = 2048 has an even number of 256-row tiles,
+// H = 768 an odd one) gives bit for bit the canonical upload's output with
+// the same configuration, and within 1e-2 of the exact layer (so that two
+// unwritten, poisoned outputs cannot pass as equal). The calls without a
+// configuration take for_tiled_copies (TMA where for_batch takes the stream
+// GEMM: qwen3-30b-a3b's I at B = 5); configurations that cannot read them
+// and MXFP8 tiled-only weights are refused. The dispatch treats BF16
+// tiled-only weights as tiled copies: the tiled crossover, no un-tiling.
+TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
+  WD_REQUIRE_GPU();
+  if (!ClassicalMoe::wgmma_available()) GTEST_SKIP() << "no sm_90a device";
+  const WeightFormat f = WeightFormat::kBF16;
+  MoeShape real = preset_shape("qwen3-30b-a3b");
+  real.experts = 32;
+  const MoeShape odd = make_shape(768, 384, 16, 4);
+  auto run = [&](const MoeShape& s, int B, const std::function<void(const MoeOutput&)>& call) {
+    return poisoned_fp32(size_t(B) * s.hidden, call);
+  };
+  int compared = 0;
+  for (const auto& [s, B] : {std::pair{real, 256}, std::pair{odd, 300}}) {
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
+    ASSERT_TRUE(classical_reads_tiled_only(s, f, true));
+    ClassicalMoe moe(s, B);
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    const Inputs in(x, r);
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                              reference::Precision::kFP64);
+    for (int t : {8, 16, 32, 64, 80, 128, 144})
+      for (bool share : {false, true}) {
+        const ClassicalConfig c{t, ClassicalGemm::kTma, true, true, false, share};
+        if (!c.supports(s, f)) continue;
+        ASSERT_TRUE(c.reads_tiled(s, f)) << c.label();
+        const std::string what = "H " + std::to_string(s.hidden) + ", B " + std::to_string(B) + ", " + c.label();
+        const auto canonical =
+            run(s, B, [&](const MoeOutput& o) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
+        const auto tiled =
+            run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
+        EXPECT_TRUE(same_bits(tiled, canonical)) << what;
+        EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2) << what;
+        compared++;
+      }
+    // What cannot read them: the stream GEMM, SiLU·up apart, MXFP8.
+    const ClassicalConfig stream{8, ClassicalGemm::kStream, true};
+    const ClassicalConfig unfused{64, ClassicalGemm::kTma, true, false};
+    for (const ClassicalConfig& c : {stream, unfused}) {
+      EXPECT_FALSE(c.reads_tiled(s, f)) << c.label();
+      EXPECT_THROW(run(s, B, [&](const MoeOutput& o) {
+                     moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
+                   }),
+                   InvalidArgument)
+          << c.label();
+    }
+  }
+  EXPECT_GE(compared, 16);
+  {  // the calls without a configuration; MXFP8 refused
+    const int B = 5;
+    const Layer layer = Layer::make(real, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ClassicalMoe moe(real, B);
+    ASSERT_EQ(ClassicalConfig::for_batch(real, B, f).gemm, ClassicalGemm::kStream);
+    const ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, B, true);
+    ASSERT_TRUE(c.reads_tiled(real, f)) << c.label();
+    const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+    DeviceBuffer<uint16_t> dx(x);
+    const auto tiled = run(real, B, [&](const MoeOutput& o) { moe.forward(only.view(), dx.data(), B, o, nullptr); });
+    const auto canonical =
+        run(real, B, [&](const MoeOutput& o) { moe.forward(layer.view(), dx.data(), B, o, c, nullptr); });
+    EXPECT_TRUE(same_bits(tiled, canonical)) << "forward without a configuration, B = " << B;
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                              reference::Precision::kFP64);
+    EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2);
+    const Layer mx = Layer::make(real, WeightFormat::kMXFP8, fresh_seed());
+    const DeviceMoeWeights mx_only = DeviceMoeWeights::upload(mx.host, DeviceWeightsOptions::tiled_only());
+    EXPECT_FALSE(classical_reads_tiled_only(real, WeightFormat::kMXFP8, true));
+    EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, nullptr); }),
+                 InvalidArgument);
+  }
+  {  // the dispatch: the tiled crossover (32 here), the classical path on the tiled copies past it
+    const MoeShape s = preset_shape("tiny");
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    CrossoverTable table;
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
+    table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 32, false, CrossoverEntry::kNever,
+                             true});
+    const int max_batch = WarpDecodeMoe::kMaxBatch + 1;
+    MoeDispatch moe(s, max_batch, table);
+    EXPECT_EQ(moe.choose(f, 31, WeightCopies::kTiledOnly), MoePath::kWarp);
+    EXPECT_EQ(moe.choose(f, 32, WeightCopies::kTiledOnly), MoePath::kClassical);
+    EXPECT_EQ(moe.choose(f, max_batch, WeightCopies::kTiledOnly), MoePath::kClassical);
+    EXPECT_EQ(moe.untiled_bytes(), 0u);
+    for (int B : {48, max_batch}) {
+      const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+      const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+      const Inputs in(x, r);
+      const ClassicalConfig c =
+          dispatch_classical_config(table, s, f, B, DispatchPolicy::kFastest, true, WeightCopies::kTiledOnly);
+      const auto dispatched =
+          run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
+      const auto classical = run(s, B, [&](const MoeOutput& o) {
+        moe.classical().experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
+      });
+      EXPECT_TRUE(same_bits(dispatched, classical)) << "B = " << B;
+      const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                                reference::Precision::kFP64);
+      EXPECT_LE(rel_l2(exact, std::vector<double>(dispatched.begin(), dispatched.end())), 1e-2) << "B = " << B;
     }
   }
 }

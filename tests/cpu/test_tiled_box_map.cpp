@@ -1,9 +1,9 @@
 // The TMA map geometry over the tiled BF16 copies (core/tiled_box_map.h):
 // a box read through it, in TMA's dense box order (innermost dimension
-// fastest, before any swizzle), must hold the canonical box's elements in
-// the canonical order: rows row .. row + R - 1, each row's 64 elements from
-// k. The device's part (strides that do not ascend, the 128-byte swizzle of
-// a 64-byte inner box) is bench/tma_tiled_probe's.
+// fastest, before any swizzle), must hold the canonical box's elements as
+// two K halves: rows row .. row + R - 1, each row's 32 elements from k, then
+// the same rows' 32 elements from k + 32. The device's part (strides that do
+// not ascend, the 64-byte swizzle) is bench/tma_tiled_probe's.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -52,12 +52,13 @@ std::vector<uint16_t> tma_box(const std::vector<uint16_t>& t, const TiledBoxMap&
 // K offsets to try: the first two boxes, one in the middle, the last.
 std::vector<int> k_offsets(int K) { return {0, kTiledBoxElems, K / 2 / kTiledBoxElems * kTiledBoxElems, K - kTiledBoxElems}; }
 
-// The canonical box: rows row .. row + R - 1 of a (rows, K) row-major
-// tensor, 64 elements from k each.
+// The canonical box as two K halves: rows row .. row + R - 1 of a (rows, K)
+// row-major tensor, 32 elements from k each, then 32 from k + 32 each.
 std::vector<uint16_t> canonical_box(const std::vector<uint16_t>& w, size_t K, int row, int R, int k) {
   std::vector<uint16_t> out;
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < kTiledBoxElems; ++j) out.push_back(w.at((size_t(row) + r) * K + k + j));
+  for (int half = 0; half < 2; ++half)
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < kTiledBoxElems / 2; ++j) out.push_back(w.at((size_t(row) + r) * K + k + 32 * half + j));
   return out;
 }
 

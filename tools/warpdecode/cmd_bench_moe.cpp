@@ -241,7 +241,8 @@ void run(const Opts& o) {
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
                          wopt);
       // What the weights hold decides the default and which paths can read them:
-      // tiled-only weights only the tensor-core kernels.
+      // tiled-only weights only the tensor-core kernels (and, BF16, the
+      // classical path's TMA GEMM).
       const MoeWeightsView held = mb.weights(0).view();
       const bool tc_only = !held.has_canonical();
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
@@ -302,10 +303,12 @@ void run(const Opts& o) {
           }
           doc["records"].push_back(rec);
         }
-        if (!o.no_classical && !tc_only) {
+        // Tiled-only weights: the classical path where it reads them as they
+        // are (BF16 on the TMA GEMM).
+        if (!o.no_classical && (!tc_only || classical_reads_tiled_only(shapes[si], f, ClassicalMoe::wgmma_available()))) {
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
-          if (o.classical_sweep || !o.classical_configs.empty())
+          if (!tc_only && (o.classical_sweep || !o.classical_configs.empty()))
             for (const auto& c : ClassicalConfig::candidates()) {
               const bool listed = std::find(o.classical_configs.begin(), o.classical_configs.end(), c.label()) !=
                                   o.classical_configs.end();
@@ -356,8 +359,8 @@ void add_bench_moe(CLI::App& app) {
                 "MXFP8: keep the tiled gate_up copy too; --sweep then times gate_up on it and on the canonical");
   auto* only = cmd->add_flag("--tiled-only", o->tiled_only,
                              "BF16 and MXFP8 weights as their two tiled copies alone (the canonical memory; "
-                             "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels only, no "
-                             "classical row");
+                             "DeviceWeightsOptions::tiled_only()): warp decode's tensor-core kernels, and the "
+                             "classical row where it reads them as they are (BF16 on sm_90a)");
   cmd->add_flag("--tiled-beside-canonical", o->tiled_beside,
                 "BF16 and MXFP8 weights with both tiled copies beside the canonical tensors (twice the memory; "
                 "DeviceWeightsOptions::tiled_beside_canonical()): warp decode at the tiled-only speed, every "

@@ -64,31 +64,38 @@ void run(const DispatchOptions& o) {
               to_string(policy), warp_max);
   std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical(), whose warp decode "
               "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them; untiled = "
-              "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled\n");
+              "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled (BF16 on sm_90a: "
+              "the classical path reads tiled-only weights as they are)\n");
   std::printf("%-22s %-13s %-10s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
               "classical configuration");
   for (WeightFormat f : formats)
     for (const Upload& up : uploads) {
-      const WeightCopies u = up.copies;
+      // Tiled-only weights the classical path reads as they are (BF16 on
+      // sm_90a): the dispatch treats them as tiled copies (MoeDispatch::choose).
+      // (A held un-tiling scratch is then left unused.)
+      const bool direct = up.copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape, f, sm90a);
+      const bool untile = up.untile && !direct;
+      const WeightCopies u = direct ? WeightCopies::kCanonicalAndTiled : up.copies;
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
       if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
-      const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, up.untile);
+      const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, untile);
       const std::string cross = !warp_format                                  ? "-"
-                                : u == WeightCopies::kTiledOnly && !up.untile ? "none"
+                                : u == WeightCopies::kTiledOnly && !untile ? "none"
                                 : c == CrossoverEntry::kNever                  ? "never"
                                                                                : std::to_string(c);
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
           const bool w8a16 = w8a16_runs(shape, f, B, sm90a);
-          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, up.untile);
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, untile);
           path = to_string(p);
           if (p == MoePath::kClassical) {
-            config = dispatch_classical_config(table, shape, f, B, policy, sm90a).label();
-            if (up.untile) config = "untile + " + config;
-          } else if (u == WeightCopies::kTiledOnly && !up.untile &&
+            config = dispatch_classical_config(table, shape, f, B, policy, sm90a, up.copies).label();
+            if (untile) config = "untile + " + config;
+            if (direct) config += " (reads the tiled copies)";
+          } else if (u == WeightCopies::kTiledOnly && !untile &&
                      choose_path(table, shape, f, B, warp_max, policy, w8a16, WeightCopies::kCanonicalAndTiled) ==
                          MoePath::kClassical) {
             // Past the crossover of the same weights kept beside the canonical
