@@ -182,8 +182,9 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune-untiled: µs per MoE layer (router excluded) on tiled-only weights: warp decode against the "
-              "classical path on the layer un-tiled first (its time includes the un-tiling)\n");
-  std::printf("%-22s %-12s %5s %10s %10s %8s  %s\n", "preset", "format", "B", "warp_us", "untile+cl", "cl/warp",
+              "classical path on them: reading the tiled copies where it can (BF16 on sm_90a, \"cl/\"), else on the "
+              "layer un-tiled first (\"cl/untile/\": its time includes the un-tiling)\n");
+  std::printf("%-22s %-12s %5s %10s %10s %8s  %s\n", "preset", "format", "B", "warp_us", "cl_us", "cl/warp",
               "classical config");
   for (const auto& preset : presets)
     for (WeightFormat f : formats) {
@@ -194,10 +195,13 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       MoeBench mb(shape, f, l2_bytes, size_t(double(free_b) * 0.4), opt.seed, stream,
                   DeviceWeightsOptions::tiled_only());
       const bool w8a16 = w8a16_runs(shape, f, 1, sm90a);
+      // Whether the classical path reads these weights as they are (no
+      // un-tiling then: MoeDispatch does not).
+      const bool direct = classical_reads_tiled_only(shape, f, sm90a);
       // The un-tiling alone, once a (preset, format): CUDA events around each
       // call, cycling the copies, median of 21 after 3 warm-up calls.
       double untile_us = 0;
-      {
+      if (!direct) {
         const UntiledWeights scratch(shape, f);
         Events ev;
         std::vector<double> us;
@@ -214,8 +218,9 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       for (int B : ladder) {
         WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
         const double warp_us = mb.run(B, wp, opt).experts.us_median;
-        const ClassicalConfig fast = dispatch_classical_config(dispatch_table, shape, f, B, DispatchPolicy::kFastest, sm90a);
-        ClassicalPath cp(mb, f, fast, true);
+        const ClassicalConfig fast = dispatch_classical_config(dispatch_table, shape, f, B, DispatchPolicy::kFastest,
+                                                               sm90a, WeightCopies::kTiledOnly);
+        ClassicalPath cp(mb, f, fast, !direct);
         const double fast_us = mb.run(B, cp, opt).experts.us_median;
         warp_times.push_back(warp_us);
         fast_times.push_back(fast_us);
@@ -238,8 +243,8 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       }
       auto add = [&](const std::vector<double>& times, bool bf16_act) {
         const int c = crossover_from_ladder(ladder, warp_times, times);
-        std::printf("# crossover %s %s%s (tiled-only weights, the classical path un-tiling them): %s\n",
-                    preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
+        std::printf("# crossover %s %s%s (tiled-only weights, the classical path %s): %s\n", preset.c_str(),
+                    to_string(f), bf16_act ? " W8A16" : "", direct ? "reading them" : "un-tiling them",
                     c == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
                                                 : ("B >= " + std::to_string(c)).c_str());
         CrossoverEntry e{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, c, bf16_act,
@@ -249,7 +254,8 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
         return c;
       };
       nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"warp_weights", "tiled-only"},
-                            {"untile_us", untile_us},
+                            {"classical_reads", direct ? "tiled copies" : "un-tiled scratch"},
+                            {"untile_us", direct ? nlohmann::json() : nlohmann::json(untile_us)},
                             {"crossover", add(fast_times, false)}, {"points", points}};
       if (w8a16) lad["w8a16_crossover"] = add(a16_times, true);
       ladders.push_back(lad);

@@ -38,10 +38,11 @@
 #            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240); UNTILED=1 adds
 #            the untiled tune after it (no tests; both took 270 + 150-220 s in
 #            session 50, close to one 10-minute device call)
-#     untiled: tiled-only weights un-tiled for the classical path (UntiledWeights,
-#            MoeDispatch::untile_tiled_only): its GPU test (also under memcheck),
-#            then bench-moe --tune-untiled per preset (UNTILED_PRESETS,
-#            default all three; UNTILED_BATCHES; about 4-5 minutes) merged into
+#     untiled: tiled-only weights on the classical path (BF16 read as they are,
+#            MXFP8 un-tiled: UntiledWeights, MoeDispatch::untile_tiled_only): their
+#            GPU tests (also under memcheck), then bench-moe --tune-untiled per preset
+#            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
+#            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
 #            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/moe_dispatch.cpp)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
@@ -149,17 +150,23 @@ crossover_tune() {
   [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
   note "tune merged   rc=$? -> $OUT/h200-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
 }
-# The untiled crossover (tiled-only weights: warp decode against the
-# classical path un-tiling them first), one preset a run, merged.
+# The tiled-only crossover (warp decode against the classical path on
+# tiled-only weights: BF16 read as they are on sm_90a, MXFP8 un-tiled
+# first), one preset and format a run (each its own ladder: BF16's crossover
+# is the tiled copies' neighbourhood, MXFP8's past the un-tiling), merged.
 untiled_tune() {
-  local t0 p files=()
+  local t0 p f ladder files=()
   for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
-    t0=$(date +%s)
-    timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format bf16,mxfp8 \
-      --replays 10 --tune-batch "${UNTILED_BATCHES:-128,192,256,288,320,352,384,416,448,480,512,1024,2048}" \
-      --tune-json "$LOG/tune-untiled-$p.json" >"$LOG/tune-untiled-$p.log" 2>&1
-    note "tune-untiled  $p rc=$? ($(( $(date +%s) - t0 )) s)"
-    [ -s "$LOG/tune-untiled-$p.json" ] && files+=("$LOG/tune-untiled-$p.json")
+    for f in ${UNTILED_FORMATS:-bf16 mxfp8}; do
+      t0=$(date +%s)
+      ladder=${UNTILED_BATCHES:-128,192,256,288,320,352,384,416,448,480,512,1024,2048}
+      [ "$f" = bf16 ] && ladder=${UNTILED_BF16_BATCHES:-48,64,80,96,112,128,160,192,256,384}
+      timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format "$f" \
+        --replays 10 --tune-batch "$ladder" \
+        --tune-json "$LOG/tune-untiled-$p-$f.json" >"$LOG/tune-untiled-$p-$f.log" 2>&1
+      note "tune-untiled  $p $f rc=$? ($(( $(date +%s) - t0 )) s)"
+      [ -s "$LOG/tune-untiled-$p-$f.json" ] && files+=("$LOG/tune-untiled-$p-$f.json")
+    done
   done
   [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover-untiled.json" "${files[@]}" \
     >>"$LOG/tune-untiled-merge.log" 2>&1
@@ -334,7 +341,7 @@ fi
 
 if [ "$MODE" = untiled ]; then
   t0=$(date +%s)
-  "$BIN/warpdecode_classical_gpu_tests" --gtest_filter='Classical.DispatchUntiles*:Classical.DispatchRunsWarpDecodeOnTiledOnlyWeights' \
+  "$BIN/warpdecode_classical_gpu_tests" --gtest_filter='Classical.DispatchUntiles*:Classical.DispatchRunsWarpDecodeOnTiledOnlyWeights:Classical.TmaTileReadsTiledOnlyBf16Weights' \
     >"$LOG/untiled-tests.log" 2>&1
   rc=$?
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure" "$LOG/untiled-tests.log" | head -30
@@ -345,7 +352,7 @@ if [ "$MODE" = untiled ]; then
     # memcheck only: the un-tiling kernel uses no shared memory, and the
     # classical kernels' races are racecheck's SanitizerCase's.
     compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-      --gtest_filter='Classical.DispatchUntiles*' >"$LOG/untiled-sanitizer-memcheck.log" 2>&1
+      --gtest_filter='Classical.DispatchUntiles*:Classical.TmaTileReadsTiledOnlyBf16Weights' >"$LOG/untiled-sanitizer-memcheck.log" 2>&1
     note "untiled san memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$LOG/untiled-sanitizer-memcheck.log" | tr '\n' ' ')"
   fi
   untiled_tune

@@ -19,10 +19,10 @@
 // dispatch uses it for them (CrossoverEntry::tiled_warp).
 // Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()): BF16
 // ones the classical path reads as they are on sm_90a (its TMA GEMM loads
-// each weight box from the tiled copy; classical_reads_tiled_only), so the
-// dispatch treats them as tiled copies beside canonical ones. Others (MXFP8,
-// or without the sm_90a kernels) can be
-// read by warp decode alone: the dispatch runs warp decode on them at every
+// each weight box from the tiled copy; classical_reads_tiled_only), and the
+// dispatch sends them to it from a crossover measured on such an upload
+// (CrossoverEntry::untiled). Others (MXFP8, or without the sm_90a kernels)
+// can be read by warp decode alone: the dispatch runs warp decode on them at every
 // batch it takes, past the crossover too (slower there than the classical
 // path on a canonical upload, never wrong: warp decode is correct up to
 // WarpDecodeMoe::kMaxBatch), and refuses a batch past warp decode's maximum
@@ -86,9 +86,11 @@ struct CrossoverEntry {
   // "tiled" (absent: "default").
   bool tiled_warp = false;
   // Tiled-only weights (tiled_warp too): warp decode on the tiled copies
-  // against the classical path on the canonical tensors un-tiled first
-  // (UntiledWeights; MoeDispatch::untile_tiled_only), whose time includes
-  // the un-tiling. JSON "warp_weights": "tiled-only".
+  // against the classical path on the same weights, reading them as they are
+  // where it can (BF16 on sm_90a: classical_reads_tiled_only), else on the
+  // canonical tensors un-tiled first (UntiledWeights;
+  // MoeDispatch::untile_tiled_only), whose time then includes the
+  // un-tiling. JSON "warp_weights": "tiled-only".
   bool untiled = false;
 };
 
@@ -158,8 +160,9 @@ class CrossoverTable {
 //                       alone): warp decode streams the tiled copies (the
 //                       table's tiled entries), the classical path the
 //                       canonical tensors.
-//   kTiledOnly          tiled_only(): only warp decode reads them, unless
-//                       the dispatch un-tiles them for the classical path
+//   kTiledOnly          tiled_only(): warp decode reads them, and the
+//                       classical path where it reads them as they are
+//                       (BF16 on sm_90a) or the dispatch un-tiles them
 //                       (MoeDispatch::untile_tiled_only).
 enum class WeightCopies { kCanonical, kCanonicalAndTiled, kTiledOnly };
 const char* to_string(WeightCopies c);  // "default", "tiled", "tiled-only" (warpdecode dispatch's --upload)
@@ -170,8 +173,9 @@ WeightCopies weight_copies(const MoeWeightsView& w);
 // whether the classical path runs W8A16 for this shape and device; copies:
 // what the weights hold, which picks the table's tiled entries for tiled
 // copies, and warp decode at every batch up to warp_max_batch for tiled-only
-// weights; untile: the dispatch un-tiles tiled-only weights of this format
-// for the classical path, which then takes them from the table's untiled
+// weights; untile: the classical path takes tiled-only weights of this
+// format — reading them as they are (classical_reads_tiled_only) or from the
+// dispatch's un-tiling scratch — from the table's tiled-only (untiled)
 // crossover on, and past warp_max_batch). Throws wd::InvalidArgument for a
 // batch < 1, for an MXFP8 batch past warp_max_batch under kBf16Activations
 // that W8A16 does not take, and for tiled-only weights past warp_max_batch
@@ -209,9 +213,9 @@ ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const Moe
 // Whether the classical path reads tiled-only weights of this format and
 // shape as they are, on a device with (sm90a) or without the sm_90a kernels:
 // BF16 on the TMA GEMM (ClassicalConfig::reads_tiled). MoeDispatch then
-// treats them as tiled copies beside canonical ones (the table's tiled
-// crossover, no un-tiling); other tiled-only weights need
-// MoeDispatch::untile_tiled_only for the classical path.
+// sends them to it from the table's tiled-only crossover on, with no
+// un-tiling; other tiled-only weights need MoeDispatch::untile_tiled_only
+// for the classical path.
 bool classical_reads_tiled_only(const MoeShape& shape, WeightFormat f, bool sm90a);
 
 class MoeDispatch {

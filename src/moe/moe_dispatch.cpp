@@ -290,12 +290,11 @@ MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) cons
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
   const bool sm90a = ClassicalMoe::wgmma_available();
   const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a);
-  // Tiled-only weights the classical path reads as they are (BF16 on the TMA
-  // GEMM): the tiled copies' crossover, no un-tiling.
-  if (copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape_, f, sm90a))
-    copies = WeightCopies::kCanonicalAndTiled;
+  // Tiled-only weights: the classical path takes them where it reads them
+  // as they are (BF16 on the TMA GEMM) or with an un-tiling scratch.
+  const bool takes = classical_reads_tiled_only(shape_, f, sm90a) || untiles(f);
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
-                     copies == WeightCopies::kTiledOnly && untiles(f));
+                     copies == WeightCopies::kTiledOnly && takes);
 }
 
 void MoeDispatch::untile_tiled_only(WeightFormat f) {

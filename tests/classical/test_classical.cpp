@@ -1214,8 +1214,9 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
 // unwritten, poisoned outputs cannot pass as equal). The calls without a
 // configuration take for_tiled_copies (TMA where for_batch takes the stream
 // GEMM: qwen3-30b-a3b's I at B = 5); configurations that cannot read them
-// and MXFP8 tiled-only weights are refused. The dispatch treats BF16
-// tiled-only weights as tiled copies: the tiled crossover, no un-tiling.
+// and MXFP8 tiled-only weights are refused. The dispatch sends BF16
+// tiled-only weights to the classical path from the table's tiled-only
+// crossover on, with no un-tiling scratch.
 TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
   WD_REQUIRE_GPU();
   if (!ClassicalMoe::wgmma_available()) GTEST_SKIP() << "no sm_90a device";
@@ -1288,7 +1289,7 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, nullptr); }),
                  InvalidArgument);
   }
-  {  // the dispatch: the tiled crossover (32 here), the classical path on the tiled copies past it
+  {  // the dispatch: the tiled-only crossover (40 here), the classical path on the tiled copies from it on
     const MoeShape s = preset_shape("tiny");
     const Layer layer = Layer::make(s, f, fresh_seed());
     const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
@@ -1296,10 +1297,13 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
     table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 32, false, CrossoverEntry::kNever,
                              true});
+    CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 40, false, CrossoverEntry::kNever, true};
+    e.untiled = true;
+    table.set(e);
     const int max_batch = WarpDecodeMoe::kMaxBatch + 1;
     MoeDispatch moe(s, max_batch, table);
-    EXPECT_EQ(moe.choose(f, 31, WeightCopies::kTiledOnly), MoePath::kWarp);
-    EXPECT_EQ(moe.choose(f, 32, WeightCopies::kTiledOnly), MoePath::kClassical);
+    EXPECT_EQ(moe.choose(f, 39, WeightCopies::kTiledOnly), MoePath::kWarp);
+    EXPECT_EQ(moe.choose(f, 40, WeightCopies::kTiledOnly), MoePath::kClassical);
     EXPECT_EQ(moe.choose(f, max_batch, WeightCopies::kTiledOnly), MoePath::kClassical);
     EXPECT_EQ(moe.untiled_bytes(), 0u);
     for (int B : {48, max_batch}) {

@@ -70,21 +70,22 @@ void run(const DispatchOptions& o) {
               "classical configuration");
   for (WeightFormat f : formats)
     for (const Upload& up : uploads) {
-      // Tiled-only weights the classical path reads as they are (BF16 on
-      // sm_90a): the dispatch treats them as tiled copies (MoeDispatch::choose).
-      // (A held un-tiling scratch is then left unused.)
+      // Tiled-only weights: the classical path takes them where it reads them
+      // as they are (BF16 on sm_90a; a held un-tiling scratch is then left
+      // unused) or from the scratch ("untiled"), from the table's tiled-only
+      // crossover on (MoeDispatch::choose).
       const bool direct = up.copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape, f, sm90a);
-      const bool untile = up.untile && !direct;
-      const WeightCopies u = direct ? WeightCopies::kCanonicalAndTiled : up.copies;
+      const bool untile = up.untile || direct;  // choose_path's: the classical path takes tiled-only weights
+      const WeightCopies u = up.copies;
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
       if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
       const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, untile);
-      const std::string cross = !warp_format                                  ? "-"
+      const std::string cross = !warp_format                              ? "-"
                                 : u == WeightCopies::kTiledOnly && !untile ? "none"
-                                : c == CrossoverEntry::kNever                  ? "never"
-                                                                               : std::to_string(c);
+                                : c == CrossoverEntry::kNever              ? "never"
+                                                                           : std::to_string(c);
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
@@ -93,8 +94,8 @@ void run(const DispatchOptions& o) {
           path = to_string(p);
           if (p == MoePath::kClassical) {
             config = dispatch_classical_config(table, shape, f, B, policy, sm90a, up.copies).label();
-            if (untile) config = "untile + " + config;
             if (direct) config += " (reads the tiled copies)";
+            else if (untile) config = "untile + " + config;
           } else if (u == WeightCopies::kTiledOnly && !untile &&
                      choose_path(table, shape, f, B, warp_max, policy, w8a16, WeightCopies::kCanonicalAndTiled) ==
                          MoePath::kClassical) {
