@@ -115,6 +115,20 @@
 // slower, run 2), so every other kernel compiles from exactly the code it
 // had before.
 //
+// Tiled BF16 weights (kTiledW: GroupedGemmParams::w_tiled, the tiled-only
+// upload): the weight box comes from the tiled copy (warpdecode/
+// down_tiling.h, gate_up_tiling.h) through a rank-4 (down) or rank-5
+// (gate_up) map, core/tiled_box_map.h, as its two K halves one after the
+// other, box rows × 64 bytes each under the 64-byte swizzle; the consumers
+// read them with 64-byte-swizzle descriptors (k16 steps 2 and 3 in the
+// second half). Same MMAs on the same values in the same order: the
+// canonical upload's bits. Why not the canonical slot layout: under the
+// 128-byte swizzle TMA gives each 64-byte inner box row a 128-byte line of
+// its own (bench/tma_tiled_probe, session 51 run 1), and a tiled item's rows
+// are 64 bytes. Measured (session 51 run 3): 1-6.5 % slower than the
+// canonical upload (qwen3-30b-a3b BF16 2048 tokens 466 -> 478 µs), against
+// 2.2× for un-tiling first (1036).
+//
 // Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64, both GEMMs,
 // at 257-512 tokens on E = 128, K = 8; until session 36 above 2048 too):
 // the token tile is the wgmma A operand (M = 64 tokens) and

@@ -50,16 +50,17 @@ std::vector<CrossoverEntry> built_in_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
-      // Tiled-only weights, the classical side un-tiling them
-      // (bench/results/h200-crossover-untiled.json, `scripts/gpu_check.sh
-      // untiled`, session 50 run 5): (..., w8a16_from, tiled_warp, untiled).
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 416, false, CrossoverEntry::kNever, true, true},
+      // Tiled-only weights (bench/results/h200-crossover-untiled.json,
+      // `scripts/gpu_check.sh untiled`): BF16 with the classical side reading
+      // them as they are (session 51 run 4), MXFP8 with it un-tiling them
+      // (session 50 run 5): (..., w8a16_from, tiled_warp, untiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 112, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 480, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, CrossoverEntry::kNever, true, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 480, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, CrossoverEntry::kNever, true, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, CrossoverEntry::kNever, true, true},
   };
@@ -227,8 +228,9 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_decode_streams(f)) return MoePath::kClassical;
   if (copies == WeightCopies::kTiledOnly && !untile) {
-    // The classical kernels read the canonical tensors only; warp decode is
-    // correct at every batch it takes, so no batch it takes is refused.
+    // The classical path does not take them (not BF16 on sm_90a, no
+    // un-tiling scratch); warp decode is correct at every batch it takes, so
+    // no batch it takes is refused.
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
              warp_max_batch, ", and weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) have no "
              "canonical tensors for the classical path: upload them with tiled_beside_canonical() or the default "

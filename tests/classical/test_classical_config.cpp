@@ -12,6 +12,7 @@
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
 #include "warpdecode/layout.h"
+#include "warpdecode/moe_dispatch.h"
 
 namespace wd {
 namespace {
@@ -119,6 +120,56 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
         EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).gemm, ClassicalGemm::kStream) << preset << " B=" << B;
     }
   }
+}
+
+// Tiled-only BF16 weights: for_tiled_copies is for_batch's choice wherever
+// that is the TMA GEMM, and the TMA GEMM (T from the tokens per expert, SiLU·up
+// fused) where for_batch takes the stream GEMM; it reads the tiled copies of
+// every preset. What cannot: other formats, the stream GEMM, SiLU·up apart,
+// W8A16, a shape whose K is not whole 64-element halves or whose I does not
+// fuse. The dispatch's configuration for them is for_tiled_copies.
+TEST(ClassicalConfig, TiledCopiesTakeTheTmaGemmWithSiluFused) {
+  for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "tiny"}) {
+    const MoeShape s = preset_shape(preset);
+    const WeightFormat f = WeightFormat::kBF16;
+    EXPECT_TRUE(classical_reads_tiled_only(s, f, true)) << preset;
+    EXPECT_FALSE(classical_reads_tiled_only(s, f, false)) << preset;
+    EXPECT_FALSE(classical_reads_tiled_only(s, WeightFormat::kMXFP8, true)) << preset;
+    for (int B : {1, 2, 5, 16, 32, 64, 128, 1024, 4096}) {
+      const ClassicalConfig c = ClassicalConfig::for_tiled_copies(s, B, true), d = ClassicalConfig::for_batch(s, B, f, true);
+      EXPECT_EQ(c.gemm, ClassicalGemm::kTma) << preset << " B=" << B;
+      EXPECT_TRUE(c.fuse_silu) << preset << " B=" << B;
+      EXPECT_TRUE(c.reads_tiled(s, f)) << preset << " B=" << B << " " << c.label();
+      if (d.gemm == ClassicalGemm::kTma) EXPECT_EQ(c.label(), d.label()) << preset << " B=" << B;
+      else EXPECT_FALSE(d.reads_tiled(s, f)) << preset << " B=" << B << " " << d.label();
+      EXPECT_FALSE(c.reads_tiled(s, WeightFormat::kMXFP8));
+      EXPECT_EQ(dispatch_classical_config(CrossoverTable{}, s, f, B, DispatchPolicy::kFastest, true,
+                                          WeightCopies::kTiledOnly)
+                    .label(),
+                c.label());
+    }
+  }
+  const MoeShape real = preset_shape("qwen3-30b-a3b");
+  EXPECT_EQ(ClassicalConfig::for_batch(real, 5, WeightFormat::kBF16, true).gemm, ClassicalGemm::kStream);
+  EXPECT_EQ(ClassicalConfig::for_tiled_copies(real, 5, true).label(), "t8/tma/silu/pdl");
+  ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, 256, true);
+  ASSERT_TRUE(c.reads_tiled(real, WeightFormat::kBF16));
+  c.fuse_silu = false;
+  EXPECT_FALSE(c.reads_tiled(real, WeightFormat::kBF16));
+  c.fuse_silu = true;
+  c.bf16_activations = true;
+  EXPECT_FALSE(c.reads_tiled(real, WeightFormat::kBF16));
+  EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kStream, true}.reads_tiled(real, WeightFormat::kBF16)));
+  // K in whole 64-element halves; gate_up fused (I % 128); the tilings' own rules.
+  EXPECT_FALSE(classical_reads_tiled_only(shape_of(2048, 704), WeightFormat::kBF16, true));  // I % 128
+  EXPECT_FALSE(classical_reads_tiled_only(shape_of(2080, 768), WeightFormat::kBF16, true));  // H % 64
+  EXPECT_TRUE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536, 2048, true, false));
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536, 2048 + 32, true, false));  // K % 64
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536 + 128, 2048, true, false));  // 2I % 256
+  EXPECT_TRUE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 2048 + 16, 768, false, false));   // down: N % 16
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 2048 + 8, 768, false, false));
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kMXFP8, 1536, 2048, true, false));
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536, 2048, true, true));
 }
 
 TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {

@@ -142,7 +142,7 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
       << r.output;
   EXPECT_EQ(r.output.find("95  warp       (the classical path"), std::string::npos) << r.output;
   const Result only = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
-                                      "--max-batch 64 --table ") + name);
+                                      "--max-batch 64 --sm90a no --table ") + name);
   EXPECT_EQ(only.status, 0) << only.output;
   EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 64), "warp") << only.output;
   EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 65), "refused") << only.output;
@@ -160,6 +160,25 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   EXPECT_EQ(past.status, 0) << past.output;
   EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 64), "warp") << past.output;
   EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 65), "classical") << past.output;
+  // BF16 tiled-only weights on sm_90a: the classical path reads them as they
+  // are, from the built-in tiled-only crossover (112) on, past warp decode's
+  // maximum too; without the sm_90a kernels warp decode alone, refused past it.
+  const Result direct = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 111,112 --upload tiled-only "
+                            "--sm90a yes");
+  EXPECT_EQ(direct.status, 0) << direct.output;
+  EXPECT_EQ(dispatch_path(direct.output, "bf16", "tiled-only", 111), "warp") << direct.output;
+  EXPECT_EQ(dispatch_path(direct.output, "bf16", "tiled-only", 112), "classical") << direct.output;
+  EXPECT_NE(direct.output.find("(reads the tiled copies)"), std::string::npos) << direct.output;
+  const Result capped = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
+                            "--max-batch 64 --sm90a yes");
+  EXPECT_EQ(capped.status, 0) << capped.output;
+  EXPECT_EQ(dispatch_path(capped.output, "bf16", "tiled-only", 64), "warp") << capped.output;
+  EXPECT_EQ(dispatch_path(capped.output, "bf16", "tiled-only", 65), "classical") << capped.output;
+  const Result no90 = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
+                          "--max-batch 64 --sm90a no");
+  EXPECT_EQ(no90.status, 0) << no90.output;
+  EXPECT_EQ(dispatch_path(no90.output, "bf16", "tiled-only", 64), "warp") << no90.output;
+  EXPECT_EQ(dispatch_path(no90.output, "bf16", "tiled-only", 65), "refused") << no90.output;
   const Result a16 = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8 --batch 64,65 --upload default "
                                      "--policy bf16-activations --sm90a no --max-batch 64 --table ") + name);
   EXPECT_EQ(a16.status, 0) << a16.output;

@@ -11,8 +11,10 @@
 //                               emulation 2^-5
 //   MoeDispatch                 the bits of the path it takes (called on
 //                               its own), and that path's tolerances; also
-//                               on a tiled-only upload it un-tiles for the
-//                               classical path (the canonical upload's bits)
+//                               on a tiled-only upload, which the classical
+//                               path reads as it is (BF16 on sm_90a) or from
+//                               the dispatch's un-tiling scratch (the
+//                               canonical upload's bits either way)
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -165,10 +167,13 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
   const MoeDispatch dispatch(s, batch);
   if (!dispatch_row(dispatch, view, "gpu MoeDispatch", "warp decode's", "the classical path's")) return rows;
 
-  // The same weights uploaded tiled-only, through a dispatch that un-tiles
-  // them for the classical path (MoeDispatch::untile_tiled_only).
+  // The same weights uploaded tiled-only, through a dispatch that holds an
+  // un-tiling scratch (MoeDispatch::untile_tiled_only) for the classical
+  // path, which it leaves unused where that path reads them as they are.
   if (!dw) return rows;  // FP8 block-128 has no tiled copies
-  const std::string upath = "gpu MoeDispatch, tiled-only un-tiled";
+  const std::string upath = classical_reads_tiled_only(s, f, ClassicalMoe::wgmma_available())
+                                ? "gpu MoeDispatch, tiled-only read as it is"
+                                : "gpu MoeDispatch, tiled-only un-tiled";
   std::unique_ptr<DeviceMoeWeights> only;
   MoeDispatch udispatch(s, batch);
   try {
