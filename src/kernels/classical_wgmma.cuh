@@ -31,30 +31,25 @@ __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.ali
 // next by wgmma (async proxy) needs this fence in the writing threads.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// Descriptor of a K-major operand tile in shared memory: rows of 128 bytes,
-// 8-row atoms of 1024 bytes (stride byte offset), 128-byte swizzle. The tile
-// must start 1024-byte aligned; a K step inside the 128-byte row adds its
-// byte offset to the start address (the swizzle is applied to addresses).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) {
+// Descriptor of a K-major operand tile in shared memory: rows of kRowBytes
+// (128 or 64) bytes under the swizzle of that width, 8-row atoms (stride
+// byte offset 8 × kRowBytes). The tile must start aligned to its atom (1024
+// or 512 bytes); a K step inside the row adds its byte offset to the start
+// address (the swizzle is applied to addresses).
+template <int kRowBytes>
+__device__ __forceinline__ uint64_t swizzled_desc(uint32_t smem_addr) {
+  static_assert(kRowBytes == 128 || kRowBytes == 64, "128- or 64-byte swizzle");
   uint64_t d = uint64_t((smem_addr & 0x3FFFFu) >> 4);
-  d |= uint64_t(1) << 16;           // leading byte offset: unused for swizzled K-major
-  d |= uint64_t(1024 >> 4) << 32;   // stride byte offset: 8 rows x 128 B
-  d |= uint64_t(1) << 62;           // 128-byte swizzle
+  d |= uint64_t(1) << 16;                          // leading byte offset: unused for swizzled K-major
+  d |= uint64_t((8 * kRowBytes) >> 4) << 32;       // stride byte offset: 8 rows
+  d |= uint64_t(kRowBytes == 128 ? 1 : 2) << 62;   // layout: 128- or 64-byte swizzle
   return d;
 }
-
-// The same with 64-byte rows, 8-row atoms of 512 bytes, 64-byte swizzle: the
-// two K halves of a weight box read from the tiled BF16 copies
-// (core/tiled_box_map.h). A k16 step inside the 64-byte row adds its byte
-// offset (32) to the start address, as above; the tile must start 512-byte
-// aligned.
-__device__ __forceinline__ uint64_t sw64_desc(uint32_t smem_addr) {
-  uint64_t d = uint64_t((smem_addr & 0x3FFFFu) >> 4);
-  d |= uint64_t(1) << 16;          // leading byte offset: unused for swizzled K-major
-  d |= uint64_t(512 >> 4) << 32;   // stride byte offset: 8 rows x 64 B
-  d |= uint64_t(2) << 62;          // 64-byte swizzle
-  return d;
-}
+// The canonical tiles: 128-byte rows.
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) { return swizzled_desc<128>(smem_addr); }
+// 64-byte rows: the two K halves of a weight box read from the tiled BF16
+// copies (core/tiled_box_map.h).
+__device__ __forceinline__ uint64_t sw64_desc(uint32_t smem_addr) { return swizzled_desc<64>(smem_addr); }
 
 __device__ __forceinline__ void wgmma_m64n8_bf16(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
