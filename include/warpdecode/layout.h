@@ -107,7 +107,7 @@ struct MoeWeightsView {
   bool has_canonical() const;
   // Throws wd::InvalidArgument naming `reader` unless has_canonical(): for
   // the kernels that read only the canonical layout (warp decode's scalar
-  // family, the classical path).
+  // family; the classical path checks ClassicalConfig::reads_tiled instead).
   void require_canonical(const char* reader) const;
 };
 

@@ -1,6 +1,7 @@
 // Canonical expert weights rebuilt on the device from tiled-only weights, so
-// that the classical path (which reads only the canonical tensors) can run
-// on them.
+// that the classical path can run on them where it cannot read them as they
+// are: MXFP8 always, BF16 without the sm_90a TMA GEMM
+// (classical_reads_tiled_only, warpdecode/moe_dispatch.h).
 //
 // Why: tiled-only weights (DeviceWeightsOptions::tiled_only()) hold each
 // projection once, in the layouts warp decode streams fastest, at the

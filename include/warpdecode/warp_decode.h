@@ -55,8 +55,9 @@ struct DeviceWeightsOptions {
   // canonical tensors kept for every other path. Off by default.
   bool tiled_bf16 = false;
   // BF16: both projections held in their tiled layouts only (the canonical
-  // tensors freed once tiled), the canonical memory; then, as for tiled-only
-  // MXFP8, only the tensor-core kernels read the weights. Off by default.
+  // tensors freed once tiled), the canonical memory; then the tensor-core
+  // kernels read the weights, and the classical path's TMA GEMM on sm_90a
+  // (ClassicalConfig::reads_tiled); the scalar kernels throw. Off by default.
   bool tiled_only_bf16 = false;
 
   // Both tiled copies and nothing else, in either format: the fastest warp

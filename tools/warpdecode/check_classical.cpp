@@ -148,7 +148,8 @@ std::vector<CheckRow> check_classical(const MoeWeights& w, const std::vector<uin
     }
     const bool warp = d.choose(f, batch, weight_copies(wv)) == MoePath::kWarp;
     const ClassicalConfig c =
-        warp ? ClassicalConfig{} : dispatch_classical_config(d.table(), s, f, batch, d.policy(), sm90a);
+        warp ? ClassicalConfig{}
+             : dispatch_classical_config(d.table(), s, f, batch, d.policy(), sm90a, weight_copies(wv));
     const auto own = fp32_out([&](const MoeOutput& o) {
       if (warp) d.warp().experts(wv, dx.data(), rv, o, nullptr);
       else d.classical().experts(view, dx.data(), rv, o, c, nullptr);
