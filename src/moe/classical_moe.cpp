@@ -46,6 +46,7 @@ DeviceFp8BlockWeights DeviceFp8BlockWeights::quantize(const MoeWeightsView& w, c
   w.validate();
   WD_CHECK(w.format == WeightFormat::kBF16 && w.space == MemorySpace::kDevice,
            "DeviceFp8BlockWeights::quantize needs BF16 weights in device memory");
+  w.require_canonical("DeviceFp8BlockWeights::quantize");  // it reads the canonical (E, N, K) tensors
   const MoeShape& s = w.shape;
   const size_t E = s.experts, H = s.hidden, I = s.intermediate, B = kFp8BlockSize;
   const size_t hb = (H + B - 1) / B, ib = (I + B - 1) / B;

@@ -1286,6 +1286,9 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     const Layer mx = Layer::make(real, WeightFormat::kMXFP8, fresh_seed());
     const DeviceMoeWeights mx_only = DeviceMoeWeights::upload(mx.host, DeviceWeightsOptions::tiled_only());
     EXPECT_FALSE(classical_reads_tiled_only(real, WeightFormat::kMXFP8, true));
+    // The FP8 block-128 quantizer reads the canonical tensors (added after
+    // session 51's device runs: it read null pointers before).
+    EXPECT_THROW(DeviceFp8BlockWeights::quantize(only.view(), nullptr), InvalidArgument);
     EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, nullptr); }),
                  InvalidArgument);
   }
