@@ -87,6 +87,20 @@ TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
   EXPECT_FALSE(has(r, "no tiled")) << r.output;
 }
 
+// I % 128 == 0: tiled-only BF16 weights need no scratch for prefill on
+// sm_90a (the classical path reads them as they are), and inspect says so.
+TEST(InspectCli, TiledOnlyBf16NeedsNoScratchWhereTheClassicalPathReadsIt) {
+  testing::TinyModelSpec spec;
+  spec.moe_intermediate = 128;
+  const std::string dir = tiny_model("inspect_tiled_direct", spec);
+  const Result r = run("inspect " + dir);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The scratch: one layer, 8 x 3 x 64 x 128 = 196608 parameters: 384.0 KiB BF16.
+  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode (prefill: the classical path reads it as it "
+                     "is on sm_90a; elsewhere + 384.0 KiB for MoeDispatch::untile_tiled_only's one-layer scratch"))
+      << r.output;
+}
+
 TEST(InspectCli, Fp8CheckpointsShowTheirOwnFormatAndConvert) {
   testing::TinyModelSpec spec;
   spec.dtype = testing::SourceDType::kFp8Block;

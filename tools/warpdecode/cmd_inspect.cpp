@@ -76,11 +76,18 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   // The uploads (DeviceWeightsOptions): tiled-only holds each tensor once;
   // the default and tiled_beside_canonical() keep the canonical tensors,
   // which the classical path (MoeDispatch past its crossover) reads.
+  // Tiled-only BF16: the classical path's TMA GEMM reads it as it is on
+  // sm_90a where SiLU·up fuses (I % 128 == 0: ClassicalConfig::reads_tiled);
+  // elsewhere prefill needs the un-tiling scratch.
+  const bool bf16_direct = c.moe_shape().intermediate % 128 == 0;
+  const std::string scratch = bytes_str(s.gpu_bytes_bf16_untile_scratch) +
+                              " for MoeDispatch::untile_tiled_only's one-layer scratch (prefill on the classical path)";
   const std::string bf16_uploads =
       s.gpu_bytes_bf16_tiled > 0
-          ? "the same when tiled-only, the fastest warp decode, + " + bytes_str(s.gpu_bytes_bf16_untile_scratch) +
-                " for MoeDispatch::untile_tiled_only's one-layer scratch (prefill on the classical path); + " +
-                bytes_str(s.gpu_bytes_bf16_tiled) +
+          ? "the same when tiled-only, the fastest warp decode" +
+                (bf16_direct ? " (prefill: the classical path reads it as it is on sm_90a; elsewhere + " + scratch + ")"
+                             : ", + " + scratch) +
+                "; + " + bytes_str(s.gpu_bytes_bf16_tiled) +
                 " with tiled_beside_canonical(), the fastest warp decode beside the classical path"
           : std::string("no tiled copies: the MoE shape does not take both tiled layouts (H % 64, I % 64)");
   std::printf("  bf16        %s   (%s)\n", bytes_str(s.gpu_bytes_bf16).c_str(), bf16_uploads.c_str());
