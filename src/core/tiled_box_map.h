@@ -37,29 +37,72 @@ struct TiledBoxMap {
 
 constexpr int kTiledBoxElems = 64;  // BF16 elements of K a box row holds (two 64-byte halves)
 
-// Down (E, H, I) BF16, rows e·H + n, K = I: rank 4 (32 elements, 16 rows of
-// 64 bytes, E·H/16 item rows of 32·I bytes, I/32 units of 1 KB items).
-inline TiledBoxMap down_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
+// Elements of a 64-byte half row: 32 BF16, 64 MXFP8 codes (elem_bytes 2 or 1).
+// MXFP8 tiled copies hold the same 64-byte rows over the codes, each aligned
+// word of four codes packed (warpdecode/packed_e4m3.h): the same maps give
+// a box of R rows × 128 codes, two halves of 64, in packed words. (MXFP8
+// maps are geometry for a W8A16 reader of tiled-only weights; no kernel
+// reads them yet: docs/CLASSICAL.md, "Tiled-only BF16 read as it is".)
+
+// Down (E, H, I), rows e·H + n, K = I (elem_bytes each): rank 4 (one 64-byte
+// half row, 16 rows of 64 bytes, E·H/16 item rows of 16·I·elem_bytes bytes,
+// I·elem_bytes/64 units of 1 KB items).
+inline TiledBoxMap down_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows, int elem_bytes = 2) {
   TiledBoxMap m;
   m.rank = 4;
-  const uint64_t dims[4] = {32, 16, E * H / 16, I / 32}, strides[3] = {64, 32 * I, 1024};
-  const uint32_t box[4] = {32, 16, box_rows / 16, 2};
+  const uint64_t kb = I * uint64_t(elem_bytes);  // bytes of a row
+  const uint64_t dims[4] = {64 / uint64_t(elem_bytes), 16, E * H / 16, kb / 64}, strides[3] = {64, 16 * kb, 1024};
+  const uint32_t box[4] = {64 / uint32_t(elem_bytes), 16, box_rows / 16, 2};
   for (int d = 0; d < 4; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
   for (int d = 0; d < 3; ++d) m.strides[d] = strides[d];
   return m;
 }
 
-// Gate_up (E, 2I, H) BF16, gate rows e·2I + n and up rows e·2I + I + n,
-// K = H: rank 5 (32 elements, 16 rows of 64 bytes, gate/up 1 KB apart, E·I/16
-// item rows of 64·H bytes, H/32 units of 2 KB items).
-inline TiledBoxMap gate_up_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
+// Gate_up (E, 2I, H), gate rows e·2I + n and up rows e·2I + I + n, K = H:
+// rank 5 (one 64-byte half row, 16 rows of 64 bytes, gate/up 1 KB apart,
+// E·I/16 item rows of 32·H·elem_bytes bytes, H·elem_bytes/64 units of 2 KB
+// items).
+inline TiledBoxMap gate_up_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows, int elem_bytes = 2) {
   TiledBoxMap m;
   m.rank = 5;
-  const uint64_t dims[5] = {32, 16, 2, E * I / 16, H / 32}, strides[4] = {64, 1024, 64 * H, 2048};
-  const uint32_t box[5] = {32, 16, 1, box_rows / 16, 2};
+  const uint64_t kb = H * uint64_t(elem_bytes);
+  const uint64_t dims[5] = {64 / uint64_t(elem_bytes), 16, 2, E * I / 16, kb / 64},
+                 strides[4] = {64, 1024, 32 * kb, 2048};
+  const uint32_t box[5] = {64 / uint32_t(elem_bytes), 16, 1, box_rows / 16, 2};
   for (int d = 0; d < 5; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
   for (int d = 0; d < 4; ++d) m.strides[d] = strides[d];
   return m;
+}
+
+// MXFP8 tiled scales (down_tiled_scale_offset, gate_up_tiled_scale_offset):
+// an item's 16 rows × 2 blocks of 32 codes (gate_up: its gate half, then its
+// up half, 32 bytes each), row 8h + g, block b at byte 16h + 2g + b. A box
+// of R rows × 4 blocks (a slot's 128 codes of K), no swizzle, lands as
+// [unit u < 2][item row < R/16][32 bytes]: row r's block b4 < 4 at
+// tiled_scale_box_offset(r, b4, R). Down: rank 3 (32 bytes, E·H/16 item
+// rows of I/2 bytes, I/64 units of 32 bytes); gate_up: rank 4 (32 bytes,
+// gate/up 32 bytes apart, E·I/16 item rows of H bytes, H/64 units of 64
+// bytes).
+inline TiledBoxMap down_tiled_scale_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
+  TiledBoxMap m;
+  m.rank = 3;
+  const uint64_t dims[3] = {32, E * H / 16, I / 64}, strides[2] = {I / 2, 32};
+  const uint32_t box[3] = {32, box_rows / 16, 2};
+  for (int d = 0; d < 3; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
+  for (int d = 0; d < 2; ++d) m.strides[d] = strides[d];
+  return m;
+}
+inline TiledBoxMap gate_up_tiled_scale_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
+  TiledBoxMap m;
+  m.rank = 4;
+  const uint64_t dims[4] = {32, 2, E * I / 16, H / 64}, strides[3] = {32, H, 64};
+  const uint32_t box[4] = {32, 1, box_rows / 16, 2};
+  for (int d = 0; d < 4; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
+  for (int d = 0; d < 3; ++d) m.strides[d] = strides[d];
+  return m;
+}
+WD_HD constexpr int tiled_scale_box_offset(int r, int b4, int box_rows) {
+  return (b4 >> 1) * (box_rows / 16) * 32 + (r / 16) * 32 + ((r % 16) / 8) * 16 + 2 * (r % 8) + (b4 & 1);
 }
 
 // Whether a box of box_rows canonical rows from `row` (K from any multiple
@@ -71,13 +114,22 @@ WD_HD bool tiled_box_fits(int row, int box_rows, int gate_up_I) {
 }
 
 // The map coordinates (innermost first) of the box whose canonical corner is
-// (element k, row); k a multiple of 64.
-WD_HD void down_tiled_box_coords(int k, int row, int (&c)[5]) {
-  c[0] = 0, c[1] = 0, c[2] = row / 16, c[3] = k / 32, c[4] = 0;
+// (element k, row); k a multiple of 128 / elem_bytes (a box's K). The scale
+// maps take the same corner: down_tiled_scale_box_coords with the down
+// codes' item row, gate_up's with the gate/up and item row coordinates.
+WD_HD void down_tiled_box_coords(int k, int row, int (&c)[5], int elem_bytes = 2) {
+  c[0] = 0, c[1] = 0, c[2] = row / 16, c[3] = k * elem_bytes / 64, c[4] = 0;
 }
-WD_HD void gate_up_tiled_box_coords(int k, int row, int I, int (&c)[5]) {
+WD_HD void gate_up_tiled_box_coords(int k, int row, int I, int (&c)[5], int elem_bytes = 2) {
   const int e = row / (2 * I), in = row - e * 2 * I, up = in >= I ? 1 : 0, n = in - up * I;
-  c[0] = 0, c[1] = 0, c[2] = up, c[3] = (e * I + n) / 16, c[4] = k / 32;
+  c[0] = 0, c[1] = 0, c[2] = up, c[3] = (e * I + n) / 16, c[4] = k * elem_bytes / 64;
+}
+WD_HD void down_tiled_scale_box_coords(int k, int row, int (&c)[5]) {
+  c[0] = 0, c[1] = row / 16, c[2] = k / 64, c[3] = 0, c[4] = 0;
+}
+WD_HD void gate_up_tiled_scale_box_coords(int k, int row, int I, int (&c)[5]) {
+  const int e = row / (2 * I), in = row - e * 2 * I, up = in >= I ? 1 : 0, n = in - up * I;
+  c[0] = 0, c[1] = up, c[2] = (e * I + n) / 16, c[3] = k / 64, c[4] = 0;
 }
 
 }  // namespace wd
