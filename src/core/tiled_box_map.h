@@ -37,6 +37,17 @@ struct TiledBoxMap {
 
 constexpr int kTiledBoxElems = 64;  // BF16 elements of K a box row holds (two 64-byte halves)
 
+// A map of kRank dimensions from its lists (innermost first).
+template <int kRank>
+TiledBoxMap tiled_box_map(const uint64_t (&dims)[kRank], const uint64_t (&strides)[kRank - 1],
+                          const uint32_t (&box)[kRank]) {
+  TiledBoxMap m;
+  m.rank = kRank;
+  for (int d = 0; d < kRank; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
+  for (int d = 0; d + 1 < kRank; ++d) m.strides[d] = strides[d];
+  return m;
+}
+
 // Elements of a 64-byte half row: 32 BF16, 64 MXFP8 codes (elem_bytes 2 or 1).
 // MXFP8 tiled copies hold the same 64-byte rows over the codes, each aligned
 // word of four codes packed (warpdecode/packed_e4m3.h): the same maps give
@@ -48,14 +59,9 @@ constexpr int kTiledBoxElems = 64;  // BF16 elements of K a box row holds (two 6
 // half row, 16 rows of 64 bytes, E·H/16 item rows of 16·I·elem_bytes bytes,
 // I·elem_bytes/64 units of 1 KB items).
 inline TiledBoxMap down_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows, int elem_bytes = 2) {
-  TiledBoxMap m;
-  m.rank = 4;
   const uint64_t kb = I * uint64_t(elem_bytes);  // bytes of a row
-  const uint64_t dims[4] = {64 / uint64_t(elem_bytes), 16, E * H / 16, kb / 64}, strides[3] = {64, 16 * kb, 1024};
-  const uint32_t box[4] = {64 / uint32_t(elem_bytes), 16, box_rows / 16, 2};
-  for (int d = 0; d < 4; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
-  for (int d = 0; d < 3; ++d) m.strides[d] = strides[d];
-  return m;
+  return tiled_box_map<4>({64 / uint64_t(elem_bytes), 16, E * H / 16, kb / 64}, {64, 16 * kb, 1024},
+                          {64 / uint32_t(elem_bytes), 16, box_rows / 16, 2});
 }
 
 // Gate_up (E, 2I, H), gate rows e·2I + n and up rows e·2I + I + n, K = H:
@@ -63,15 +69,9 @@ inline TiledBoxMap down_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32
 // E·I/16 item rows of 32·H·elem_bytes bytes, H·elem_bytes/64 units of 2 KB
 // items).
 inline TiledBoxMap gate_up_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows, int elem_bytes = 2) {
-  TiledBoxMap m;
-  m.rank = 5;
   const uint64_t kb = H * uint64_t(elem_bytes);
-  const uint64_t dims[5] = {64 / uint64_t(elem_bytes), 16, 2, E * I / 16, kb / 64},
-                 strides[4] = {64, 1024, 32 * kb, 2048};
-  const uint32_t box[5] = {64 / uint32_t(elem_bytes), 16, 1, box_rows / 16, 2};
-  for (int d = 0; d < 5; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
-  for (int d = 0; d < 4; ++d) m.strides[d] = strides[d];
-  return m;
+  return tiled_box_map<5>({64 / uint64_t(elem_bytes), 16, 2, E * I / 16, kb / 64}, {64, 1024, 32 * kb, 2048},
+                          {64 / uint32_t(elem_bytes), 16, 1, box_rows / 16, 2});
 }
 
 // MXFP8 tiled scales (down_tiled_scale_offset, gate_up_tiled_scale_offset):
@@ -84,22 +84,10 @@ inline TiledBoxMap gate_up_tiled_box_map(uint64_t E, uint64_t H, uint64_t I, uin
 // gate/up 32 bytes apart, E·I/16 item rows of H bytes, H/64 units of 64
 // bytes).
 inline TiledBoxMap down_tiled_scale_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
-  TiledBoxMap m;
-  m.rank = 3;
-  const uint64_t dims[3] = {32, E * H / 16, I / 64}, strides[2] = {I / 2, 32};
-  const uint32_t box[3] = {32, box_rows / 16, 2};
-  for (int d = 0; d < 3; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
-  for (int d = 0; d < 2; ++d) m.strides[d] = strides[d];
-  return m;
+  return tiled_box_map<3>({32, E * H / 16, I / 64}, {I / 2, 32}, {32, box_rows / 16, 2});
 }
 inline TiledBoxMap gate_up_tiled_scale_box_map(uint64_t E, uint64_t H, uint64_t I, uint32_t box_rows) {
-  TiledBoxMap m;
-  m.rank = 4;
-  const uint64_t dims[4] = {32, 2, E * I / 16, H / 64}, strides[3] = {32, H, 64};
-  const uint32_t box[4] = {32, 1, box_rows / 16, 2};
-  for (int d = 0; d < 4; ++d) m.dims[d] = dims[d], m.box[d] = box[d];
-  for (int d = 0; d < 3; ++d) m.strides[d] = strides[d];
-  return m;
+  return tiled_box_map<4>({32, 2, E * I / 16, H / 64}, {32, H, 64}, {32, 1, box_rows / 16, 2});
 }
 WD_HD constexpr int tiled_scale_box_offset(int r, int b4, int box_rows) {
   return (b4 >> 1) * (box_rows / 16) * 32 + (r / 16) * 32 + ((r % 16) / 8) * 16 + 2 * (r % 8) + (b4 & 1);
@@ -120,16 +108,25 @@ WD_HD bool tiled_box_fits(int row, int box_rows, int gate_up_I) {
 WD_HD void down_tiled_box_coords(int k, int row, int (&c)[5], int elem_bytes = 2) {
   c[0] = 0, c[1] = 0, c[2] = row / 16, c[3] = k * elem_bytes / 64, c[4] = 0;
 }
-WD_HD void gate_up_tiled_box_coords(int k, int row, int I, int (&c)[5], int elem_bytes = 2) {
+// A gate_up row e·2I + up·I + n: whether it is an up row, and its item row
+// (e·I + n) / 16.
+struct GateUpTiledRow {
+  int up, item_row;
+};
+WD_HD GateUpTiledRow gate_up_tiled_row(int row, int I) {
   const int e = row / (2 * I), in = row - e * 2 * I, up = in >= I ? 1 : 0, n = in - up * I;
-  c[0] = 0, c[1] = 0, c[2] = up, c[3] = (e * I + n) / 16, c[4] = k * elem_bytes / 64;
+  return {up, (e * I + n) / 16};
+}
+WD_HD void gate_up_tiled_box_coords(int k, int row, int I, int (&c)[5], int elem_bytes = 2) {
+  const GateUpTiledRow g = gate_up_tiled_row(row, I);
+  c[0] = 0, c[1] = 0, c[2] = g.up, c[3] = g.item_row, c[4] = k * elem_bytes / 64;
 }
 WD_HD void down_tiled_scale_box_coords(int k, int row, int (&c)[5]) {
   c[0] = 0, c[1] = row / 16, c[2] = k / 64, c[3] = 0, c[4] = 0;
 }
 WD_HD void gate_up_tiled_scale_box_coords(int k, int row, int I, int (&c)[5]) {
-  const int e = row / (2 * I), in = row - e * 2 * I, up = in >= I ? 1 : 0, n = in - up * I;
-  c[0] = 0, c[1] = up, c[2] = (e * I + n) / 16, c[3] = k / 64, c[4] = 0;
+  const GateUpTiledRow g = gate_up_tiled_row(row, I);
+  c[0] = 0, c[1] = g.up, c[2] = g.item_row, c[3] = k / 64, c[4] = 0;
 }
 
 }  // namespace wd
