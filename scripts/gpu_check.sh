@@ -38,8 +38,8 @@
 #            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240); UNTILED=1 adds
 #            the untiled tune after it (no tests; both took 270 + 150-220 s in
 #            session 50, close to one 10-minute device call)
-#     untiled: tiled-only weights on the classical path (BF16 read as they are,
-#            MXFP8 un-tiled: UntiledWeights, MoeDispatch::untile_tiled_only): their
+#     untiled: tiled-only weights on the classical path (BF16 read as they are
+#            on sm_90a, MXFP8 un-tiled: UntiledWeights, MoeDispatch::untile_tiled_only): their
 #            GPU tests (also under memcheck), then bench-moe --tune-untiled per preset
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
@@ -341,7 +341,7 @@ fi
 
 if [ "$MODE" = untiled ]; then
   t0=$(date +%s)
-  "$BIN/warpdecode_classical_gpu_tests" --gtest_filter='Classical.DispatchUntiles*:Classical.DispatchRunsWarpDecodeOnTiledOnlyWeights:Classical.TmaTileReadsTiledOnlyBf16Weights' \
+  "$BIN/warpdecode_classical_gpu_tests" --gtest_filter='Classical.DispatchUntiles*:Classical.DispatchRunsWarpDecodeOnTiledOnlyWeights:Classical.TmaTileReadsTiledOnly*' \
     >"$LOG/untiled-tests.log" 2>&1
   rc=$?
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure" "$LOG/untiled-tests.log" | head -30
@@ -352,7 +352,7 @@ if [ "$MODE" = untiled ]; then
     # memcheck only: the un-tiling kernel uses no shared memory, and the
     # classical kernels' races are racecheck's SanitizerCase's.
     compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/warpdecode_classical_gpu_tests" \
-      --gtest_filter='Classical.DispatchUntiles*:Classical.TmaTileReadsTiledOnlyBf16Weights' >"$LOG/untiled-sanitizer-memcheck.log" 2>&1
+      --gtest_filter='Classical.DispatchUntiles*:Classical.TmaTileReadsTiledOnly*' >"$LOG/untiled-sanitizer-memcheck.log" 2>&1
     note "untiled san memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$LOG/untiled-sanitizer-memcheck.log" | tr '\n' ' ')"
   fi
   untiled_tune

@@ -88,7 +88,7 @@ struct Inputs {
       : x(xh), ids(r.ids), w(std::vector<float>(r.w.begin(), r.w.end())) {}
 };
 
-std::vector<double> run_experts(const ClassicalMoe& moe, const Layer& layer, const std::vector<uint16_t>& x,
+std::vector<double> run_experts(const ClassicalMoe& moe, const MoeWeightsView& weights, const std::vector<uint16_t>& x,
                                 const HostRouting& r, int B, OutputType type, const ClassicalConfig* cfg = nullptr) {
   const MoeShape& s = moe.shape();
   const size_t BH = size_t(B) * s.hidden;
@@ -98,16 +98,16 @@ std::vector<double> run_experts(const ClassicalMoe& moe, const Layer& layer, con
     DeviceBuffer<float> dy(BH);
     dy.fill_bytes(0xFF);  // NaN poison
     const MoeOutput out{dy.data(), type, nullptr};
-    if (cfg) moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
-    else moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, nullptr);
+    if (cfg) moe.experts(weights, in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
+    else moe.experts(weights, in.x.data(), in.view(B, s.top_k), out, nullptr);
     const auto h = dy.download();
     std::copy(h.begin(), h.end(), y.begin());
   } else {
     DeviceBuffer<uint16_t> dy(BH);
     dy.fill_bytes(0xFF);
     const MoeOutput out{dy.data(), type, nullptr};
-    if (cfg) moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
-    else moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, nullptr);
+    if (cfg) moe.experts(weights, in.x.data(), in.view(B, s.top_k), out, *cfg, nullptr);
+    else moe.experts(weights, in.x.data(), in.view(B, s.top_k), out, nullptr);
     const auto h = dy.download();
     for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
   }
@@ -177,7 +177,7 @@ void check_against(const ClassicalMoe& moe, const Layer& layer, PathRefs& refs, 
                    const ClassicalConfig* cfg = nullptr) {
   const MoeShape& s = moe.shape();
   const int B = refs.B;
-  const auto y = run_experts(moe, layer, refs.x, refs.r, B, OutputType::kFP32, cfg);
+  const auto y = run_experts(moe, layer.view(), refs.x, refs.r, B, OutputType::kFP32, cfg);
   const ClassicalConfig used = cfg ? *cfg : ClassicalConfig::for_batch(s, B, layer.host.format());
   const auto& emu = refs.emulation(layer, used.fuse_silu, used.bf16_activations);
   const bool w8a8 = layer.host.format() != WeightFormat::kBF16 && !used.bf16_activations;
@@ -764,6 +764,7 @@ TEST(Classical, TmaTileSanitizerCase) {
     const MoeShape* s;
     WeightFormat f;
     ClassicalConfig cfg;
+    bool tiled_only = false;  // the weights' tiled copies alone, read as they are
   };
   std::vector<Case> cases;
   for (int t : {8, 16, 32, 64, 80, 128, 144})
@@ -776,6 +777,10 @@ TEST(Classical, TmaTileSanitizerCase) {
           for (bool share : {false, true}) cases.push_back({&paired, f, {t, ClassicalGemm::kTma, true, silu, a16, share}});
   for (WeightFormat f : kAllFormats)
     for (bool a16 : {false, true}) cases.push_back({&real, f, ClassicalConfig::for_batch(real, 300, f, true, a16)});
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8})
+    for (int t : {64, 128, 144})
+      for (bool share : {false, true})
+        cases.push_back({&paired, f, {t, ClassicalGemm::kTma, true, true, f == WeightFormat::kMXFP8, share}, true});
   // One layer per (shape, format) and one ClassicalMoe per shape, shared by
   // their configurations: building them (host synthesis, quantization,
   // upload) once per configuration was most of this test's time under the
@@ -783,26 +788,36 @@ TEST(Classical, TmaTileSanitizerCase) {
   const int B = 300;
   std::map<std::pair<const MoeShape*, WeightFormat>, Layer> layers;
   std::map<const MoeShape*, std::unique_ptr<ClassicalMoe>> moes;
-  int ran = 0;
+  std::map<std::pair<const MoeShape*, WeightFormat>, DeviceMoeWeights> tiled;
+  int ran = 0, ran_tiled = 0;
   for (const auto& c : cases) {
-    if (!c.cfg.supports(*c.s, c.f)) continue;
+    if (!c.cfg.supports(*c.s, c.f) || (c.tiled_only && !c.cfg.reads_tiled(*c.s, c.f))) continue;
     auto lit = layers.find({c.s, c.f});
     if (lit == layers.end()) lit = layers.emplace(std::make_pair(c.s, c.f), Layer::make(*c.s, c.f, fresh_seed())).first;
     const Layer& layer = lit->second;
+    auto tit = tiled.find({c.s, c.f});
+    if (c.tiled_only && tit == tiled.end())
+      tit = tiled
+                .emplace(std::make_pair(c.s, c.f),
+                         DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only()))
+                .first;
     std::unique_ptr<ClassicalMoe>& m = moes[c.s];
     if (!m) m = std::make_unique<ClassicalMoe>(*c.s, B);
     const ClassicalMoe& moe = *m;
     const uint64_t seed = fresh_seed();
-    const auto y = run_experts(moe, layer, synthetic_input(B, c.s->hidden, seed, InputKind::kGaussian),
+    const auto y = run_experts(moe, c.tiled_only ? tit->second.view() : layer.view(), synthetic_input(B, c.s->hidden, seed, InputKind::kGaussian),
                                random_routing(B, c.s->experts, c.s->top_k, seed + 1), B, OutputType::kFP32, &c.cfg);
     const size_t bad = size_t(std::count_if(y.begin(), y.end(), [](double v) { return !std::isfinite(v); }));
     EXPECT_EQ(bad, 0u) << to_string(c.f) << " H=" << c.s->hidden << " " << c.cfg.label()
-                       << ": unwritten or non-finite outputs";
-    ++ran;
+                       << (c.tiled_only ? " (tiled-only)" : "") << ": unwritten or non-finite outputs";
+    ++(c.tiled_only ? ran_tiled : ran);
   }
   // At least awkward's seven tiles, paired BF16's eight (T = 64, 80, 128,
-  // 144, SiLU·up fused or not) and the three real-shape defaults.
+  // 144, SiLU·up fused or not) and the three real-shape defaults; and the
+  // tiled-only reads of BF16 (six: T x clusters). MXFP8's W8A16 cases run
+  // where reads_tiled takes them.
   EXPECT_GE(ran, 18) << "fewer TMA configurations than these shapes take";
+  EXPECT_GE(ran_tiled, 6) << "fewer tiled-only reads than BF16 takes";
 }
 
 TEST(Classical, RealShapes) {
@@ -871,7 +886,7 @@ TEST(Classical, BF16OutputAndResidual) {
   const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
   const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
                                             reference::Precision::kFP64);
-  EXPECT_LE(rel_l2(exact, run_experts(moe, layer, x, r, B, OutputType::kBF16)), 1e-2);
+  EXPECT_LE(rel_l2(exact, run_experts(moe, layer.view(), x, r, B, OutputType::kBF16)), 1e-2);
   // Residual, BF16 and FP32.
   std::vector<float> res(size_t(B) * s.hidden);
   std::mt19937 g{unsigned(fresh_seed())};
@@ -1440,7 +1455,7 @@ TEST(Classical, DeterministicRunToRun) {
     for (int B : {37, 512}) {
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-      EXPECT_EQ(run_experts(moe, layer, x, r, B, OutputType::kFP32), run_experts(moe, layer, x, r, B, OutputType::kFP32))
+      EXPECT_EQ(run_experts(moe, layer.view(), x, r, B, OutputType::kFP32), run_experts(moe, layer.view(), x, r, B, OutputType::kFP32))
           << to_string(f) << " B=" << B;
     }
   }
@@ -1540,7 +1555,7 @@ TEST(Classical, EveryDeviceRunsEveryPath) {
       const Layer layer = Layer::make(s, f, seed);
       ClassicalMoe moe(s, B);
       std::vector<std::vector<double>> ys;
-      for (const auto& cfg : all_configs(s, f, true)) ys.push_back(run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg));
+      for (const auto& cfg : all_configs(s, f, true)) ys.push_back(run_experts(moe, layer.view(), x, r, B, OutputType::kFP32, &cfg));
       if (f != WeightFormat::kFP8Block128) {  // warp decode: both families' defaults
         for (KernelFamily fam : {KernelFamily::kTensorCores, KernelFamily::kScalar}) {
           WarpDecodeMoe warp(s, B, fam);
