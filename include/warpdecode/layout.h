@@ -30,6 +30,7 @@
 namespace wd {
 
 enum class WeightFormat { kBF16, kMXFP8, kFP8Block128 };
+inline constexpr WeightFormat kWeightFormats[] = {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128};
 const char* to_string(WeightFormat f);
 // "bf16" | "mxfp8" | "fp8-block128"; throws otherwise
 WeightFormat parse_weight_format(const std::string& s);

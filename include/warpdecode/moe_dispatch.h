@@ -34,6 +34,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -259,6 +260,13 @@ class MoeDispatch {
   std::unique_ptr<WarpDecodeMoe> warp_;
   std::unique_ptr<ClassicalMoe> classical_;
   std::unique_ptr<UntiledWeights> untiled_;
+  // Fixed for the object's life, so computed once here rather than up to
+  // three times a call: whether this device runs the sm_90a classical
+  // kernels, and per WeightFormat whether the classical path reads its
+  // tiled-only weights as they are (classical_reads_tiled_only).
+  bool sm90a_;
+  std::array<bool, std::size(kWeightFormats)> reads_tiled_only_;
+  bool reads_tiled_only(WeightFormat f) const { return reads_tiled_only_[static_cast<size_t>(f)]; }
   // The weights the classical path reads for w: w, or tiled-only w un-tiled.
   MoeWeightsView classical_weights(const MoeWeightsView& w, cudaStream_t stream) const;
 };

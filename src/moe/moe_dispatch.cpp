@@ -253,9 +253,11 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
 }
 
 MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table, DispatchPolicy policy)
-    : shape_(shape), table_(std::move(table)), policy_(policy) {
+    : shape_(shape), table_(std::move(table)), policy_(policy), sm90a_(ClassicalMoe::wgmma_available()) {
   warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, WarpDecodeMoe::kMaxBatch));
   classical_ = std::make_unique<ClassicalMoe>(shape, max_batch);
+  for (WeightFormat f : kWeightFormats)
+    reads_tiled_only_[static_cast<size_t>(f)] = classical_reads_tiled_only(shape_, f, sm90a_);
 }
 
 MoeDispatch::~MoeDispatch() = default;
@@ -277,24 +279,16 @@ ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const Moe
   return ClassicalConfig::for_batch(s, batch, f, sm90a, a16);
 }
 
-namespace {
-ClassicalConfig classical_config(const CrossoverTable& t, const MoeShape& s, WeightFormat f, int batch,
-                                 DispatchPolicy policy, WeightCopies copies) {
-  return dispatch_classical_config(t, s, f, batch, policy, ClassicalMoe::wgmma_available(), copies);
-}
-}  // namespace
-
 bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
   return batch >= 1 && ClassicalConfig::for_batch(shape, batch, f, sm90a, true).bf16_activations;
 }
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
-  const bool sm90a = ClassicalMoe::wgmma_available();
-  const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a);
+  const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a_);
   // Tiled-only weights: the classical path takes them where it reads them
   // as they are (BF16 on the TMA GEMM) or with an un-tiling scratch.
-  const bool takes = classical_reads_tiled_only(shape_, f, sm90a) || untiles(f);
+  const bool takes = reads_tiled_only(f) || untiles(f);
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
                      copies == WeightCopies::kTiledOnly && takes);
 }
@@ -311,8 +305,7 @@ size_t MoeDispatch::untiled_bytes() const { return untiled_ ? untiled_->bytes() 
 MoeWeightsView MoeDispatch::classical_weights(const MoeWeightsView& w, cudaStream_t stream) const {
   // choose() sends tiled-only weights here only where the classical path
   // reads them as they are, or with a scratch of their format.
-  const bool untile = weight_copies(w) == WeightCopies::kTiledOnly &&
-                      !classical_reads_tiled_only(shape_, w.format, ClassicalMoe::wgmma_available());
+  const bool untile = weight_copies(w) == WeightCopies::kTiledOnly && !reads_tiled_only(w.format);
   return untile ? untiled_->untile(w, stream) : w;
 }
 
@@ -323,15 +316,17 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
     return;
   }
   classical_->forward(classical_weights(w, stream), x, batch, out,
-                      classical_config(table_, shape_, w.format, batch, policy_, weight_copies(w)), stream);
+                      dispatch_classical_config(table_, shape_, w.format, batch, policy_, sm90a_, weight_copies(w)),
+                      stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
   if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
   else
-    classical_->experts(classical_weights(w, stream), x, routing, out,
-                        classical_config(table_, shape_, w.format, routing.batch, policy_, weight_copies(w)), stream);
+    classical_->experts(
+        classical_weights(w, stream), x, routing, out,
+        dispatch_classical_config(table_, shape_, w.format, routing.batch, policy_, sm90a_, weight_copies(w)), stream);
 }
 
 }  // namespace wd

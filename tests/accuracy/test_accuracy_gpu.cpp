@@ -28,7 +28,7 @@ TEST(AccuracyGpu, DeviceLayersMatchTheHostGenerator) {
     gpu->set_layer(seed, formats);
     cpu->set_layer(seed, formats);
     ASSERT_EQ(gpu->router(), cpu->router());
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+    for (WeightFormat f : kWeightFormats) {
       const HostExperts g = gpu->slice(f, {0, 5, 15}), c = cpu->slice(f, {0, 5, 15});
       SCOPED_TRACE(to_string(f));
       EXPECT_EQ(g.ids, c.ids);

@@ -37,7 +37,7 @@ bool same_expert(const std::vector<T>& compact, size_t j, const std::vector<T>& 
 }
 
 TEST(AccuracyExperts, SliceHoldsExactlyTheAskedExperts) {
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+  for (WeightFormat f : kWeightFormats) {
     const MoeWeights w = layer(f, 3);
     const HostExperts h = slice_experts(w.view(), {9, 2, 9, 15, 0}, kMemcpy);
     ASSERT_EQ(h.ids, (std::vector<int32_t>{0, 2, 9, 15})) << to_string(f);
@@ -72,7 +72,7 @@ TEST(AccuracyExperts, SliceHoldsExactlyTheAskedExperts) {
 // The judge on the compact layer computes the same bits as on the full one.
 TEST(AccuracyExperts, ReferenceOnCompactLayerEqualsFullLayer) {
   const int B = 5;
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+  for (WeightFormat f : kWeightFormats) {
     const MoeWeights w = layer(f, 11);
     const auto x = synthetic_input(B, tiny().hidden, 5, InputKind::kOutliers);
     const reference::Routing full_r = reference::router(w.view(), x.data(), B);

@@ -209,7 +209,7 @@ void add_check(CLI::App& app) {
 
     std::printf("%-12s %-50s %-10s %-10s %-8s %-6s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
     int failed = 0, passed = 0, skipped = 0;
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+    for (WeightFormat f : kWeightFormats) {
       if (o->format != "all" && o->format != to_string(f)) continue;
       const MoeWeights converted = f == WeightFormat::kMXFP8         ? bf16.to_mxfp8()
                                    : f == WeightFormat::kFP8Block128 ? bf16.to_fp8_block128()
