@@ -59,13 +59,6 @@ CUresult encode(CUtensorMap& m, const void* ptr, int rank, const cuuint64_t* dim
   return wd::kernels::encode_tma_map(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, ptr, dims, strides, box,
                                      CU_TENSOR_MAP_SWIZZLE_64B);
 }
-CUresult encode(CUtensorMap& m, const void* ptr, const wd::TiledBoxMap& g) {
-  cuuint64_t dims[5], strides[4];
-  cuuint32_t box[5];
-  for (int d = 0; d < g.rank; ++d) dims[d] = g.dims[d], box[d] = g.box[d];
-  for (int d = 0; d + 1 < g.rank; ++d) strides[d] = g.strides[d];
-  return encode(m, ptr, g.rank, dims, strides, box);
-}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, const Coords& k, uint32_t bar) {
@@ -137,7 +130,8 @@ int probe(const char* what, const std::vector<uint16_t>& w, const std::vector<ui
   CUtensorMap canonical, tiled;
   const cuuint64_t cd[2] = {K, rows}, cs[1] = {2 * K};
   const cuuint32_t cb[2] = {32, kBoxRows};
-  const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb), rt = encode(tiled, dt.data(), g);
+  const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
+                 rt = wd::kernels::encode_tiled_bf16_map(tiled, dt.data(), g);
   std::printf("%-8s maps: canonical CUresult %d, tiled (rank %d) CUresult %d\n", what, int(rc), g.rank, int(rt));
   if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) return 1;
   DeviceBuffer<uint8_t> out(kRegion);

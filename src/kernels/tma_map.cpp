@@ -48,14 +48,17 @@ CUtensorMap tma_matrix_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8,
   return m;
 }
 
-CUtensorMap tma_tiled_bf16_map(const void* ptr, const TiledBoxMap& g) {
-  CUtensorMap m;
+CUresult encode_tiled_bf16_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g) {
   cuuint64_t dims[5], strides[4];
   cuuint32_t box[5];
   for (int d = 0; d < g.rank; ++d) dims[d] = g.dims[d], box[d] = g.box[d];
   for (int d = 0; d + 1 < g.rank; ++d) strides[d] = g.strides[d];
-  const CUresult r =
-      encode_tma_map(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, g.rank, ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_64B);
+  return encode_tma_map(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, g.rank, ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_64B);
+}
+
+CUtensorMap tma_tiled_bf16_map(const void* ptr, const TiledBoxMap& g) {
+  CUtensorMap m;
+  const CUresult r = encode_tiled_bf16_map(m, ptr, g);
   WD_CHECK(r == CUDA_SUCCESS, "TMA: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for a tiled BF16 copy (rank ",
            g.rank, ", ", g.dims[g.rank - 1], " units)");
   return m;

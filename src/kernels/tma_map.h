@@ -27,5 +27,8 @@ CUtensorMap tma_matrix_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8,
 // each box two K halves of 64-byte rows, 64-byte swizzle. Throws
 // wd::InvalidArgument where the driver refuses it.
 CUtensorMap tma_tiled_bf16_map(const void* ptr, const TiledBoxMap& g);
+// The same map, the driver's CUresult returned rather than thrown (for
+// bench/tma_tiled_probe, which reports what the driver refuses).
+CUresult encode_tiled_bf16_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g);
 
 }  // namespace wd::kernels
