@@ -3,7 +3,7 @@
 #include <map>
 
 #include "accuracy/backend.h"
-#include "warpdecode/classical.h"
+#include "warpdecode/classical_config.h"
 #include "warpdecode/classical_reference.h"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"

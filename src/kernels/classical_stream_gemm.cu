@@ -299,10 +299,11 @@ void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
 
 }  // namespace
 
-bool stream_gemm_fits(WeightFormat format, int n, int k) {
-  if (n <= 0 || k <= 0 || n % kRows != 0) return false;
-  return format == WeightFormat::kBF16 ? k % Stream<WeightFormat::kBF16, 8>::kRoundElems == 0 : k % kGroup == 0;
-}
+// The rules stream_gemm_fits applies (classical_fits.cpp).
+static_assert(kRows == kStreamGemmRows && kGroup == kStreamGemmGroup &&
+                  Stream<WeightFormat::kBF16, 8>::kRoundElems == kStreamGemmBf16RoundElems &&
+                  Stream<WeightFormat::kBF16, 16>::kRoundElems == kStreamGemmBf16RoundElems,
+              "classical_fits.h: the stream kernel's tile");
 
 namespace {
 template <WeightFormat F>

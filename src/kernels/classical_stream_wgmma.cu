@@ -224,9 +224,8 @@ __global__ void __launch_bounds__(kMaxWarpgroups * kWgThreads, 1)
 
 }  // namespace
 
-bool stream_wgmma_gemm_fits(WeightFormat format, int n, int k) {
-  return format == WeightFormat::kFP8Block128 && n > 0 && k > 0 && n % kRows == 0 && k % kGroup == 0;
-}
+static_assert(kRows == kStreamWgmmaRows && kGroup == kStreamWgmmaGroup,
+              "classical_fits.h: the stream-wgmma kernel's tile (stream_wgmma_gemm_fits)");
 
 void stream_wgmma_gemm(const GroupedGemmParams& p, WeightFormat format, cudaStream_t stream, bool pdl) {
   WD_CHECK(stream_wgmma_gemm_fits(format, p.n, p.k), "classical GEMM: the stream-wgmma kernel takes FP8 block-128 "

@@ -1557,17 +1557,6 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 
 }  // namespace
 
-bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, bool a_bf16) {
-  if (format != WeightFormat::kBF16 || a_bf16 || !tma_gemm_fits(format, n, k) || k % 64 != 0) return false;
-  return fuse_silu ? n % 256 == 0 : n % 16 == 0;
-}
-
-bool tma_gemm_fits(WeightFormat format, int n, int k) {
-  if (n <= 0 || k <= 0 || n % 8 != 0) return false;
-  if (format == WeightFormat::kBF16) return k % 8 == 0;
-  return n % 128 == 0 && k % 128 == 0;  // W8A8 (FP8 block-128 or MXFP8), W8A16 (MXFP8)
-}
-
 namespace {
 template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW, bool kTiledW>
 void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t stream, bool pdl) {

@@ -20,6 +20,12 @@
 #include "warpdecode/model/tensor_data.h"
 #include "warpdecode/weights.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+// The sanitizer runtime's (its header, sanitizer/allocator_interface.h, is
+// not installed with every compiler).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
+
 namespace wd::model {
 namespace {
 
@@ -306,8 +312,14 @@ TEST(WeightMap, BadCheckpointsAreRefusedByName) {
 // Bytes of live heap allocations (glibc: main arena plus mmapped chunks; the
 // stacks are allocated on the calling thread).
 size_t heap_in_use() {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's allocator replaces glibc's, whose mallinfo2 then
+  // counts nothing.
+  return __sanitizer_get_current_allocated_bytes();
+#else
   const struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
+#endif
 }
 
 // Resident file-backed pages of this process (mapped checkpoint pages).
