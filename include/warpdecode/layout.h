@@ -58,6 +58,10 @@ struct MoeShape {
   size_t expert_elems() const { return size_t(3) * intermediate * hidden; }
 };
 
+// The largest batch a warp-decode layer takes (WarpDecodeMoe::kMaxBatch;
+// here for the host logic that needs it without CUDA: dispatch_rules.h).
+constexpr int kWarpDecodeMaxBatch = 4096;
+
 // Named shapes (docs/DESIGN.md): qwen3-30b-a3b, qwen3-235b-a22b,
 // qwen3-coder-480b-a35b and tiny. Unknown names throw, listing the known ones.
 MoeShape preset_shape(const std::string& name);

@@ -171,7 +171,7 @@ struct WarpDecodeConfig {
 
 class WarpDecodeMoe {
  public:
-  static constexpr int kMaxBatch = 4096;  // the largest max_batch a layer object takes
+  static constexpr int kMaxBatch = kWarpDecodeMaxBatch;  // the largest max_batch a layer object takes
   // Sizes the workspace for up to max_batch tokens (1 to kMaxBatch) and fixes the kernel
   // family (kAuto: WarpDecodeConfig::default_family per weight format).
   // Throws on invalid shapes, and for kTensorCores on shapes they do not take.

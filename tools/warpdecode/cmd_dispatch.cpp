@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/classical_fits.h"
 #include "tools/warpdecode/batch_list.h"
 #include "tools/warpdecode/commands.h"
 #include "tools/warpdecode/shape_options.h"
-#include "warpdecode/classical.h"
 #include "warpdecode/error.h"
-#include "warpdecode/moe_dispatch.h"
-#include "warpdecode/warp_decode.h"
+#include "warpdecode/dispatch_rules.h"
 
 namespace wd::cli {
 namespace {
@@ -55,9 +54,9 @@ void run(const DispatchOptions& o) {
   WD_CHECK(o.sm90a == "auto" || o.sm90a == "yes" || o.sm90a == "no", "--sm90a '", o.sm90a,
            "': expected auto, yes or no");
   WD_CHECK(o.max_batch >= 1, "--max-batch ", o.max_batch, " must be >= 1");
-  const bool sm90a = o.sm90a == "auto" ? ClassicalMoe::wgmma_available() : o.sm90a == "yes";
+  const bool sm90a = o.sm90a == "auto" ? kernels::wgmma_available() : o.sm90a == "yes";
   const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment() : CrossoverTable::load(o.table);
-  const int warp_max = std::min(o.max_batch, WarpDecodeMoe::kMaxBatch);
+  const int warp_max = std::min(o.max_batch, kWarpDecodeMaxBatch);
 
   std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",
               table.source().c_str(), sm90a ? "yes" : "no", o.sm90a == "auto" ? " (this machine)" : " (--sm90a)",

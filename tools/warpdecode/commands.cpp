@@ -13,12 +13,12 @@ void add_all(CLI::App& app) {
   add_accuracy(app);
   add_report(app);
   add_compare(app);
+  add_dispatch(app);
 #ifdef WD_HAVE_TOKENIZER
   add_tokenize(app);
 #endif
 #ifdef WD_HAVE_CUDA
   add_bench_moe(app);
-  add_dispatch(app);
 #endif
 }
 

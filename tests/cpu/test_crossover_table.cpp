@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "warpdecode/error.h"
-#include "warpdecode/moe_dispatch.h"
+#include "warpdecode/dispatch_rules.h"
 
 namespace wd {
 namespace {

@@ -1,0 +1,189 @@
+// The dispatch's rules, host logic only (no CUDA: in every build, so that
+// `warpdecode dispatch` and the table's tests need no CUDA toolkit): the
+// crossover table measured by `bench-moe --tune`, the path a call takes and
+// the classical configuration it runs. MoeDispatch (warpdecode/
+// moe_dispatch.h, which describes the dispatch) applies them on the device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "warpdecode/classical_config.h"
+#include "warpdecode/layout.h"
+
+namespace wd {
+
+enum class MoePath { kWarp, kClassical };
+const char* to_string(MoePath p);  // "warp", "classical"
+
+// What the dispatch may trade for speed.
+//   kFastest          the crossover decides for every format (issue 4's
+//                     dispatch; the default); on the classical side MXFP8
+//                     runs W8A16 from the table's w8a16_from on (measured
+//                     faster than W8A8 there, and BF16 activations), W8A8
+//                     below it.
+//   kBf16Activations  never quantize activations where warp decode can run
+//                     the format: MXFP8 runs warp decode, or the classical
+//                     path in W8A16 from that pairing's crossover where the
+//                     device runs it (sm_90a); otherwise a batch past warp
+//                     decode's maximum is refused, not quantized.
+//                     BF16 is unaffected (both paths keep BF16 activations);
+//                     FP8 block-128 has only the W8A8 path.
+enum class DispatchPolicy { kFastest, kBf16Activations };
+const char* to_string(DispatchPolicy p);  // "fastest", "bf16-activations"
+
+struct CrossoverEntry {
+  std::string preset;  // informative; lookups use the dimensions
+  int hidden = 0, intermediate = 0, experts = 0, top_k = 0;
+  WeightFormat format = WeightFormat::kBF16;
+  int crossover = 0;   // classical from this batch on; kNever: warp decode at every measured batch
+  // The classical side ran W8A16 (MXFP8, ClassicalConfig::bf16_activations):
+  // the crossover DispatchPolicy::kBf16Activations uses. JSON "activations":
+  // "bf16" (absent: the default classical configuration).
+  bool bf16_activations = false;
+  static constexpr int kNever = -1;
+  // W8A16 entries: the batch from which W8A16 beats the default (W8A8)
+  // classical configuration by the same rule (crossover_from_ladder);
+  // kFastest runs W8A16 there (JSON "w8a16_from", absent: never).
+  int w8a16_from = kNever;
+  // The warp-decode side streamed the tiled copies of both GEMMs' weights
+  // (weights that hold gate_up_tiled: DeviceWeightsOptions::tiled_beside_canonical(),
+  // tiled_only()): on qwen3-30b-a3b 5-21 % (MXFP8) and 7-10 % (BF16)
+  // faster than on the default upload (PERF_LOG session 45), so its
+  // crossover is its own. JSON "warp_weights":
+  // "tiled" (absent: "default").
+  bool tiled_warp = false;
+  // Tiled-only weights (tiled_warp too): warp decode on the tiled copies
+  // against the classical path on the same weights, reading them as they are
+  // where it can (BF16 on sm_90a: classical_reads_tiled_only), else on the
+  // canonical tensors un-tiled first (UntiledWeights;
+  // MoeDispatch::untile_tiled_only), whose time then includes the
+  // un-tiling. JSON "warp_weights": "tiled-only".
+  bool untiled = false;
+};
+
+// The crossover a measured ladder gives: the smallest batch from which the
+// classical path is faster at every larger batch measured, by at least
+// kCrossoverMargin (classical_us < (1 − margin) · warp_us). A tie within the
+// margin stays with warp decode, which is batch-invariant and keeps FP32
+// intermediates: measurement noise must not move the switch (session 12's
+// tune had qwen3-30b-a3b BF16 within ±0.4 % from B = 24 to 48). ladder
+// ascending; warp_us[i], classical_us[i] measured at ladder[i]. Returns
+// CrossoverEntry::kNever when the classical path does not win at the largest
+// batch. Throws wd::InvalidArgument for an empty ladder or mismatched sizes.
+constexpr double kCrossoverMargin = 0.02;
+int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
+                          const std::vector<double>& classical_us, double margin = kCrossoverMargin);
+
+class CrossoverTable {
+ public:
+  // The H200 measurement compiled in.
+  static CrossoverTable built_in();
+  // A file written by `bench-moe --tune`. Throws wd::FormatError when malformed.
+  static CrossoverTable load(const std::string& path);
+  // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
+  static CrossoverTable from_environment();
+
+  void set(const CrossoverEntry& e);  // replaces the entry of the same shape, format, activations and warp weights
+  const std::vector<CrossoverEntry>& entries() const { return entries_; }
+  const std::string& source() const { return source_; }
+
+  // The batch from which the classical path runs: the entry of this shape and
+  // format if there is one; otherwise the table's measured crossovers for this
+  // format scaled to the shape by tokens per expert (B·K/E), the quantity
+  // that decides which path wins.
+  // bf16_activations: the W8A16 entries (CrossoverEntry::bf16_activations).
+  // tiled_warp: warp decode streams tiled copies (CrossoverEntry::tiled_warp):
+  // the tiled entry of this very shape; without one, the default upload's
+  // lookup above. Tiled entries are not scaled to other shapes: the default
+  // entry measured on a shape beats a guess from other shapes, and it errs
+  // towards the classical path (on the default upload warp decode is slower),
+  // which costs speed, never accuracy or correctness.
+  // untiled: tiled-only weights un-tiled for the classical path
+  // (CrossoverEntry::untiled): the shape's own untiled entry, else the
+  // untiled entries scaled by tokens per expert as above (the un-tiling
+  // and both paths scale with the layer's bytes), else kNever.
+  int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false, bool tiled_warp = false,
+                bool untiled = false) const;
+  // The W8A16 entry's w8a16_from for this shape and format, scaled the same
+  // way for unmeasured shapes; kNever without one. (W8A16 against W8A8: both
+  // classical, whatever warp decode streams; the default-upload entry's.)
+  int w8a16_from(const MoeShape& s, WeightFormat f) const;
+
+  // JSON text of the table (what load() reads; bench-moe --tune adds its
+  // measurements beside the entries).
+  std::string to_json() const;
+
+ private:
+  std::vector<CrossoverEntry> entries_;
+  std::string source_ = "empty";
+};
+
+// The copies of the expert weights a call's weights hold: which of the
+// table's entries apply and which paths can read them.
+//   kCanonical          the default upload (DeviceWeightsOptions{}): both
+//                       paths read the canonical tensors.
+//   kCanonicalAndTiled  tiled copies beside the canonical tensors
+//                       (tiled_beside_canonical(), or MXFP8's tiled gate_up
+//                       alone): warp decode streams the tiled copies (the
+//                       table's tiled entries), the classical path the
+//                       canonical tensors.
+//   kTiledOnly          tiled_only(): warp decode reads them, and the
+//                       classical path where it reads them as they are
+//                       (BF16 on sm_90a) or the dispatch un-tiles them
+//                       (MoeDispatch::untile_tiled_only).
+enum class WeightCopies { kCanonical, kCanonicalAndTiled, kTiledOnly };
+const char* to_string(WeightCopies c);  // "default", "tiled", "tiled-only" (warpdecode dispatch's --upload)
+WeightCopies weight_copies(const MoeWeightsView& w);
+
+// The path of a call: pure host logic, the rule MoeDispatch::choose applies
+// (warp_max_batch: the largest batch its warp-decode layer takes; w8a16:
+// whether the classical path runs W8A16 for this shape and device; copies:
+// what the weights hold, which picks the table's tiled entries for tiled
+// copies, and warp decode at every batch up to warp_max_batch for tiled-only
+// weights; untile: the classical path takes tiled-only weights of this
+// format — reading them as they are (classical_reads_tiled_only) or from the
+// dispatch's un-tiling scratch — from the table's tiled-only (untiled)
+// crossover on, and past warp_max_batch). Throws wd::InvalidArgument for a
+// batch < 1, for an MXFP8 batch past warp_max_batch under kBf16Activations
+// that W8A16 does not take, and for tiled-only weights past warp_max_batch
+// without untile.
+MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16 = false,
+                    WeightCopies copies = WeightCopies::kCanonical, bool untile = false);
+
+// Whether warp decode streams weights of this format (BF16, MXFP8); the
+// others (FP8 block-128) always run the classical path.
+inline bool warp_decode_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
+
+// Whether the classical path runs W8A16 (MXFP8 weights decoded to BF16,
+// BF16 activations) for this shape and batch on a device with the sm_90a
+// kernels (sm90a) or without: choose_path's w8a16, as MoeDispatch passes it.
+bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a);
+
+// Whether warp decode streams the tiled copies of these weights (its default
+// configuration does wherever the tiled gate_up is present: both copies are
+// uploaded together), i.e. whether MoeDispatch uses the table's tiled entries
+// for them (weight_copies is not kCanonical).
+inline bool warp_streams_tiled(const MoeWeightsView& w) { return w.gate_up_tiled != nullptr; }
+
+// The classical configuration of a call the dispatch sends to the classical
+// path (pure host logic; sm90a: the device runs the sm_90a kernels): W8A16
+// for MXFP8 under kBf16Activations, and under kFastest from the table's
+// w8a16_from on (W8A16 faster than W8A8 there); otherwise
+// ClassicalConfig::for_batch's default.
+// Tiled-only BF16 weights (copies kTiledOnly) that the classical path reads
+// as they are: ClassicalConfig::for_tiled_copies.
+ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& shape, WeightFormat f,
+                                          int batch, DispatchPolicy policy, bool sm90a,
+                                          WeightCopies copies = WeightCopies::kCanonical);
+
+// Whether the classical path reads tiled-only weights of this format and
+// shape as they are, on a device with (sm90a) or without the sm_90a kernels:
+// BF16 on the TMA GEMM (ClassicalConfig::reads_tiled). MoeDispatch then
+// sends them to it from the table's tiled-only crossover on, with no
+// un-tiling; other tiled-only weights need MoeDispatch::untile_tiled_only
+// for the classical path.
+bool classical_reads_tiled_only(const MoeShape& shape, WeightFormat f, bool sm90a);
+
+}  // namespace wd

@@ -1,0 +1,277 @@
+// The dispatch's rules (warpdecode/dispatch_rules.h): the crossover table,
+// the path of a call, its classical configuration.
+#include "warpdecode/dispatch_rules.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "warpdecode/error.h"
+
+namespace wd {
+
+const char* to_string(MoePath p) { return p == MoePath::kWarp ? "warp" : "classical"; }
+const char* to_string(DispatchPolicy p) {
+  return p == DispatchPolicy::kFastest ? "fastest" : "bf16-activations";
+}
+
+namespace {
+
+bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
+  return e.hidden == s.hidden && e.intermediate == s.intermediate && e.experts == s.experts && e.top_k == s.top_k;
+}
+
+// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
+// `scripts/gpu_check.sh tune`, session 50 run 1), then `--tune-untiled`
+// (bench/results/h200-crossover-untiled.json); regenerate with those commands and copy the entries here.
+std::vector<CrossoverEntry> built_in_entries() {
+  return {
+      // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
+      // crossover, w8a16_from (, warp decode on the tiled copies))
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 65},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 65, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 80, true, 80},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 80, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 48},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
+      // Tiled-only weights (bench/results/h200-crossover-untiled.json,
+      // `scripts/gpu_check.sh untiled`): BF16 with the classical side reading
+      // them as they are (session 51 run 4), MXFP8 with it un-tiling them
+      // (session 50 run 5): (..., w8a16_from, tiled_warp, untiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 112, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, CrossoverEntry::kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, CrossoverEntry::kNever, true, true},
+  };
+}
+
+}  // namespace
+
+int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
+                          const std::vector<double>& classical_us, double margin) {
+  WD_CHECK(!ladder.empty() && warp_us.size() == ladder.size() && classical_us.size() == ladder.size(),
+           "crossover: a ladder of ", ladder.size(), " batches with ", warp_us.size(), " warp and ",
+           classical_us.size(), " classical times");
+  for (size_t i = 1; i < ladder.size(); ++i)
+    WD_CHECK(ladder[i] > ladder[i - 1], "crossover: the ladder must ascend (", ladder[i - 1], ", ", ladder[i], ")");
+  int crossover = CrossoverEntry::kNever;
+  for (size_t i = ladder.size(); i-- > 0 && classical_us[i] < (1.0 - margin) * warp_us[i];) crossover = ladder[i];
+  return crossover;
+}
+
+CrossoverTable CrossoverTable::built_in() {
+  CrossoverTable t;
+  for (const auto& e : built_in_entries()) t.entries_.push_back(e);
+  t.source_ = "built-in (H200)";
+  return t;
+}
+
+CrossoverTable CrossoverTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw FormatError("crossover table: cannot read '" + path + "'");
+  CrossoverTable t;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    for (const auto& j : doc.at("entries")) {
+      CrossoverEntry e;
+      e.preset = j.value("preset", std::string());
+      e.hidden = j.at("hidden").get<int>();
+      e.intermediate = j.at("intermediate").get<int>();
+      e.experts = j.at("experts").get<int>();
+      e.top_k = j.at("top_k").get<int>();
+      e.format = parse_weight_format(j.at("format").get<std::string>());
+      e.crossover = j.at("crossover").get<int>();
+      const std::string act = j.value("activations", std::string("default"));
+      if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
+      e.bf16_activations = act == "bf16";
+      const std::string ww = j.value("warp_weights", std::string("default"));
+      if (ww != "default" && ww != "tiled" && ww != "tiled-only")
+        throw FormatError("warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
+      e.tiled_warp = ww != "default";
+      e.untiled = ww == "tiled-only";
+      e.w8a16_from = j.value("w8a16_from", CrossoverEntry::kNever);
+      if (e.w8a16_from != CrossoverEntry::kNever && (e.w8a16_from < 1 || !e.bf16_activations))
+        throw FormatError("w8a16_from " + std::to_string(e.w8a16_from) +
+                          " (allowed on \"activations\": \"bf16\" entries: >= 1, or -1 for never)");
+      if (e.crossover != CrossoverEntry::kNever && e.crossover < 1)
+        throw FormatError("crossover " + std::to_string(e.crossover) + " (allowed: >= 1, or -1 for never)");
+      t.set(e);
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  } catch (const InvalidArgument& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  } catch (const FormatError& ex) {
+    throw FormatError("crossover table '" + path + "': " + ex.what());
+  }
+  t.source_ = path;
+  return t;
+}
+
+CrossoverTable CrossoverTable::from_environment() {
+  const char* path = std::getenv("WD_MOE_CROSSOVER");
+  return path && *path ? load(path) : built_in();
+}
+
+void CrossoverTable::set(const CrossoverEntry& e) {
+  for (auto& o : entries_)
+    if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
+        o.untiled == e.untiled && o.hidden == e.hidden && o.intermediate == e.intermediate &&
+        o.experts == e.experts && o.top_k == e.top_k) {
+      o = e;
+      return;
+    }
+  entries_.push_back(e);
+}
+
+namespace {
+// A batch field of the entries of one kind (format, activations, warp
+// weights, un-tiling): the shape's own, or, for other shapes, the field in
+// tokens per expert (median over the kind's entries) converted back to a
+// batch; kNever without any.
+int own_or_scaled(const std::vector<CrossoverEntry>& entries, const MoeShape& s, int CrossoverEntry::*field,
+                  const std::function<bool(const CrossoverEntry&)>& kind) {
+  for (const auto& e : entries)
+    if (kind(e) && same_shape(e, s)) return e.*field;
+  std::vector<double> m;
+  for (const auto& e : entries)
+    if (kind(e) && e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
+  if (m.empty()) return CrossoverEntry::kNever;
+  std::sort(m.begin(), m.end());
+  const double tpe = m[m.size() / 2];
+  return std::max(1, int(std::ceil(tpe * s.experts / s.top_k)));
+}
+
+// See CrossoverTable::crossover: untiled entries are their own kind; tiled
+// ones the shape's own only, then the default upload's.
+int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
+           bool tiled_warp, bool untiled, int CrossoverEntry::*field) {
+  auto of_kind = [&](bool tiled, bool untile) {
+    return [=](const CrossoverEntry& e) {
+      return e.tiled_warp == tiled && e.untiled == untile && e.format == f && e.bf16_activations == bf16_activations;
+    };
+  };
+  if (untiled) return own_or_scaled(entries, s, field, of_kind(true, true));
+  if (tiled_warp)
+    for (const auto& e : entries)
+      if (of_kind(true, false)(e) && same_shape(e, s)) return e.*field;
+  return own_or_scaled(entries, s, field, of_kind(false, false));
+}
+}  // namespace
+
+int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations, bool tiled_warp,
+                              bool untiled) const {
+  return lookup(entries_, s, f, bf16_activations, tiled_warp, untiled, &CrossoverEntry::crossover);
+}
+
+int CrossoverTable::w8a16_from(const MoeShape& s, WeightFormat f) const {
+  return lookup(entries_, s, f, true, false, false, &CrossoverEntry::w8a16_from);
+}
+
+std::string CrossoverTable::to_json() const {
+  nlohmann::json doc;
+  doc["entries"] = nlohmann::json::array();
+  for (const auto& e : entries_) {
+    nlohmann::json j = {{"preset", e.preset},
+                        {"hidden", e.hidden},
+                        {"intermediate", e.intermediate},
+                        {"experts", e.experts},
+                        {"top_k", e.top_k},
+                        {"format", to_string(e.format)},
+                        {"crossover", e.crossover}};
+    if (e.bf16_activations) j["activations"] = "bf16";
+    if (e.tiled_warp) j["warp_weights"] = e.untiled ? "tiled-only" : "tiled";
+    if (e.w8a16_from != CrossoverEntry::kNever) j["w8a16_from"] = e.w8a16_from;
+    doc["entries"].push_back(j);
+  }
+  return doc.dump(2);
+}
+
+// ---- MoeDispatch ---------------------------------------------------------------------
+const char* to_string(WeightCopies c) {
+  switch (c) {
+    case WeightCopies::kCanonical: return "default";
+    case WeightCopies::kCanonicalAndTiled: return "tiled";
+    case WeightCopies::kTiledOnly: return "tiled-only";
+  }
+  return "?";
+}
+
+WeightCopies weight_copies(const MoeWeightsView& w) {
+  if (!w.has_canonical()) return WeightCopies::kTiledOnly;
+  return warp_streams_tiled(w) ? WeightCopies::kCanonicalAndTiled : WeightCopies::kCanonical;
+}
+
+MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies, bool untile) {
+  WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
+  if (!warp_decode_streams(f)) return MoePath::kClassical;
+  if (copies == WeightCopies::kTiledOnly && !untile) {
+    // The classical path does not take them (not BF16 on sm_90a, no
+    // un-tiling scratch); warp decode is correct at every batch it takes, so
+    // no batch it takes is refused.
+    WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
+             warp_max_batch, ", and weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()) have no "
+             "canonical tensors for the classical path: upload them with tiled_beside_canonical() or the default "
+             "options for larger batches, or let the dispatch un-tile them (MoeDispatch::untile_tiled_only)");
+    return MoePath::kWarp;
+  }
+  const bool tiled_warp = copies != WeightCopies::kCanonical, untiled = copies == WeightCopies::kTiledOnly;
+  if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
+    if (w8a16) {
+      const int c = table.crossover(shape, f, true, tiled_warp, untiled);
+      if (batch > warp_max_batch || (c != CrossoverEntry::kNever && batch >= c)) return MoePath::kClassical;
+    }
+    WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
+             warp_max_batch, ", and the bf16-activations policy does not send MXFP8 weights to the W8A8 path");
+    return MoePath::kWarp;
+  }
+  if (batch > warp_max_batch) return MoePath::kClassical;
+  const int c = table.crossover(shape, f, false, tiled_warp, untiled);
+  return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
+}
+
+bool classical_reads_tiled_only(const MoeShape& s, WeightFormat f, bool sm90a) {
+  return f == WeightFormat::kBF16 && sm90a && ClassicalConfig::for_tiled_copies(s, 1, sm90a).reads_tiled(s, f);
+}
+
+ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& s, WeightFormat f, int batch,
+                                          DispatchPolicy policy, bool sm90a, WeightCopies copies) {
+  batch = std::max(1, batch);
+  if (copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(s, f, sm90a))
+    return ClassicalConfig::for_tiled_copies(s, batch, sm90a);
+  bool a16 = policy == DispatchPolicy::kBf16Activations;
+  if (!a16 && f == WeightFormat::kMXFP8) {
+    const int from = table.w8a16_from(s, f);
+    a16 = from != CrossoverEntry::kNever && batch >= from;
+  }
+  return ClassicalConfig::for_batch(s, batch, f, sm90a, a16);
+}
+
+bool w8a16_runs(const MoeShape& shape, WeightFormat f, int batch, bool sm90a) {
+  return batch >= 1 && ClassicalConfig::for_batch(shape, batch, f, sm90a, true).bf16_activations;
+}
+
+}  // namespace wd
