@@ -43,11 +43,13 @@
 #            GPU tests (also under memcheck), then bench-moe --tune-untiled per preset
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
-#            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/moe_dispatch.cpp)
+#            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
+#            COST=1 adds what reading the tiled copies costs the classical path
+#            (default upload against --tiled-only, interleaved rounds: tiled_read_cost)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
 #             with stages (h200-moe-prefill.json); TUNE=1 adds the crossover tune
-#             (h200-crossover.json: copy its entries into src/moe/moe_dispatch.cpp),
+#             (h200-crossover.json: copy its entries into src/moe/dispatch_rules.cpp),
 #             which takes about 5 minutes for the three presets: the `tune` mode
 #             runs it in a call of its own
 #     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
@@ -133,7 +135,7 @@ classical_benches() {
 # The warp/classical crossover of MoeDispatch (bench-moe --tune; warp decode
 # on the default upload and on the tiled copies), one preset a run so that a
 # timeout loses one ladder, merged into $OUT/h200-crossover.json (copy its
-# entries into src/moe/moe_dispatch.cpp). TUNE_PRESETS (default all three),
+# entries into src/moe/dispatch_rules.cpp). TUNE_PRESETS (default all three),
 # TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80,
 # where warp decode's down kernel stepped up before its token groups took
 # 128 tokens (session 49); on the tiled copies warp decode is level with or
@@ -171,6 +173,30 @@ untiled_tune() {
   [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover-untiled.json" "${files[@]}" \
     >>"$LOG/tune-untiled-merge.log" 2>&1
   note "untiled merged rc=$? -> $OUT/h200-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
+}
+# What reading the tiled copies costs the classical path (untiled mode with
+# COST=1; session 51 run 3's method): bench-moe --no-warp on the default
+# upload and on --tiled-only, COST_ROUNDS (default 2) interleaved rounds, per
+# format of UNTILED_FORMATS, on COST_PRESETS (default qwen3-30b-a3b and
+# qwen3-235b-a22b) at COST_BATCHES, then `warpdecode compare` ($OUT/cost-F.md).
+tiled_read_cost() {
+  local f r up flag files
+  for f in ${UNTILED_FORMATS:-bf16 mxfp8}; do
+    files=()
+    for r in $(seq "${COST_ROUNDS:-2}"); do
+      for up in default tiled-only; do
+        flag=""
+        [ "$up" = tiled-only ] && flag=--tiled-only
+        timeout 200 "$BIN/warpdecode" bench-moe --preset "${COST_PRESETS:-qwen3-30b-a3b,qwen3-235b-a22b}" --format "$f" \
+          --batch "${COST_BATCHES:-128,256,1024,2048,4096}" --no-warp --no-router --calls 8 --replays 10 $flag \
+          --json "$OUT/cost-$f-$up-$r.json" >"$LOG/cost-$f-$up-$r.log" 2>&1
+        note "cost $f $up round $r rc=$?"
+        files+=("$up=$OUT/cost-$f-$up-$r.json")
+      done
+    done
+    "$BIN/warpdecode" compare "${files[@]}" >"$OUT/cost-$f.md" 2>&1
+    note "cost $f compare rc=$? -> $OUT/cost-$f.md"
+  done
 }
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
@@ -356,6 +382,7 @@ if [ "$MODE" = untiled ]; then
     note "untiled san memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$LOG/untiled-sanitizer-memcheck.log" | tr '\n' ' ')"
   fi
   untiled_tune
+  [ "${COST:-0}" = 1 ] && tiled_read_cost
   grep -hE "^# (crossover|untile)" "$LOG"/tune-untiled-*.log
   finish
 fi
