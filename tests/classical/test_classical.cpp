@@ -814,10 +814,11 @@ TEST(Classical, TmaTileSanitizerCase) {
   }
   // At least awkward's seven tiles, paired BF16's eight (T = 64, 80, 128,
   // 144, SiLU·up fused or not) and the three real-shape defaults; and the
-  // tiled-only reads of BF16 (six: T x clusters). MXFP8's W8A16 cases run
-  // where reads_tiled takes them.
+  // tiled-only reads of BF16 (four: T = 64, 128, 144, and 144 with
+  // weight-sharing clusters, BF16's only clustered tile). MXFP8's W8A16
+  // cases run where reads_tiled takes them.
   EXPECT_GE(ran, 18) << "fewer TMA configurations than these shapes take";
-  EXPECT_GE(ran_tiled, 6) << "fewer tiled-only reads than BF16 takes";
+  EXPECT_GE(ran_tiled, 4) << "fewer tiled-only reads than BF16 takes";
 }
 
 TEST(Classical, RealShapes) {
