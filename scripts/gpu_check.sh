@@ -44,8 +44,8 @@
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
 #            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
-#            COST=1 adds what reading the tiled copies costs the classical path
-#            (default upload against --tiled-only, interleaved rounds: tiled_read_cost)
+#            what reading the tiled copies costs the classical path is an `ab` of
+#            two uploads (below)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
 #             with stages (h200-moe-prefill.json); TUNE=1 adds the crossover tune
@@ -57,8 +57,11 @@
 #              tensor cores) on COMPARE_PRESETS (default qwen3-30b-a3b), B = 1..64
 #     ab:    binaries side by side in one call (the way every A/B of docs/PERF_LOG.md
 #            and docs/CLASSICAL.md is measured): AB="old=PATH new=PATH ..." (warpdecode
-#            binaries; the first label is the baseline; nothing is built, and the comparison
-#            runs from .gpu-bin/warpdecode or else the last binary), AB_ROUNDS (default 2) rounds of
+#            binaries; PATH,FLAG,... adds bench-moe flags to that side alone, e.g.
+#            AB="default=.gpu-bin/warpdecode tiled-only=.gpu-bin/warpdecode,--tiled-only"
+#            for what reading the tiled copies costs; the first label is the baseline;
+#            nothing is built, and the comparison runs from .gpu-bin/warpdecode or else
+#            the last binary), AB_ROUNDS (default 2) rounds of
 #            `bench-moe "$@"` interleaved, then `warpdecode compare` (AB_STAGES: stages
 #            beside the layer, e.g. gate_up_gemm,down_gemm) -> $OUT/ab.md; e.g.
 #              (here: scripts/prebuild_gpu_bin.sh, then scripts/prebuild_gpu_bin.sh --rev OLD --as old)
@@ -174,30 +177,6 @@ untiled_tune() {
     >>"$LOG/tune-untiled-merge.log" 2>&1
   note "untiled merged rc=$? -> $OUT/h200-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
 }
-# What reading the tiled copies costs the classical path (untiled mode with
-# COST=1; session 51 run 3's method): bench-moe --no-warp on the default
-# upload and on --tiled-only, COST_ROUNDS (default 2) interleaved rounds, per
-# format of UNTILED_FORMATS, on COST_PRESETS (default qwen3-30b-a3b and
-# qwen3-235b-a22b) at COST_BATCHES, then `warpdecode compare` ($OUT/cost-F.md).
-tiled_read_cost() {
-  local f r up flag files
-  for f in ${UNTILED_FORMATS:-bf16 mxfp8}; do
-    files=()
-    for r in $(seq "${COST_ROUNDS:-2}"); do
-      for up in default tiled-only; do
-        flag=""
-        [ "$up" = tiled-only ] && flag=--tiled-only
-        timeout 200 "$BIN/warpdecode" bench-moe --preset "${COST_PRESETS:-qwen3-30b-a3b,qwen3-235b-a22b}" --format "$f" \
-          --batch "${COST_BATCHES:-128,256,1024,2048,4096}" --no-warp --no-router --calls 8 --replays 10 $flag \
-          --json "$OUT/cost-$f-$up-$r.json" >"$LOG/cost-$f-$up-$r.log" 2>&1
-        note "cost $f $up round $r rc=$?"
-        files+=("$up=$OUT/cost-$f-$up-$r.json")
-      done
-    done
-    "$BIN/warpdecode" compare "${files[@]}" >"$OUT/cost-$f.md" 2>&1
-    note "cost $f compare rc=$? -> $OUT/cost-$f.md"
-  done
-}
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
 # rewritten after each part, so a timeout in the drift keeps the one-layer records.
@@ -236,11 +215,18 @@ done
 if [ "$MODE" = ab ]; then
   [ -n "${AB:-}" ] || { echo "ab: set AB=\"label=binary ...\" (the first label is the baseline)"; exit 1; }
   inputs=() compare_exe=.gpu-bin/warpdecode
-  [ -x "$compare_exe" ] || compare_exe=${AB##*=}
+  if [ ! -x "$compare_exe" ]; then
+    compare_exe=${AB##*=}
+    compare_exe=${compare_exe%%,*}
+  fi
   for r in $(seq 1 "${AB_ROUNDS:-2}"); do
     for lb in $AB; do
-      label=${lb%%=*} exe=${lb#*=}
-      timeout "${AB_TIMEOUT:-180}" "$exe" bench-moe "$@" --json "$LOG/ab-$label-$r.json" >"$LOG/ab-$label-$r.log" 2>&1
+      # label=PATH or label=PATH,FLAG,...: the flags go to this side's bench-moe alone.
+      label=${lb%%=*} spec=${lb#*=}
+      exe=${spec%%,*} extra=()
+      [ "$spec" != "$exe" ] && IFS=, read -ra extra <<<"${spec#*,}"
+      timeout "${AB_TIMEOUT:-180}" "$exe" bench-moe "$@" "${extra[@]}" --json "$LOG/ab-$label-$r.json" \
+        >"$LOG/ab-$label-$r.log" 2>&1
       note "ab            $label round $r rc=$?"
       inputs+=("$label=$LOG/ab-$label-$r.json")
     done
@@ -382,7 +368,6 @@ if [ "$MODE" = untiled ]; then
     note "untiled san memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$LOG/untiled-sanitizer-memcheck.log" | tr '\n' ' ')"
   fi
   untiled_tune
-  [ "${COST:-0}" = 1 ] && tiled_read_cost
   grep -hE "^# (crossover|untile)" "$LOG"/tune-untiled-*.log
   finish
 fi
