@@ -99,7 +99,7 @@ TEST(ClassicalConfig, Sm90aTakesTheTmaTileSizedToTheTokensPerExpert) {
 TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
   for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"}) {
     const MoeShape s = preset_shape(preset);
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
+    for (WeightFormat f : kWeightFormats) {
       EXPECT_TRUE(ClassicalConfig::stream_fits(s, f)) << preset << " " << to_string(f);
       // Up to 8 tokens per expert (BF16 6, MXFP8 12): the stream GEMM at T = 8.
       const bool bf16 = f == WeightFormat::kBF16;
@@ -485,7 +485,7 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
   EXPECT_EQ(labels, want);
   // Every default for_batch picks is a candidate.
   const MoeShape s = preset_shape("qwen3-30b-a3b");
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8})
+  for (WeightFormat f : kWeightFormats)
     for (int B : {1, 64, 128, 1024, 2048, 4096})
       for (bool sm90a : {false, true})
         EXPECT_NE(std::find(want.begin(), want.end(), ClassicalConfig::for_batch(s, B, f, sm90a).label()), want.end())
