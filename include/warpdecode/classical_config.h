@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "warpdecode/formats.h"  // WD_HD
 #include "warpdecode/layout.h"
 
 namespace wd {
@@ -99,5 +100,16 @@ struct ClassicalConfig {
   // tests walk this list.
   static std::vector<ClassicalConfig> candidates();
 };
+
+// W8A16 (ClassicalConfig::bf16_activations): both GEMMs' BF16 activations
+// (stage 4's rows `a` and stage 6's `h`) are stored with K permuted within
+// each group of 16: element 16g + 4t + 2j + e (t < 4; j, e < 2) at position
+// 16g + 8j + 2t + e. The TMA tile then finds the four E4M3 weight codes a
+// thread's wgmma A fragment takes from one k16 step (the activations'
+// positions 2t, 2t + 1, 2t + 8, 2t + 9) in four contiguous bytes, k = 4t ..
+// 4t + 3: one ldmatrix reads two rows × two steps of them, where it took
+// eight 2-byte loads (classical_tma_gemm.cu). Needs K % 16 == 0 (W8A16 needs
+// 128).
+WD_HD constexpr int a16_k_position(int k) { return (k & ~15) | ((k & 2) << 2) | ((k >> 1) & 6) | (k & 1); }
 
 }  // namespace wd

@@ -1,5 +1,8 @@
 // ClassicalConfig on the host: which GEMM kernel and tile a batch gets, which
-// shapes the stream GEMM takes, and the labels the benchmark prints.
+// shapes the stream GEMM takes, and the labels the benchmark prints. Host
+// rules only: they run in the build without CUDA too (the launchers'
+// refusals, which need the CUDA build, are tests/classical/
+// test_classical_launchers.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,29 +10,14 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/classical_gemm.cuh"
+#include "kernels/classical_fits.h"
 #include "kernels/k_split.h"
-#include "warpdecode/classical.h"
-#include "warpdecode/error.h"
+#include "warpdecode/classical_config.h"
+#include "warpdecode/dispatch_rules.h"
 #include "warpdecode/layout.h"
-#include "warpdecode/moe_dispatch.h"
 
 namespace wd {
 namespace {
-
-// A grouped GEMM of 4 experts, N = K = 256, 128 rows, one block, over a
-// dummy buffer: for the launchers' refusals, which come before any access.
-kernels::GroupedGemmParams small_gemm_params() {
-  kernels::GroupedGemmParams p{};
-  alignas(16) static uint16_t dummy[8];
-  p.w = p.a = p.out = dummy;
-  p.rows = 128;
-  p.n = 256;
-  p.k = 256;
-  p.max_blocks = 1;
-  p.experts = 4;
-  return p;
-}
 
 MoeShape shape_of(int hidden, int intermediate) {
   MoeShape s = preset_shape("qwen3-30b-a3b");
@@ -198,23 +186,23 @@ TEST(ClassicalConfig, StreamGemmNeedsWholeRoundsOfK) {
   EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(shape_of(2048, 704), WeightFormat::kBF16));
   EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(shape_of(2048, 704), WeightFormat::kFP8Block128));
   EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, WeightFormat::kBF16),
-            ClassicalMoe::wgmma_available());
+            kernels::wgmma_available());
   for (WeightFormat f : {WeightFormat::kFP8Block128, WeightFormat::kMXFP8}) {
-    EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, f), ClassicalMoe::wgmma_available());
+    EXPECT_EQ((ClassicalConfig{64, ClassicalGemm::kTma, true, true}).supports(q, f), kernels::wgmma_available());
     for (int t : {8, 16, 32, 128})
       EXPECT_FALSE((ClassicalConfig{t, ClassicalGemm::kTma, true, true}).supports(q, f)) << to_string(f) << " T=" << t;
     EXPECT_FALSE((ClassicalConfig{64, ClassicalGemm::kWgmma, true, true}).supports(q, f)) << to_string(f);
   }
-  if (!ClassicalMoe::wgmma_available()) {
+  if (!kernels::wgmma_available()) {
     EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma}).supports(q, WeightFormat::kMXFP8));
   }
   EXPECT_TRUE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(q, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kMmaSync}).supports(shape_of(160, 96), WeightFormat::kFP8Block128));
 }
 
-// The TMA prefill tile's shape rules, and its refusals, which come before any
-// CUDA call (so they run on a machine without a GPU).
-TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
+// The TMA prefill tile's shape rules (the launcher's refusals:
+// test_classical_launchers.cpp).
+TEST(ClassicalConfig, TmaTileShapes) {
   using kernels::tma_gemm_fits;
   EXPECT_TRUE(tma_gemm_fits(WeightFormat::kBF16, 1536, 2048));
   EXPECT_TRUE(tma_gemm_fits(WeightFormat::kBF16, 192, 160));    // N, K past a tile: zero-filled, not stored
@@ -224,65 +212,6 @@ TEST(ClassicalConfig, TmaTileShapesAndRefusals) {
   EXPECT_TRUE(tma_gemm_fits(WeightFormat::kMXFP8, 5120, 6144));
   EXPECT_FALSE(tma_gemm_fits(WeightFormat::kFP8Block128, 2048, 704));  // W8A8: K % 128
   EXPECT_FALSE(tma_gemm_fits(WeightFormat::kMXFP8, 1000, 2048));       // W8A8: N % 128
-
-  kernels::GroupedGemmParams p = small_gemm_params();
-  // T = 8, 16, 32, 64, 80, 128 or (BF16) 144 only.
-  for (int t : {4, 48, 256})
-    EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, t, kernels::GemmKernel::kTma, nullptr), InvalidArgument)
-        << t;
-  // The tensor map needs the weights' extent.
-  p.experts = 0;
-  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
-  // A shape the tile does not take.
-  p.experts = 4;
-  p.n = 252;
-  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
-  // SiLU·up fused: the TMA kernel only, N = 2I a multiple of 256.
-  p.fuse_silu = 1;
-  p.n = 384;
-  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 128, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
-  p.n = 512;
-  EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kBF16, 8, kernels::GemmKernel::kStream, nullptr), InvalidArgument);
-  // W8A16: MXFP8 weights on the TMA kernel only (the message names it).
-  p.fuse_silu = 0;
-  p.a_bf16 = 1;
-  alignas(16) static uint8_t codes[64];
-  p.w_mx_scales = codes;
-  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFP8Block128}) {
-    p.w_block_scales = static_cast<const float*>(p.w);
-    try {
-      kernels::grouped_gemm(p, f, 8, kernels::GemmKernel::kTma, nullptr);
-      ADD_FAILURE() << to_string(f) << " W8A16 accepted";
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("W8A16"), std::string::npos) << e.what();
-    }
-  }
-  try {
-    kernels::grouped_gemm(p, WeightFormat::kMXFP8, 8, kernels::GemmKernel::kStream, nullptr);
-    ADD_FAILURE() << "W8A16 accepted by the stream kernel";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("W8A16"), std::string::npos) << e.what();
-  }
-  // Weight-sharing clusters: BF16 at T = 144, FP8 block-128 W8A8 at 64 and
-  // 80; anything else refused, naming them.
-  p.a_bf16 = 0;
-  p.share_weights = 1;
-  alignas(16) static float scales[64];
-  p.a_scales = scales;
-  p.w_block_scales = scales;
-  const struct {
-    WeightFormat f;
-    int t;
-  } unshared[] = {{WeightFormat::kBF16, 128}, {WeightFormat::kMXFP8, 64}, {WeightFormat::kFP8Block128, 128},
-                  {WeightFormat::kFP8Block128, 32}};
-  for (const auto& u : unshared) {
-    try {
-      kernels::grouped_gemm(p, u.f, u.t, kernels::GemmKernel::kTma, nullptr);
-      ADD_FAILURE() << to_string(u.f) << " T = " << u.t << " weight-sharing accepted";
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("weight-sharing"), std::string::npos) << e.what();
-    }
-  }
 }
 
 TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
@@ -299,7 +228,7 @@ TEST(ClassicalConfig, W8A16IsMxfp8OnTheTmaTile) {
   // W8A8 at T = 64 only.
   EXPECT_FALSE((ClassicalConfig{8, ClassicalGemm::kTma, true, true, false}).supports(s, WeightFormat::kMXFP8));
   EXPECT_EQ((ClassicalConfig{8, ClassicalGemm::kTma, true, true, true}).supports(s, WeightFormat::kMXFP8),
-            ClassicalMoe::wgmma_available());
+            kernels::wgmma_available());
 }
 
 // W8A16 takes tiles of at least 16 rows from one token an expert on (B >=
@@ -351,9 +280,9 @@ TEST(ClassicalConfig, Tile144IsTheTmaTileWithBf16Activations) {
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true}).supports(s, WeightFormat::kFP8Block128));
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true}).supports(s, WeightFormat::kMXFP8));
   EXPECT_EQ((ClassicalConfig{144, ClassicalGemm::kTma, true, true, true}).supports(s, WeightFormat::kMXFP8),
-            ClassicalMoe::wgmma_available());
+            kernels::wgmma_available());
   EXPECT_EQ((ClassicalConfig{144, ClassicalGemm::kTma, true, false, true}).supports(s, WeightFormat::kMXFP8),
-            ClassicalMoe::wgmma_available());
+            kernels::wgmma_available());
   EXPECT_FALSE((ClassicalConfig{144, ClassicalGemm::kTma, true, false, true}).supports(s, WeightFormat::kFP8Block128));
   // W8A8 keeps its tiles at prefill (FP8 block-128: the token-split 128);
   // W8A16 takes 144 as BF16 does (80 at 1024 tokens, 128 at 3072, where 144
@@ -381,26 +310,16 @@ TEST(ClassicalConfig, Tile80IsTheTmaTileOnly) {
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kMmaSync}).supports(s, f)) << to_string(f);
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kWgmma}).supports(s, f)) << to_string(f);
     EXPECT_FALSE((ClassicalConfig{80, ClassicalGemm::kStream}).supports(s, f)) << to_string(f);
-    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, f), ClassicalMoe::wgmma_available());
-    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, f), ClassicalMoe::wgmma_available());
+    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true}).supports(s, f), kernels::wgmma_available());
+    EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true, true}).supports(s, f), kernels::wgmma_available());
   }
   EXPECT_EQ((ClassicalConfig{80, ClassicalGemm::kTma, true, true, true}).supports(s, mx),
-            ClassicalMoe::wgmma_available());  // W8A16
+            kernels::wgmma_available());  // W8A16
   EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, mx, true, true).tile_tokens, 80);
   for (WeightFormat f : {bf16, fp8, mx}) {
     EXPECT_EQ(ClassicalConfig::for_batch(s, 1024, f, true).tile_tokens, 80) << to_string(f);
     // Without the sm_90a kernels, no T = 80.
     for (int B : {1024, 1100}) EXPECT_NE(ClassicalConfig::for_batch(s, B, f, false).tile_tokens, 80) << B;
-  }
-  // A tile the kernel is not built for is refused with the ones it takes named.
-  kernels::GroupedGemmParams p = small_gemm_params();
-  try {
-    kernels::grouped_gemm(p, bf16, 96, kernels::GemmKernel::kTma, nullptr);
-    ADD_FAILURE() << "T = 96 accepted";
-  } catch (const InvalidArgument& e) {
-    if (ClassicalMoe::wgmma_available()) {
-      EXPECT_NE(std::string(e.what()).find("64, 80, 128"), std::string::npos) << e.what();
-    }
   }
 }
 
@@ -409,7 +328,7 @@ TEST(ClassicalConfig, Tile80IsTheTmaTileOnly) {
 // at T = 144 measured slower with them: session 24 run 2).
 TEST(ClassicalConfig, SharedWeightTilesAreBf16At144AndFp8At64And80) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
-  const bool sm90a = ClassicalMoe::wgmma_available();
+  const bool sm90a = kernels::wgmma_available();
   ClassicalConfig c{144, ClassicalGemm::kTma, true, true, false, true};
   EXPECT_EQ(c.label(), "t144/tma/silu/wmc/pdl");
   EXPECT_EQ(c.supports(s, WeightFormat::kBF16), sm90a);
@@ -438,11 +357,11 @@ TEST(ClassicalConfig, SharedWeightTilesAreBf16At144AndFp8At64And80) {
 // SiLU·up and h's quantization fused into the W8A8 gate_up GEMM: where a
 // tile's 256 weight rows are 128 neurons, one activation group — T = 64 and
 // 80, and FP8 block-128's token-split tile at T = 128 — not MXFP8 W8A8 at T =
-// 128 (128-row tiles: half a group) nor at T = 32. The GEMM refuses the
-// others itself, on any machine (its checks come before the device's).
+// 128 (128-row tiles: half a group) nor at T = 32. (The GEMM refuses the
+// others itself: test_classical_launchers.cpp.)
 TEST(ClassicalConfig, W8A8FusesSiluWhereATileIsOneActivationGroup) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
-  const bool sm90a = ClassicalMoe::wgmma_available();
+  const bool sm90a = kernels::wgmma_available();
   const WeightFormat fp8 = WeightFormat::kFP8Block128, mx = WeightFormat::kMXFP8;
   for (int t : {64, 80}) {
     EXPECT_EQ((ClassicalConfig{t, ClassicalGemm::kTma, true, true}).supports(s, fp8), sm90a) << t;
@@ -451,19 +370,6 @@ TEST(ClassicalConfig, W8A8FusesSiluWhereATileIsOneActivationGroup) {
   EXPECT_EQ((ClassicalConfig{128, ClassicalGemm::kTma, true, true}).supports(s, fp8), sm90a);
   EXPECT_FALSE((ClassicalConfig{128, ClassicalGemm::kTma, true, true}).supports(s, mx));
   for (WeightFormat f : {fp8, mx}) EXPECT_FALSE((ClassicalConfig{32, ClassicalGemm::kTma, true, true}).supports(s, f));
-  kernels::GroupedGemmParams p = small_gemm_params();
-  alignas(16) static float scales[4];
-  p.fuse_silu = 1;
-  p.out_scales = scales;
-  p.a_scales = p.w_block_scales = scales;
-  p.w_mx_scales = reinterpret_cast<const uint8_t*>(scales);
-  try {
-    kernels::grouped_gemm(p, mx, 128, kernels::GemmKernel::kTma, nullptr);
-    ADD_FAILURE() << "MXFP8 W8A8 with SiLU·up fused accepted at T = 128";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("FP8 block-128 also 128"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(kernels::grouped_gemm(p, fp8, 32, kernels::GemmKernel::kTma, nullptr), InvalidArgument);
 }
 
 TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
