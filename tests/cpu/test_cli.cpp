@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -112,6 +113,26 @@ std::string dispatch_path(const std::string& output, const std::string& format, 
   return "";
 }
 
+// One row `warpdecode dispatch` must print: this format, upload and batch
+// take this path ("" where it prints no such row).
+struct PathRow {
+  const char* format;
+  const char* upload;
+  int batch;
+  const char* path;
+};
+
+// Runs `warpdecode ARGS`, which must succeed and print every row; returns its
+// result for further checks.
+Result expect_paths(const std::string& args, std::initializer_list<PathRow> rows) {
+  const Result r = run(args);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.output;
+  for (const PathRow& row : rows)
+    EXPECT_EQ(dispatch_path(r.output, row.format, row.upload, row.batch), row.path)
+        << row.format << " " << row.upload << " B=" << row.batch << "\n" << r.output;
+  return r;
+}
+
 // `warpdecode dispatch` applies MoeDispatch's rule to the table it is given:
 // the default upload's entry, the tiled one for tiled weights, warp decode
 // for tiled-only weights up to its maximum, FP8 block-128 always classical,
@@ -129,63 +150,47 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
      "warp_weights": "tiled-only"}]})";
   ASSERT_EQ(write(fd, table.data(), table.size()), ssize_t(table.size()));
   close(fd);
-  const Result r = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8,fp8-block128 --batch 1,47,48,95,96 "
-                                   "--sm90a yes --table ") + name);
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "default", 47), "warp") << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "default", 48), "classical") << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled", 95), "warp") << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled", 96), "classical") << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "default", 1), "classical") << r.output;
-  EXPECT_EQ(dispatch_path(r.output, "fp8-block128", "tiled", 1), "") << r.output;  // no tiled copies of it
-  // Tiled-only weights: warp decode past both crossovers, refused past its maximum.
-  EXPECT_EQ(dispatch_path(r.output, "mxfp8", "tiled-only", 96), "warp") << r.output;
+  const std::string with_table = std::string(" --table ") + name;
+  const std::string q30 = "dispatch --preset qwen3-30b-a3b ";
+  const Result r = expect_paths(q30 + "--format mxfp8,fp8-block128 --batch 1,47,48,95,96 --sm90a yes" + with_table,
+                                {{"mxfp8", "default", 47, "warp"},
+                                 {"mxfp8", "default", 48, "classical"},
+                                 {"mxfp8", "tiled", 95, "warp"},
+                                 {"mxfp8", "tiled", 96, "classical"},
+                                 {"fp8-block128", "default", 1, "classical"},
+                                 {"fp8-block128", "tiled", 1, ""},  // no tiled copies of it
+                                 // Tiled-only weights: warp decode past both crossovers.
+                                 {"mxfp8", "tiled-only", 96, "warp"}});
   EXPECT_NE(r.output.find("96  warp       (the classical path cannot read tiled-only weights)"), std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("95  warp       (the classical path"), std::string::npos) << r.output;
-  const Result only = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
-                                      "--max-batch 64 --sm90a no --table ") + name);
-  EXPECT_EQ(only.status, 0) << only.output;
-  EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 64), "warp") << only.output;
-  EXPECT_EQ(dispatch_path(only.output, "bf16", "tiled-only", 65), "refused") << only.output;
+  // ... and refused past its maximum.
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no" + with_table,
+               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
   // Un-tiled for the classical path: from its own crossover on, and past warp decode's maximum.
-  const Result untiled = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8,bf16 --batch 383,384,4096 "
-                                         "--upload untiled --sm90a yes --table ") + name);
-  EXPECT_EQ(untiled.status, 0) << untiled.output;
-  EXPECT_EQ(dispatch_path(untiled.output, "mxfp8", "untiled", 383), "warp") << untiled.output;
-  EXPECT_EQ(dispatch_path(untiled.output, "mxfp8", "untiled", 384), "classical") << untiled.output;
+  const Result untiled =
+      expect_paths(q30 + "--format mxfp8,bf16 --batch 383,384,4096 --upload untiled --sm90a yes" + with_table,
+                   {{"mxfp8", "untiled", 383, "warp"},
+                    {"mxfp8", "untiled", 384, "classical"},
+                    {"bf16", "untiled", 384, "warp"},  // no BF16 entry
+                    {"bf16", "untiled", 4096, "warp"}});
   EXPECT_NE(untiled.output.find("384  classical  untile + "), std::string::npos) << untiled.output;
-  EXPECT_EQ(dispatch_path(untiled.output, "bf16", "untiled", 384), "warp") << untiled.output;  // no BF16 entry
-  EXPECT_EQ(dispatch_path(untiled.output, "bf16", "untiled", 4096), "warp") << untiled.output;
-  const Result past = run(std::string("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload untiled "
-                                      "--max-batch 64 --table ") + name);
-  EXPECT_EQ(past.status, 0) << past.output;
-  EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 64), "warp") << past.output;
-  EXPECT_EQ(dispatch_path(past.output, "bf16", "untiled", 65), "classical") << past.output;
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload untiled --max-batch 64" + with_table,
+               {{"bf16", "untiled", 64, "warp"}, {"bf16", "untiled", 65, "classical"}});
   // BF16 tiled-only weights on sm_90a: the classical path reads them as they
   // are, from the built-in tiled-only crossover (112) on, past warp decode's
   // maximum too; without the sm_90a kernels warp decode alone, refused past it.
-  const Result direct = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 111,112 --upload tiled-only "
-                            "--sm90a yes");
-  EXPECT_EQ(direct.status, 0) << direct.output;
-  EXPECT_EQ(dispatch_path(direct.output, "bf16", "tiled-only", 111), "warp") << direct.output;
-  EXPECT_EQ(dispatch_path(direct.output, "bf16", "tiled-only", 112), "classical") << direct.output;
+  const Result direct = expect_paths(q30 + "--format bf16 --batch 111,112 --upload tiled-only --sm90a yes",
+                                     {{"bf16", "tiled-only", 111, "warp"}, {"bf16", "tiled-only", 112, "classical"}});
   EXPECT_NE(direct.output.find("(reads the tiled copies)"), std::string::npos) << direct.output;
-  const Result capped = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
-                            "--max-batch 64 --sm90a yes");
-  EXPECT_EQ(capped.status, 0) << capped.output;
-  EXPECT_EQ(dispatch_path(capped.output, "bf16", "tiled-only", 64), "warp") << capped.output;
-  EXPECT_EQ(dispatch_path(capped.output, "bf16", "tiled-only", 65), "classical") << capped.output;
-  const Result no90 = run("dispatch --preset qwen3-30b-a3b --format bf16 --batch 64,65 --upload tiled-only "
-                          "--max-batch 64 --sm90a no");
-  EXPECT_EQ(no90.status, 0) << no90.output;
-  EXPECT_EQ(dispatch_path(no90.output, "bf16", "tiled-only", 64), "warp") << no90.output;
-  EXPECT_EQ(dispatch_path(no90.output, "bf16", "tiled-only", 65), "refused") << no90.output;
-  const Result a16 = run(std::string("dispatch --preset qwen3-30b-a3b --format mxfp8 --batch 64,65 --upload default "
-                                     "--policy bf16-activations --sm90a no --max-batch 64 --table ") + name);
-  EXPECT_EQ(a16.status, 0) << a16.output;
-  EXPECT_EQ(dispatch_path(a16.output, "mxfp8", "default", 64), "warp") << a16.output;
-  EXPECT_EQ(dispatch_path(a16.output, "mxfp8", "default", 65), "refused") << a16.output;
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes",
+               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "classical"}});
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no",
+               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
+  // bf16-activations without the sm_90a kernels: MXFP8 past warp decode's maximum refused.
+  expect_paths(q30 + "--format mxfp8 --batch 64,65 --upload default --policy bf16-activations --sm90a no "
+                     "--max-batch 64" + with_table,
+               {{"mxfp8", "default", 64, "warp"}, {"mxfp8", "default", 65, "refused"}});
   std::remove(name);
 }
 
