@@ -203,8 +203,6 @@ void check_path(const ClassicalMoe& moe, const Layer& layer, int B, uint64_t see
   check_against(moe, layer, refs, what, cfg);
 }
 
-const WeightFormat kAllFormats[] = {WeightFormat::kBF16, WeightFormat::kFP8Block128, WeightFormat::kMXFP8};
-
 // ---- stage by stage ----------------------------------------------------------------------
 // The expected bookkeeping of stage 3 for a routing.
 struct Expected {
@@ -513,7 +511,7 @@ std::vector<ClassicalConfig> all_configs(const MoeShape& s, WeightFormat f, bool
 TEST(Classical, EachStageOnItsOwn) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     for (const auto& cfg : all_configs(s, f))
       for (int B : {1, 13, 70}) check_stages(s, f, B, cfg, fresh_seed());
     // 2400 entries: the multi-block align (three chunks, the last partial).
@@ -611,7 +609,7 @@ TEST(Classical, EachStageOnARealShape) {
   WD_REQUIRE_GPU();
   MoeShape s = preset_shape("qwen3-30b-a3b");
   s.experts = 32;  // its H and I; fewer experts keep the CPU checks quick
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kMmaSync}, fresh_seed());
     check_stages(s, f, 5, ClassicalConfig{8, ClassicalGemm::kStream}, fresh_seed());
     check_stages(s, f, 40, ClassicalConfig{16, ClassicalGemm::kStream}, fresh_seed());
@@ -653,7 +651,7 @@ TEST(Classical, EveryBatchFrom1To70AndLarger) {
 TEST(Classical, EveryTileConfiguration) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 1024);
     for (const auto& cfg : all_configs(s, f, true))
@@ -715,7 +713,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
         check_path(moe, layer, B, fresh_seed(), "bf16 H=160 B=" + std::to_string(B) + " " + tma.label(), &tma);
     }
   const MoeShape paired = make_shape(512, 256, 20, 6);
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(paired, f, fresh_seed());
     ClassicalMoe moe(paired, 1024);
     for (int B : {5, 1024}) {
@@ -731,7 +729,7 @@ TEST(Classical, TmaTileOnAwkwardAndRealShapes) {
             }
     }
   }
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(real, f, fresh_seed());
     ClassicalMoe moe(real, 256);
     PathRefs refs(layer, 256, fresh_seed());
@@ -770,12 +768,12 @@ TEST(Classical, TmaTileSanitizerCase) {
   for (int t : {8, 16, 32, 64, 80, 128, 144})
     for (bool share : {false, true})
       cases.push_back({&awkward, WeightFormat::kBF16, {t, ClassicalGemm::kTma, true, false, false, share}});
-  for (WeightFormat f : kAllFormats)
+  for (WeightFormat f : kWeightFormats)
     for (int t : {64, 80, 128, 144})
       for (bool silu : {false, true})
         for (bool a16 : {false, true})
           for (bool share : {false, true}) cases.push_back({&paired, f, {t, ClassicalGemm::kTma, true, silu, a16, share}});
-  for (WeightFormat f : kAllFormats)
+  for (WeightFormat f : kWeightFormats)
     for (bool a16 : {false, true}) cases.push_back({&real, f, ClassicalConfig::for_batch(real, 300, f, true, a16)});
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8})
     for (int t : {64, 128, 144})
@@ -833,7 +831,7 @@ TEST(Classical, RealShapes) {
   };
   const Case cases[] = {{preset_shape("qwen3-30b-a3b"), {1, 8, 64}}, {big, {1, 16}}, {coder, {3}}};
   for (const auto& c : cases)
-    for (WeightFormat f : kAllFormats) {
+    for (WeightFormat f : kWeightFormats) {
       const Layer layer = Layer::make(c.s, f, fresh_seed());
       ClassicalMoe moe(c.s, 256);
       for (int B : c.batches)
@@ -857,7 +855,7 @@ TEST(Classical, OddRoutings) {
       {"one expert twice in a token", 9, [](int b, int k) { return k == 1 ? (b % 16) : (b + k * 5) % 16; }},
       {"one expert only", 64, [](int, int) { return 7; }},
   };
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 300);
     for (const auto& o : odds)
@@ -974,7 +972,7 @@ TEST(Classical, TopKBreaksTiesTowardTheLowerExpert) {
 TEST(Classical, ForwardAndDispatch) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("tiny");
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     CrossoverTable table;
     table.set(CrossoverEntry{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 16});
@@ -1450,7 +1448,7 @@ TEST(Classical, DeviceFp8BlockQuantizationMatchesHostBits) {
 TEST(Classical, DeterministicRunToRun) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("qwen3-30b-a3b");
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 512);
     for (int B : {37, 512}) {
@@ -1465,7 +1463,7 @@ TEST(Classical, DeterministicRunToRun) {
 TEST(Classical, CapturesInACudaGraph) {
   WD_REQUIRE_GPU();
   const MoeShape s = preset_shape("tiny");
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 64);
     const int B = 45;
@@ -1549,7 +1547,7 @@ TEST(Classical, EveryDeviceRunsEveryPath) {
   const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
   const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
   const uint64_t seed = fresh_seed();
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     std::vector<std::vector<double>> first;  // device 0's outputs, in configuration order
     for (int d = 0; d < devices; ++d) {
       WD_CUDA_CHECK(cudaSetDevice(d));
@@ -1582,7 +1580,7 @@ TEST(Classical, EveryDeviceRunsEveryPath) {
 TEST(Classical, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(256, 128, 16, 4);
-  for (WeightFormat f : kAllFormats) {
+  for (WeightFormat f : kWeightFormats) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     ClassicalMoe moe(s, 600);
     for (const auto& cfg : all_configs(s, f, true)) {
