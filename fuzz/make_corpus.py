@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_safetensors_header (fuzz/corpus/safetensors_header).
+"""Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/).
 
-Valid files of every dtype we read, and one file per validation rule broken, so
-the fuzzer starts next to every branch of the parser. Deterministic: rerunning
-rewrites the same bytes. Usage: python3 fuzz/make_corpus.py
+For each parser, valid inputs of every kind it reads and one input per
+validation rule broken, so the fuzzer starts next to every branch of it:
+safetensors headers (safetensors_header), crossover tables (crossover_table),
+config.json files (model_config). Deterministic: rerunning rewrites the same
+bytes. Usage: python3 fuzz/make_corpus.py
 """
 import json
 import os
 import struct
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "safetensors_header")
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
 
 def st(header, data=b"", pad=True):
@@ -23,7 +25,7 @@ def entry(dtype, shape, begin, end):
     return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
 
 
-SEEDS = {
+SAFETENSORS = {
     "valid_f32": st({"w": entry("F32", [2, 2], 0, 16)}, struct.pack("<4f", 1, 2, 3, 4)),
     "valid_all_dtypes": st({
         "__metadata__": {"format": "pt"},
@@ -54,12 +56,106 @@ SEEDS = {
 }
 
 
+def js(obj):
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def xentry(fmt="mxfp8", crossover=80, **extra):
+    e = {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
+         "format": fmt, "crossover": crossover}
+    e.update(extra)
+    return e
+
+
+# Each kind of entry the built-in table holds (default upload, tiled, W8A16
+# with w8a16_from, tiled-only), then one broken rule each.
+CROSSOVER = {
+    "valid_built_in_kinds": js({"entries": [
+        xentry("bf16", 64), xentry("bf16", 96, warp_weights="tiled"), xentry("mxfp8", 80),
+        xentry("mxfp8", 48, activations="bf16", w8a16_from=65),
+        xentry("mxfp8", 96, activations="bf16", w8a16_from=65, warp_weights="tiled"),
+        xentry("bf16", 112, warp_weights="tiled-only"), xentry("mxfp8", 384, warp_weights="tiled-only"),
+        xentry("fp8-block128", 1)]}),
+    "valid_scaled": js({"entries": [dict(xentry("bf16", 8), preset="qwen3-235b-a22b", hidden=4096,
+                                         intermediate=1536), xentry("mxfp8", -1)]}),
+    "valid_extremes": js({"entries": [{"hidden": 1, "intermediate": 1048576, "experts": 1, "top_k": 1,
+                                       "format": "bf16", "crossover": 16777216}]}),
+    "valid_empty": js({"entries": []}),
+    "valid_with_ladders": js({"header": {"card": "x"}, "entries": [xentry()],
+                              "ladders": [{"batch": [1, 2], "warp_us": [1.0, 2.0]}]}),
+    "bad_zero_experts": js({"entries": [xentry(experts=0)]}),
+    "bad_top_k": js({"entries": [xentry(top_k=129)]}),
+    "bad_float": js({"entries": [xentry(crossover=64.5)]}),
+    "bad_huge": js({"entries": [xentry(crossover=10**30)]}),
+    "bad_string_number": js({"entries": [xentry(crossover="64")]}),
+    "bad_format": js({"entries": [xentry("fp4")]}),
+    "bad_activations": js({"entries": [xentry(activations="fp8")]}),
+    "bad_warp_weights": js({"entries": [xentry(warp_weights="sharded")]}),
+    "bad_w8a16_from": js({"entries": [xentry(w8a16_from=96)]}),
+    "bad_missing": js({"entries": [{"hidden": 2048}]}),
+    "bad_entries": js({"entries": {"a": 1}}),
+    "bad_top_level": b"[1,2,3]",
+    "bad_json": b'{"entries": [{"hidden": 20',
+}
+
+
+def config(**overrides):
+    c = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+         "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
+         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+         "num_experts_per_tok": 8, "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+         "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+         "rope_theta": 1000000.0, "rope_scaling": None, "tie_word_embeddings": False,
+         "torch_dtype": "bfloat16", "use_sliding_window": False, "sliding_window": None}
+    for k, v in overrides.items():
+        if v is DROP:
+            c.pop(k, None)
+        else:
+            c[k] = v
+    return js(c)
+
+
+DROP = object()
+
+# Qwen3-MoE configs as transformers 4.x and 5.x write them, FP8 checkpoints,
+# dense layers, then one broken rule each.
+CONFIG = {
+    "valid_qwen3_30b_a3b": config(),
+    "valid_transformers5": config(rope_theta=DROP, rope_scaling=DROP, torch_dtype=DROP, dtype="bfloat16",
+                                  num_experts=DROP, num_local_experts=128,
+                                  rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"}),
+    "valid_fp8": config(quantization_config={"quant_method": "fp8", "fmt": "e4m3",
+                                             "activation_scheme": "dynamic", "weight_block_size": [128, 128]}),
+    "valid_dense_layers": config(num_hidden_layers=4, mlp_only_layers=[1], decoder_sparse_step=2),
+    "valid_minimal": config(architectures=DROP, head_dim=DROP, num_key_value_heads=DROP, intermediate_size=DROP,
+                            rope_theta=DROP, rope_scaling=DROP, torch_dtype=DROP, rms_norm_eps=DROP,
+                            max_position_embeddings=DROP, mlp_only_layers=DROP, decoder_sparse_step=DROP),
+    "bad_model_type": config(model_type="llama"),
+    "bad_dense": config(num_experts=0),
+    "bad_top_k": config(num_experts_per_tok=129),
+    "bad_heads": config(num_key_value_heads=5),
+    "bad_float_dim": config(hidden_size=2048.0),
+    "bad_rope": config(rope_scaling={"rope_type": "yarn", "factor": 4.0}),
+    "bad_sliding": config(use_sliding_window=True, sliding_window=4096),
+    "bad_quant": config(quantization_config={"quant_method": "gptq", "bits": 4}),
+    "bad_mlp_only": config(mlp_only_layers=[48]),
+    "bad_experts_disagree": config(num_local_experts=64),
+    "bad_dtype": config(torch_dtype="int8"),
+    "bad_top_level": b'"qwen3_moe"',
+    "bad_json": b'{"hidden_size": 20',
+}
+
+CORPORA = {"safetensors_header": SAFETENSORS, "crossover_table": CROSSOVER, "model_config": CONFIG}
+
+
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-    print(f"wrote {len(SEEDS)} seeds to {OUT}")
+    for corpus, seeds in CORPORA.items():
+        out = os.path.join(CORPUS, corpus)
+        os.makedirs(out, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(data)
+        print(f"wrote {len(seeds)} seeds to {out}")
 
 
 if __name__ == "__main__":

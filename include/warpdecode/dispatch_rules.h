@@ -79,8 +79,14 @@ class CrossoverTable {
  public:
   // The H200 measurement compiled in.
   static CrossoverTable built_in();
-  // A file written by `bench-moe --tune`. Throws wd::FormatError when malformed.
+  // A file written by `bench-moe --tune`. Throws wd::FormatError when
+  // malformed: not JSON, no "entries" array, a field missing, of the wrong
+  // type (a float where an integer belongs) or out of range (a shape
+  // dimension < 1 or past 2^20, top_k past experts, a batch other than -1 or
+  // 1 .. 2^24), naming the entry and the field.
   static CrossoverTable load(const std::string& path);
+  // The same from the file's text; `source` names it in errors and source().
+  static CrossoverTable parse(const std::string& json_text, const std::string& source);
   // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
   static CrossoverTable from_environment();
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/json_read.h"
+#include "core/json_read.h"
 #include "warpdecode/error.h"
 
 namespace wd::model {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/json_read.h"
+#include "core/json_read.h"
 
 namespace wd::model {
 namespace {

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
+#include "core/json_read.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -91,42 +93,75 @@ CrossoverTable CrossoverTable::built_in() {
 CrossoverTable CrossoverTable::load(const std::string& path) {
   std::ifstream in(path);
   if (!in.good()) throw FormatError("crossover table: cannot read '" + path + "'");
-  CrossoverTable t;
-  try {
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    for (const auto& j : doc.at("entries")) {
-      CrossoverEntry e;
-      e.preset = j.value("preset", std::string());
-      e.hidden = j.at("hidden").get<int>();
-      e.intermediate = j.at("intermediate").get<int>();
-      e.experts = j.at("experts").get<int>();
-      e.top_k = j.at("top_k").get<int>();
-      e.format = parse_weight_format(j.at("format").get<std::string>());
-      e.crossover = j.at("crossover").get<int>();
-      const std::string act = j.value("activations", std::string("default"));
-      if (act != "default" && act != "bf16") throw FormatError("activations '" + act + "' (allowed: bf16, default)");
-      e.bf16_activations = act == "bf16";
-      const std::string ww = j.value("warp_weights", std::string("default"));
-      if (ww != "default" && ww != "tiled" && ww != "tiled-only")
-        throw FormatError("warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
-      e.tiled_warp = ww != "default";
-      e.untiled = ww == "tiled-only";
-      e.w8a16_from = j.value("w8a16_from", CrossoverEntry::kNever);
-      if (e.w8a16_from != CrossoverEntry::kNever && (e.w8a16_from < 1 || !e.bf16_activations))
-        throw FormatError("w8a16_from " + std::to_string(e.w8a16_from) +
-                          " (allowed on \"activations\": \"bf16\" entries: >= 1, or -1 for never)");
-      if (e.crossover != CrossoverEntry::kNever && e.crossover < 1)
-        throw FormatError("crossover " + std::to_string(e.crossover) + " (allowed: >= 1, or -1 for never)");
-      t.set(e);
-    }
-  } catch (const nlohmann::json::exception& ex) {
-    throw FormatError("crossover table '" + path + "': " + ex.what());
-  } catch (const InvalidArgument& ex) {
-    throw FormatError("crossover table '" + path + "': " + ex.what());
-  } catch (const FormatError& ex) {
-    throw FormatError("crossover table '" + path + "': " + ex.what());
-  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  CrossoverTable t = parse(text.str(), "crossover table '" + path + "'");
   t.source_ = path;
+  return t;
+}
+
+namespace {
+// Bounds of a table's fields: any real MoE shape fits, and a batch field
+// times any shape's E / K stays far inside an int (own_or_scaled).
+constexpr int64_t kMaxTableDim = 1 << 20, kMaxTableExperts = 1 << 16, kMaxTableBatch = 1 << 24;
+
+// A batch field: -1 (never) or 1 .. kMaxTableBatch.
+int batch_field(const json_read::Json& v, const std::string& where, const std::string& key) {
+  const int64_t x = json_read::integer(v, where, key, CrossoverEntry::kNever, kMaxTableBatch);
+  if (x == 0) throw FormatError(where + ": '" + key + "' = 0 (allowed: >= 1, or -1 for never)");
+  return int(x);
+}
+
+CrossoverEntry parse_entry(const json_read::Json& j, const std::string& where) {
+  if (!j.is_object()) throw FormatError(where + ": an entry must be a JSON object, got " + json_read::shown(j));
+  auto at = [&](const char* key) -> const json_read::Json& {
+    if (!j.contains(key)) throw FormatError(where + ": required field '" + key + "' is missing");
+    return j.at(key);
+  };
+  auto string_or = [&](const char* key, const char* fallback) {
+    return j.contains(key) ? json_read::string(j.at(key), where, key) : std::string(fallback);
+  };
+  CrossoverEntry e;
+  e.preset = string_or("preset", "");
+  e.hidden = int(json_read::integer(at("hidden"), where, "hidden", 1, kMaxTableDim));
+  e.intermediate = int(json_read::integer(at("intermediate"), where, "intermediate", 1, kMaxTableDim));
+  e.experts = int(json_read::integer(at("experts"), where, "experts", 1, kMaxTableExperts));
+  e.top_k = int(json_read::integer(at("top_k"), where, "top_k", 1, e.experts));
+  const std::string format = json_read::string(at("format"), where, "format");
+  try {
+    e.format = parse_weight_format(format);
+  } catch (const InvalidArgument& ex) {
+    throw FormatError(where + ": " + ex.what());
+  }
+  e.crossover = batch_field(at("crossover"), where, "crossover");
+  const std::string act = string_or("activations", "default");
+  if (act != "default" && act != "bf16")
+    throw FormatError(where + ": activations '" + act + "' (allowed: bf16, default)");
+  e.bf16_activations = act == "bf16";
+  const std::string ww = string_or("warp_weights", "default");
+  if (ww != "default" && ww != "tiled" && ww != "tiled-only")
+    throw FormatError(where + ": warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
+  e.tiled_warp = ww != "default";
+  e.untiled = ww == "tiled-only";
+  if (j.contains("w8a16_from")) {
+    e.w8a16_from = batch_field(j.at("w8a16_from"), where, "w8a16_from");
+    if (e.w8a16_from != CrossoverEntry::kNever && !e.bf16_activations)
+      throw FormatError(where + ": w8a16_from " + std::to_string(e.w8a16_from) +
+                        " (allowed on \"activations\": \"bf16\" entries: >= 1, or -1 for never)");
+  }
+  return e;
+}
+}  // namespace
+
+CrossoverTable CrossoverTable::parse(const std::string& json_text, const std::string& source) {
+  const json_read::Json doc = json_read::parse(json_text, source);
+  if (!doc.is_object() || !doc.contains("entries") || !doc.at("entries").is_array())
+    throw FormatError(source + ": must be a JSON object with an \"entries\" array");
+  CrossoverTable t;
+  const json_read::Json& entries = doc.at("entries");
+  for (size_t i = 0; i < entries.size(); ++i)
+    t.set(parse_entry(entries[i], source + ", entry " + std::to_string(i)));
+  t.source_ = source;
   return t;
 }
 
@@ -161,7 +196,11 @@ int own_or_scaled(const std::vector<CrossoverEntry>& entries, const MoeShape& s,
   if (m.empty()) return CrossoverEntry::kNever;
   std::sort(m.begin(), m.end());
   const double tpe = m[m.size() / 2];
-  return std::max(1, int(std::ceil(tpe * s.experts / s.top_k)));
+  // Past any batch an int holds (a shape of very many experts per routed
+  // slot): never.
+  const double batch = std::ceil(tpe * s.experts / s.top_k);
+  if (!(batch < double(std::numeric_limits<int>::max()))) return CrossoverEntry::kNever;
+  return std::max(1, int(batch));
 }
 
 // See CrossoverTable::crossover: untiled entries are their own kind; tiled

@@ -60,6 +60,67 @@ TEST(CrossoverTable, MalformedFilesAreFormatErrors) {
   }
 }
 
+// Every field is checked for its type and range, and the error names the
+// entry and the field: a shape of zero experts once reached the tokens-per-
+// expert scaling as a division by zero, and a float or an out-of-range
+// number was silently converted.
+TEST(CrossoverTable, FieldsAreTypedAndBounded) {
+  auto entry = [](const std::string& fields) {
+    return R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64},
+      {)" + fields + "}]}";
+  };
+  const std::string shape = R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", )";
+  const struct {
+    std::string text, names;
+  } bad[] = {
+      {"[]", "\"entries\" array"},
+      {R"({"entries": {}})", "\"entries\" array"},
+      {R"({"entries": [7]})", "entry 0: an entry must be a JSON object"},
+      {entry(R"("hidden": 2048, "intermediate": 768, "experts": 0, "top_k": 8, "format": "bf16", "crossover": 64)"),
+       "entry 1: 'experts' = 0 is out of range"},
+      {entry(R"("hidden": 0, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64)"),
+       "'hidden' = 0"},
+      {entry(R"("hidden": 2048, "intermediate": -768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64)"),
+       "'intermediate' = -768"},
+      {entry(R"("hidden": 2048, "intermediate": 768, "experts": 8, "top_k": 9, "format": "bf16", "crossover": 64)"),
+       "'top_k' = 9 is out of range [1, 8]"},
+      {entry(shape + R"("crossover": 64.5)"), "'crossover' must be an integer, got 64.5"},
+      {entry(shape + R"("crossover": 1e300)"), "'crossover' must be an integer"},
+      {entry(shape + R"("crossover": 99999999999)"), "'crossover' = 99999999999 is out of range"},
+      {entry(shape + R"("crossover": "64")"), "'crossover' must be an integer, got \"64\""},
+      {entry(shape + R"("crossover": -2)"), "'crossover' = -2 is out of range"},
+      {entry(R"("hidden": 2048.0, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64)"),
+       "'hidden' must be an integer"},
+      {entry(R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": 3, "crossover": 64)"),
+       "'format' must be a string"},
+      {entry(shape + R"("crossover": 64, "preset": 1)"), "'preset' must be a string"},
+      {entry(shape + R"("crossover": 64, "activations": "bf16", "w8a16_from": 1.5)"), "'w8a16_from' must be an integer"},
+      {entry(R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "crossover": 64)"),
+       "entry 1: required field 'format' is missing"},
+  };
+  for (const auto& b : bad) {
+    try {
+      CrossoverTable::parse(b.text, "t.json");
+      ADD_FAILURE() << "accepted: " << b.text;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.names), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("t.json", 0), 0u) << e.what();  // names the file first
+    }
+  }
+  // The bounds themselves are accepted, and a huge shape's scaled crossover
+  // is "never" rather than an overflowed int.
+  const CrossoverTable t = CrossoverTable::parse(
+      R"({"entries": [{"hidden": 1, "intermediate": 1048576, "experts": 1, "top_k": 1, "format": "bf16",
+          "crossover": 16777216}]})", "t.json");
+  ASSERT_EQ(t.entries().size(), 1u);
+  EXPECT_EQ(t.source(), "t.json");
+  MoeShape huge = preset_shape("qwen3-30b-a3b");
+  huge.experts = 1 << 20;
+  huge.top_k = 1;
+  EXPECT_EQ(t.crossover(huge, WeightFormat::kBF16), CrossoverEntry::kNever);
+  EXPECT_EQ(t.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kBF16), (1 << 24) / 8 * 128);  // 2^24 tokens an expert × E / K
+}
+
 TEST(CrossoverTable, LadderRuleNeedsAMarginAtEveryLargerBatch) {
   const std::vector<int> b = {8, 16, 32, 64};
   // Classical faster by >= 2 % from 32 on.

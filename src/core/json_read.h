@@ -1,6 +1,7 @@
-// Typed reads of JSON values for the config and index readers: each throws
-// wd::FormatError naming the file, the key and the type it needed, so a bad
-// file gets one clear line instead of nlohmann's type_error.
+// Typed reads of JSON values for the config, index and crossover-table
+// readers: each throws wd::FormatError naming the file, the key and the type
+// it needed, so a bad file gets one clear line instead of nlohmann's
+// type_error (or a silent conversion: a float read as an int).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,7 @@
 
 #include "warpdecode/error.h"
 
-namespace wd::model::json_read {
+namespace wd::json_read {
 
 using Json = nlohmann::json;
 
@@ -62,4 +63,4 @@ inline std::string string(const Json& v, const std::string& source, const std::s
   return v.get<std::string>();
 }
 
-}  // namespace wd::model::json_read
+}  // namespace wd::json_read
