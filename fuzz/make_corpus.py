@@ -4,7 +4,7 @@
 For each parser, valid inputs of every kind it reads and one input per
 validation rule broken, so the fuzzer starts next to every branch of it:
 safetensors headers (safetensors_header), crossover tables (crossover_table),
-config.json files (model_config). Deterministic: rerunning rewrites the same
+config.json files (model_config), text (tokenizer). Deterministic: rerunning rewrites the same
 bytes. Usage: python3 fuzz/make_corpus.py
 """
 import json
@@ -145,7 +145,30 @@ CONFIG = {
     "bad_json": b'{"hidden_size": 20',
 }
 
-CORPORA = {"safetensors_header": SAFETENSORS, "crossover_table": CROSSOVER, "model_config": CONFIG}
+# Text of every kind the tokenizer's stages treat apart: ASCII words, numbers
+# and punctuation (the Split regex's classes), whitespace runs and newlines,
+# contractions, CJK, emoji, combining marks and Hangul jamo (NFC composes
+# them), special and non-special added tokens (ChatML, <think>), invalid
+# UTF-8 (refused), and a few ids' worth of raw bytes.
+TOKENIZER = {
+    "ascii": b"Hello, world! It's 2026: 3.14159 apples, don't you think?",
+    "whitespace": b"  leading\tand\n\n\ntrailing   \r\n  ",
+    "numbers": b"1234567890 12,345.678 0x1F 1e-9",
+    "code": b"for (int i = 0; i < n; ++i) { sum += a[i] * b[i]; }\n",
+    "cjk": "混合专家模型的解码 と 日本語 한국어".encode(),
+    "emoji": "family: 👨‍👩‍👧‍👦 flags: 🇫🇷🇯🇵 ✨".encode(),
+    "combining": "e\u0301 a\u0308 \u1100\u1161\u11a8 Å Å".encode(),
+    "chatml": b"<|im_start|>user\nWhy is the sky blue?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    "special_adjacent": b"<|endoftext|><|endoftext|>x<|im_end|>",
+    "mixed_scripts": "Ελληνικά Русский עברית العربية हिन्दी".encode(),
+    "invalid_utf8": b"ok \xff\xfe bad \xc3\x28 \xe2\x82",
+    "overlong": b"\xc0\xaf\xe0\x80\xaf",
+    "surrogate": b"\xed\xa0\x80",
+    "empty": b"",
+}
+
+CORPORA = {"safetensors_header": SAFETENSORS, "crossover_table": CROSSOVER, "model_config": CONFIG,
+           "tokenizer": TOKENIZER}
 
 
 def main():
