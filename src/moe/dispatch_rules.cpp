@@ -101,8 +101,8 @@ CrossoverTable CrossoverTable::load(const std::string& path) {
 }
 
 namespace {
-// Bounds of a table's fields: any real MoE shape fits, and a batch field
-// times any shape's E / K stays far inside an int (own_or_scaled).
+// Bounds of a table's fields: any real MoE shape and batch fits (what
+// scaling a batch to an extreme shape gives is clamped: own_or_scaled).
 constexpr int64_t kMaxTableDim = 1 << 20, kMaxTableExperts = 1 << 16, kMaxTableBatch = 1 << 24;
 
 // A batch field: -1 (never) or 1 .. kMaxTableBatch.
