@@ -190,6 +190,15 @@ namespace {
 void check_weights(const MoeShape& mine, const MoeWeightsView& w, const ClassicalConfig& config) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kDevice, "classical MoE: weights must be in device memory");
+  // Without both canonical tensors the GEMMs read both tiled copies (run_stage):
+  // a view of one canonical tensor and the other's tiled copy alone is refused
+  // here, not read through a null pointer on the device.
+  if (!w.has_canonical())
+    WD_CHECK(w.gate_up_tiled && w.down_tiled &&
+                 (w.format != WeightFormat::kMXFP8 || (w.gate_up_tiled_scales && w.down_tiled_scales)),
+             "classical MoE: weights without both canonical tensors must hold both tiled copies (a view of one "
+             "canonical tensor and the other's tiled copy alone is not read); upload them with "
+             "DeviceWeightsOptions::tiled_only() or the default options");
   if (!w.has_canonical())
     WD_CHECK(config.reads_tiled(mine, w.format), "classical MoE: these weights keep only their tiled copies "
              "(DeviceWeightsOptions::tiled_only()), which the classical path reads only as BF16 weights on the TMA "

@@ -1312,6 +1312,15 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     EXPECT_THROW(DeviceFp8BlockWeights::quantize(only.view(), nullptr), InvalidArgument);
     EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, nullptr); }),
                  InvalidArgument);
+    // A view of the canonical gate_up and the tiled down alone (validate()
+    // takes it) is refused, not read through its null tiled gate_up (added
+    // in session 53, before any device run of it).
+    MoeWeightsView mixed = only.view();
+    mixed.gate_up = layer.view().gate_up;
+    mixed.gate_up_tiled = nullptr;
+    EXPECT_NO_THROW(mixed.validate());
+    EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mixed, dx.data(), B, o, c, nullptr); }),
+                 InvalidArgument);
   }
   {  // the dispatch: the tiled-only crossover (40 here), the classical path on the tiled copies from it on
     const MoeShape s = preset_shape("tiny");
