@@ -193,18 +193,18 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w, const Classica
   // Without both canonical tensors the GEMMs read both tiled copies (run_stage):
   // a view of one canonical tensor and the other's tiled copy alone is refused
   // here, not read through a null pointer on the device.
-  if (!w.has_canonical())
+  if (!w.has_canonical()) {
     WD_CHECK(w.gate_up_tiled && w.down_tiled &&
                  (w.format != WeightFormat::kMXFP8 || (w.gate_up_tiled_scales && w.down_tiled_scales)),
              "classical MoE: weights without both canonical tensors must hold both tiled copies (a view of one "
              "canonical tensor and the other's tiled copy alone is not read); upload them with "
              "DeviceWeightsOptions::tiled_only() or the default options");
-  if (!w.has_canonical())
     WD_CHECK(config.reads_tiled(mine, w.format), "classical MoE: these weights keep only their tiled copies "
              "(DeviceWeightsOptions::tiled_only()), which the classical path reads only as BF16 weights on the TMA "
              "GEMM with BF16 activations and SiLU·up fused (ClassicalConfig::reads_tiled, an sm_90a device); not ",
              to_string(w.format), " with ", config.label(), ". Upload them with the default options, or un-tile "
              "them (UntiledWeights)");
+  }
   WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
                w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
            "classical MoE: weights' shape differs from the shape this layer was built for");
