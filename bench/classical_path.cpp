@@ -68,7 +68,7 @@ void ClassicalPath::prepare(const MoeShape& shape, int batch) {
   // reads them as they are.
   const bool tiled_only = !untile_ && !bench_.weights(0).view().has_canonical();
   config_ = fixed_        ? *fixed_
-            : tiled_only ? ClassicalConfig::for_tiled_copies(shape, batch, ClassicalMoe::wgmma_available())
+            : tiled_only ? ClassicalConfig::for_tiled_copies(shape, batch, ClassicalMoe::wgmma_available(), format_)
                          : ClassicalConfig::for_batch(shape, batch, format_);
   if (format_ != held_format(format_) && converted_.empty()) {
     for (int i = 0; i < bench_.copies(); ++i)

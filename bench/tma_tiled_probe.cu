@@ -131,7 +131,7 @@ int probe(const char* what, const std::vector<uint16_t>& w, const std::vector<ui
   const cuuint64_t cd[2] = {K, rows}, cs[1] = {2 * K};
   const cuuint32_t cb[2] = {32, kBoxRows};
   const CUresult rc = encode(canonical, dw.data(), 2, cd, cs, cb),
-                 rt = wd::kernels::encode_tiled_bf16_map(tiled, dt.data(), g);
+                 rt = wd::kernels::encode_tiled_map(tiled, dt.data(), g, 2);
   std::printf("%-8s maps: canonical CUresult %d, tiled (rank %d) CUresult %d\n", what, int(rc), g.rank, int(rt));
   if (rc != CUDA_SUCCESS || rt != CUDA_SUCCESS) return 1;
   DeviceBuffer<uint8_t> out(kRegion);

@@ -77,18 +77,22 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
-  // The configuration for tiled-only BF16 weights (DeviceWeightsOptions::
-  // tiled_only()), which only the TMA GEMM reads: for_batch's TMA choice,
-  // where for_batch would take the stream GEMM (qwen3-30b-a3b-sized experts
-  // at 1/8 < m <= 2); the same as for_batch everywhere else.
-  static ClassicalConfig for_tiled_copies(const MoeShape& shape, int batch, bool sm90a);
-  // Whether this configuration reads tiled-only BF16 weights (on an sm_90a
-  // device; supports() says whether this one runs it):
-  // the TMA GEMM, BF16 activations, SiLU·up fused, the shape's tiled copies
-  // readable through TMA maps (kernels::tma_gemm_reads_tiled). The TMA GEMM
-  // then loads each weight box straight from the tiled copy, as two
-  // 64-byte-swizzled K halves: the same products in the same order, so the
-  // bits of the canonical tensors.
+  // The configuration for tiled-only weights (DeviceWeightsOptions::
+  // tiled_only()), which only the TMA GEMM reads: BF16, for_batch's TMA
+  // choice, where for_batch would take the stream GEMM (qwen3-30b-a3b-sized
+  // experts at 1/8 < m <= 2), the same as for_batch everywhere else; MXFP8,
+  // W8A16 (the W8A8 tile reads E4M3 codes straight into wgmma, not packed
+  // words): for_batch's bf16_activations choice.
+  static ClassicalConfig for_tiled_copies(const MoeShape& shape, int batch, bool sm90a,
+                                          WeightFormat format = WeightFormat::kBF16);
+  // Whether this configuration reads tiled-only weights (on an sm_90a
+  // device; supports() says whether this one runs it): the TMA GEMM with
+  // BF16 activations (BF16 weights, or MXFP8 in W8A16), SiLU·up fused, the
+  // shape's tiled copies readable through TMA maps
+  // (kernels::tma_gemm_reads_tiled). The TMA GEMM then loads each weight
+  // box straight from the tiled copy, as two 64-byte-swizzled K halves
+  // (MXFP8: packed words, and the tiled scales): the same products in the
+  // same order, so the bits of the canonical tensors.
   bool reads_tiled(const MoeShape& shape, WeightFormat format) const;
   // Whether its gate_up GEMM gathers the token rows from x itself (the TMA
   // GEMM, BF16 weights, T <= 128): stage 4 (kPermute) then has nothing to do

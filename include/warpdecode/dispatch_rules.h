@@ -178,15 +178,16 @@ inline bool warp_streams_tiled(const MoeWeightsView& w) { return w.gate_up_tiled
 // for MXFP8 under kBf16Activations, and under kFastest from the table's
 // w8a16_from on (W8A16 faster than W8A8 there); otherwise
 // ClassicalConfig::for_batch's default.
-// Tiled-only BF16 weights (copies kTiledOnly) that the classical path reads
-// as they are: ClassicalConfig::for_tiled_copies.
+// Tiled-only weights (copies kTiledOnly) that the classical path reads
+// as they are: ClassicalConfig::for_tiled_copies (MXFP8: W8A16 under either policy).
 ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& shape, WeightFormat f,
                                           int batch, DispatchPolicy policy, bool sm90a,
                                           WeightCopies copies = WeightCopies::kCanonical);
 
 // Whether the classical path reads tiled-only weights of this format and
 // shape as they are, on a device with (sm90a) or without the sm_90a kernels:
-// BF16 on the TMA GEMM (ClassicalConfig::reads_tiled). MoeDispatch then
+// BF16, and MXFP8 in W8A16, on the TMA GEMM (ClassicalConfig::reads_tiled;
+// MXFP8 on branch mxfp8-tiled-w8a16, not yet run on a device). MoeDispatch then
 // sends them to it from the table's tiled-only crossover on, with no
 // un-tiling; other tiled-only weights need MoeDispatch::untile_tiled_only
 // for the classical path.

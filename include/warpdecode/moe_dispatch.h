@@ -17,8 +17,9 @@
 // (DeviceWeightsOptions::tiled_beside_canonical()) make warp decode faster;
 // the table holds a crossover measured on such an upload too, and the
 // dispatch uses it for them (CrossoverEntry::tiled_warp).
-// Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()): BF16
-// ones the classical path reads as they are on sm_90a (its TMA GEMM loads
+// Weights uploaded tiled-only (DeviceWeightsOptions::tiled_only()): the
+// classical path reads them as they are on sm_90a (BF16; MXFP8 in W8A16,
+// the configuration the dispatch then gives it; its TMA GEMM loads
 // each weight box from the tiled copy; classical_reads_tiled_only), and the
 // dispatch sends them to it from a crossover measured on such an upload
 // (CrossoverEntry::untiled). Others (MXFP8, or without the sm_90a kernels)

@@ -20,7 +20,9 @@ bool tma_gemm_fits(WeightFormat format, int n, int k) {
 }
 
 bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, bool a_bf16) {
-  if (format != WeightFormat::kBF16 || a_bf16 || !tma_gemm_fits(format, n, k) || k % 64 != 0) return false;
+  // BF16 weights and activations, or W8A16 (MXFP8 codes and scales tiled).
+  const bool bf16 = format == WeightFormat::kBF16 && !a_bf16, w8a16 = format == WeightFormat::kMXFP8 && a_bf16;
+  if (!(bf16 || w8a16) || !tma_gemm_fits(format, n, k) || k % 64 != 0) return false;
   return fuse_silu ? n % 256 == 0 : n % 16 == 0;
 }
 

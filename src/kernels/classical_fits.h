@@ -52,9 +52,10 @@ bool stream_wgmma_gemm_fits(WeightFormat format, int n, int k);
 // (and, at launch, an sm_90a device and p.experts set; fuse_silu: BF16 or
 // W8A16, or W8A8 at tile_tokens 64 with out_scales, and N % 256 == 0).
 bool tma_gemm_fits(WeightFormat format, int n, int k);
-// Whether the TMA kernel takes a tiled BF16 copy (GroupedGemmParams::w_tiled)
-// for this GEMM: BF16 weights and activations, K % 64 == 0, and gate_up with
-// SiLU·up fused (N = 2I a multiple of 256) or down (N % 16 == 0).
+// Whether the TMA kernel takes a tiled copy (GroupedGemmParams::w_tiled) for
+// this GEMM: BF16 weights and activations or W8A16 (MXFP8 codes and their
+// tiled scales), K % 64 == 0, and gate_up with SiLU·up fused (N = 2I a
+// multiple of 256) or down (N % 16 == 0).
 bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, bool a_bf16);
 
 // True when the current device runs the sm_90a kernels (wgmma, TMA):

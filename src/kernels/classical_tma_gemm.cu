@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                               (F == WeightFormat::kFP8Block128 && L::kWide8))),
                 "weight-sharing clusters: BF16 at T = 144 or FP8 block-128 W8A8 at T = 64 or 80, pairs of token tiles");
   static_assert(!kGather || (F == WeightFormat::kBF16 && kCluster == 1 && kT <= 128), "gathering: BF16, T <= 128");
-  static_assert(!kTiledW || (F == WeightFormat::kBF16 && !kA16), "tiled weight copies: BF16");
+  static_assert(!kTiledW || (F == WeightFormat::kBF16 && !kA16) || kA16,
+                "tiled weight copies: BF16, or MXFP8 in W8A16 (packed words, tiled scales)");
   static_assert(!kSiluQuant || ((L::kWide8 || L::kTokSplit) && (kCluster == 1 || kShareW || L::kSwapAB || L::kTokSplit) &&
                                  !kGather),
                 "SiLU·up and its quantization fused: W8A8 at T = 64 or 80, FP8 block-128 at 128 (256-row tiles: 128 "
@@ -293,7 +294,25 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                         ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales, ok);
             }
           }
-          if constexpr (kMx) {
+          if constexpr (kMx && kTiledW) {
+            // Tiled scales (core/tiled_box_map.h): for each box (fused: the
+            // gate box, then the up box), unit u < 2 (blocks 4kt + 2u, + 1)
+            // and item row j of the box, the item's 32 bytes (gate_up: its
+            // gate or up half), as two 16-byte chunks, into
+            // [box][u][j][32 bytes] (tiled_scale_box_offset). wrow is the
+            // tile's first item row; past the last one, zeros.
+            const int box_rows = fused ? kRows / 2 : kRows, nj = box_rows / 16;
+            const int item_rows = g.experts * (fused ? N / 2 : N) / 16, units = K / 64;
+            for (int i = lane; i < kRows / 4; i += 32) {
+              const int chunk = i & 1, q = i >> 1, j = q % nj, u = (q / nj) & 1, b = q / nj >> 1;
+              const int item_row = wrow + j;
+              const bool ok = item_row < item_rows;
+              const size_t item = size_t(item_row) * units + 2 * kt + u;
+              const uint8_t* src = g.w_mx_scales + (fused ? item * 64 + 32 * b : item * 32) + 16 * chunk;
+              cp_async16(base + L::w_scale(stage) + b * box_rows * 4 + u * nj * 32 + j * 32 + 16 * chunk,
+                         ok ? src : g.w_mx_scales, ok);
+            }
+          } else if constexpr (kMx) {
             const size_t rows_all = size_t(g.experts) * N;
             for (int i = lane; i < kRows; i += 32) {
               // Fused SiLU·up: tile rows [kRows/2, kRows) are the up rows.
@@ -644,7 +663,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // bit move (session 25 run 3: T = 16 −10 to −13 %, T = 80 −6 to −10 %, T =
   // 144 −4 to −5 %); T = 8 keeps the convert (+1.5 to +4 % with the integer
   // one: the whole slot is decode there, on the integer pipes).
-  constexpr bool kIntDecode = kT != 8;
+  // (Tiled copies: always the integer path, whose ldmatrix words are the
+  // packed words the decode takes.)
+  constexpr bool kIntDecode = kT != 8 || kTiledW;
+  // Tiled copies: rows of a weight box (fused: the gate box, then the up box).
+  const int a16_box_rows = fused ? kRows / 2 : kRows;
   constexpr uint32_t kBias = kIntDecode ? kIntBias : kConvertBias;  // the decoded values are × 2^-kBias
   uint32_t f[2][kGroupK][kMB][4];
   static_assert((8 / kGroupK) % 2 == 0, "a slot's groups alternate the two sets and end on set 1");
@@ -693,7 +716,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
+          if constexpr (kTiledW) {
+            // Tiled scales: the row's blocks 0-1 and 2-3 of the slot, two
+            // 16-bit reads in its box (producer above).
+            const int row = row_of(mb) + r * row2, b = row / a16_box_rows, rr = row % a16_box_rows;
+            const uint8_t* box = wsc + b * a16_box_rows * 4;
+            const uint32_t lo = *reinterpret_cast<const uint16_t*>(box + tiled_scale_box_offset(rr, 0, a16_box_rows));
+            const uint32_t hi = *reinterpret_cast<const uint16_t*>(box + tiled_scale_box_offset(rr, 2, a16_box_rows));
+            codes[mb][r] = lo | hi << 16;
+          } else {
+            codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
+          }
           narrow &= scales_narrow4<kBias>(codes[mb][r]);
         }
       // One BF16x2 multiply by the scale where every code of the warp's
@@ -715,8 +748,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
                           uint32_t (&fr)[kMB][4]) {
           const uint32_t code = (codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu;
           if constexpr (kIntDecode) {
-            const uint32_t v_lo = e4m3x2_to_bf16x2_shift120(lo, sel_lo);
-            const uint32_t v_hi = e4m3x2_to_bf16x2_shift120(hi, sel_hi);
+            // Tiled copies: packed words (warpdecode/packed_e4m3.h), the
+            // same two words in fewer instructions.
+            const uint32_t v_lo = kTiledW ? packed_e4m3_lo(lo) : e4m3x2_to_bf16x2_shift120(lo, sel_lo);
+            const uint32_t v_hi = kTiledW ? packed_e4m3_hi(hi) : e4m3x2_to_bf16x2_shift120(hi, sel_hi);
             if constexpr (kNarrow) {
               const uint32_t m = narrow_scale_factor<kBias>(codes[mb][r], ks >> 1);
               fr[mb][r] = bf16x2_mul(v_lo, m);
@@ -747,7 +782,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           constexpr int kSteps = decltype(steps)::value;
           const int j = lane & 7, i = lane >> 3;
           const int row = row_of(mb) - g8 + j + (i & 1) * row2;
-          const uint32_t addr = base + L::w(stage) + row * kRowBytes + (((ks0 + (i >> 1)) ^ j) << 4);
+          uint32_t addr;
+          if constexpr (kTiledW) {
+            // Tiled copies: the row's box, the step's half (steps 0-3, 4-7),
+            // 64-byte rows under the 64-byte swizzle (chunk ^ (row >> 1) & 3
+            // within the box: every box and half starts 512-byte aligned).
+            const int ks = ks0 + (i >> 1), b = row / a16_box_rows, rr = row % a16_box_rows;
+            addr = base + L::w(stage) + b * a16_box_rows * kRowBytes + (ks >> 2) * a16_box_rows * (kRowBytes / 2) +
+                   rr * (kRowBytes / 2) + (((ks & 3) ^ ((rr >> 1) & 3)) << 4);
+          } else {
+            addr = base + L::w(stage) + row * kRowBytes + (((ks0 + (i >> 1)) ^ j) << 4);
+          }
           if constexpr (kSteps == 2) ldmatrix_x4(w, addr);
           else ldmatrix_x2(w[0], w[1], addr);
         };
@@ -1255,10 +1300,13 @@ void launch_tma_cluster(const GroupedGemmParams& p, long tiles, cudaStream_t str
   // rows).
   const int box_rows = L::kSwapAB && kSiluQuant ? 64 : p.fuse_silu || kShareW ? L::kRows / 2 : L::kRows;
   if constexpr (kTiledW) {
-    // The tiled copy of gate_up (fused: N = 2I, K = H) or down (N = H, K = I).
+    // The tiled copy of gate_up (fused: N = 2I, K = H) or down (N = H, K = I):
+    // BF16, or W8A16's MXFP8 codes (one byte, packed words).
     const uint64_t E = uint64_t(p.experts), N = uint64_t(p.n), K = uint64_t(p.k);
-    tp.w_map = tma_tiled_bf16_map(p.w, p.fuse_silu ? gate_up_tiled_box_map(E, K, N / 2, box_rows)
-                                                   : down_tiled_box_map(E, N, K, box_rows));
+    const int eb = kA16 ? 1 : 2;
+    tp.w_map = tma_tiled_map(p.w, p.fuse_silu ? gate_up_tiled_box_map(E, K, N / 2, box_rows, eb)
+                                              : down_tiled_box_map(E, N, K, box_rows, eb),
+                             eb);
   } else {
     tp.w_map = tma_matrix_map(p.w, uint64_t(p.experts) * uint64_t(p.n), uint64_t(p.k), L::kFp8, box_rows);
   }
@@ -1284,7 +1332,7 @@ void launch_tma(const GroupedGemmParams& p, cudaStream_t stream, bool pdl) {
   using L = Tile<F, kT, kA16>;
   // Tiled BF16 copies: the same kernels, their weight loads and descriptors
   // the tiled ones (a template parameter: the producer's 40 registers).
-  if constexpr (F == WeightFormat::kBF16 && !kTiledW) {
+  if constexpr (((F == WeightFormat::kBF16 && !kA16) || kA16) && !kTiledW) {
     if (p.w_tiled) return launch_tma<F, kA16, kT, true>(p, stream, pdl);
   }
   // Fused SiLU·up: a tile advances kRows / 2 neurons of the N / 2 gate rows.
@@ -1379,7 +1427,8 @@ void tma_gemm(const GroupedGemmParams& p, WeightFormat format, int tile_tokens, 
            "block-128 W8A8 at 64 or 80, rows permuted (not gathered), not ", to_string(format),
            p.a_bf16 ? " W8A16" : "", " at T = ", tile_tokens);
   WD_CHECK(!p.w_tiled || tma_gemm_reads_tiled(format, p.n, p.k, p.fuse_silu != 0, p.a_bf16 != 0),
-           "classical GEMM: the TMA kernel reads tiled weight copies for BF16 weights and activations, gate_up with "
+           "classical GEMM: the TMA kernel reads tiled weight copies for BF16 weights and activations or W8A16 (MXFP8), "
+           "gate_up with "
            "SiLU·up fused (N = 2I, I % 128 == 0) or down (N % 16 == 0), K % 64 == 0; not ", to_string(format),
            p.a_bf16 ? " W8A16" : "", " with N = ", p.n, ", K = ", p.k, p.fuse_silu ? " (gate_up)" : " (down)");
   WD_CHECK(wgmma_available(), "classical GEMM: the TMA kernel needs an sm_90 device and an sm_90a build");

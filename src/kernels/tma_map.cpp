@@ -48,19 +48,20 @@ CUtensorMap tma_matrix_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8,
   return m;
 }
 
-CUresult encode_tiled_bf16_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g) {
+CUresult encode_tiled_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g, int elem_bytes) {
   cuuint64_t dims[5], strides[4];
   cuuint32_t box[5];
   for (int d = 0; d < g.rank; ++d) dims[d] = g.dims[d], box[d] = g.box[d];
   for (int d = 0; d + 1 < g.rank; ++d) strides[d] = g.strides[d];
-  return encode_tma_map(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, g.rank, ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_64B);
+  return encode_tma_map(m, elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, g.rank,
+                        ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_64B);
 }
 
-CUtensorMap tma_tiled_bf16_map(const void* ptr, const TiledBoxMap& g) {
+CUtensorMap tma_tiled_map(const void* ptr, const TiledBoxMap& g, int elem_bytes) {
   CUtensorMap m;
-  const CUresult r = encode_tiled_bf16_map(m, ptr, g);
-  WD_CHECK(r == CUDA_SUCCESS, "TMA: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for a tiled BF16 copy (rank ",
-           g.rank, ", ", g.dims[g.rank - 1], " units)");
+  const CUresult r = encode_tiled_map(m, ptr, g, elem_bytes);
+  WD_CHECK(r == CUDA_SUCCESS, "TMA: cuTensorMapEncodeTiled failed (CUresult ", int(r), ") for a tiled ",
+           elem_bytes == 2 ? "BF16" : "MXFP8", " copy (rank ", g.rank, ", ", g.dims[g.rank - 1], " units)");
   return m;
 }
 

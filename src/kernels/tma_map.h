@@ -23,12 +23,13 @@ CUresult encode_tma_map(CUtensorMap& m, CUtensorMapDataType type, int rank, cons
 // Throws wd::InvalidArgument where the driver refuses it.
 CUtensorMap tma_matrix_map(const void* ptr, uint64_t rows, uint64_t k, bool fp8, int box_rows);
 
-// A tiled BF16 weight copy read through the geometry g (core/tiled_box_map.h):
-// each box two K halves of 64-byte rows, 64-byte swizzle. Throws
-// wd::InvalidArgument where the driver refuses it.
-CUtensorMap tma_tiled_bf16_map(const void* ptr, const TiledBoxMap& g);
+// A tiled weight copy (BF16, or MXFP8 codes: elem_bytes 2 or 1) read through
+// the geometry g (core/tiled_box_map.h): each box two K halves of 64-byte
+// rows, 64-byte swizzle. Throws wd::InvalidArgument where the driver refuses
+// it.
+CUtensorMap tma_tiled_map(const void* ptr, const TiledBoxMap& g, int elem_bytes);
 // The same map, the driver's CUresult returned rather than thrown (for
 // bench/tma_tiled_probe, which reports what the driver refuses).
-CUresult encode_tiled_bf16_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g);
+CUresult encode_tiled_map(CUtensorMap& m, const void* ptr, const TiledBoxMap& g, int elem_bytes);
 
 }  // namespace wd::kernels

@@ -239,17 +239,20 @@ ClassicalConfig ClassicalConfig::for_batch(const MoeShape& s, int batch, WeightF
   return choose_config(s, batch, format, sm90a, false);
 }
 
-ClassicalConfig ClassicalConfig::for_tiled_copies(const MoeShape& s, int batch, bool sm90a) {
-  return choose_config(s, batch, WeightFormat::kBF16, sm90a, true);
+ClassicalConfig ClassicalConfig::for_tiled_copies(const MoeShape& s, int batch, bool sm90a, WeightFormat format) {
+  if (format == WeightFormat::kMXFP8) return for_batch(s, batch, format, sm90a, true);
+  return choose_config(s, batch, format, sm90a, true);
 }
 
 bool ClassicalConfig::reads_tiled(const MoeShape& s, WeightFormat format) const {
   // The device aside (supports() and run_stage check it): a pure shape rule.
-  return gemm == ClassicalGemm::kTma && format == WeightFormat::kBF16 && !bf16_activations && fuse_silu &&
-         tile_allowed(tile_tokens) && tma_fits(s, format) && silu_fuses(s, format, false, tile_tokens) &&
-         down_tiling_fits(s) && gate_up_tiling_fits(s) &&
-         kernels::tma_gemm_reads_tiled(format, 2 * s.intermediate, s.hidden, true, false) &&
-         kernels::tma_gemm_reads_tiled(format, s.hidden, s.intermediate, false, false);
+  const bool bf16 = format == WeightFormat::kBF16 && !bf16_activations,
+             w8a16 = format == WeightFormat::kMXFP8 && bf16_activations;
+  return gemm == ClassicalGemm::kTma && (bf16 || w8a16) && fuse_silu && tile_allowed(tile_tokens) &&
+         tma_fits(s, format) && silu_fuses(s, format, bf16_activations, tile_tokens) && down_tiling_fits(s) &&
+         gate_up_tiling_fits(s) &&
+         kernels::tma_gemm_reads_tiled(format, 2 * s.intermediate, s.hidden, true, bf16_activations) &&
+         kernels::tma_gemm_reads_tiled(format, s.hidden, s.intermediate, false, bf16_activations);
 }
 
 bool ClassicalConfig::tma_fits(const MoeShape& s, WeightFormat format) {

@@ -7,6 +7,7 @@
 #include "core/device_buffer.h"
 #include "kernels/classical_gemm.cuh"
 #include "kernels/classical_stages.cuh"
+#include "moe/classical_operands.h"
 #include "moe/classical_rules.h"
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
@@ -200,10 +201,10 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w, const Classica
              "canonical tensor and the other's tiled copy alone is not read); upload them with "
              "DeviceWeightsOptions::tiled_only() or the default options");
     WD_CHECK(config.reads_tiled(mine, w.format), "classical MoE: these weights keep only their tiled copies "
-             "(DeviceWeightsOptions::tiled_only()), which the classical path reads only as BF16 weights on the TMA "
-             "GEMM with BF16 activations and SiLU·up fused (ClassicalConfig::reads_tiled, an sm_90a device); not ",
-             to_string(w.format), " with ", config.label(), ". Upload them with the default options, or un-tile "
-             "them (UntiledWeights)");
+             "(DeviceWeightsOptions::tiled_only()), which the classical path reads only on the TMA GEMM with BF16 "
+             "activations (BF16 weights, or MXFP8 in W8A16) and SiLU·up fused (ClassicalConfig::reads_tiled, an "
+             "sm_90a device); not ", to_string(w.format), " with ", config.label(), ". Upload them with the default "
+             "options, or un-tile them (UntiledWeights)");
   }
   WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
                w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
@@ -219,7 +220,7 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w, const Classica
 ClassicalConfig default_config(const MoeShape& s, const MoeWeightsView& w, int batch) {
   batch = std::max(1, batch);
   return w.has_canonical() ? ClassicalConfig::for_batch(s, batch, w.format)
-                           : ClassicalConfig::for_tiled_copies(s, batch, ClassicalMoe::wgmma_available());
+                           : ClassicalConfig::for_tiled_copies(s, batch, ClassicalMoe::wgmma_available(), w.format);
 }
 
 kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
@@ -233,6 +234,19 @@ kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
   return kernels::GemmKernel::kMmaSync;
 }
 }  // namespace
+
+void set_weight_operands(kernels::GroupedGemmParams& p, const MoeWeightsView& w, bool up) {
+  p.w_tiled = w.has_canonical() ? 0 : 1;
+  if (p.w_tiled) {
+    p.w = up ? w.gate_up_tiled : w.down_tiled;
+    p.w_mx_scales = up ? w.gate_up_tiled_scales : w.down_tiled_scales;  // MXFP8 (W8A16); BF16: none
+    p.w_block_scales = nullptr;
+  } else {
+    p.w = up ? w.gate_up : w.down;
+    p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
+    p.w_block_scales = up ? w.gate_up_block_scales : w.down_block_scales;
+  }
+}
 
 void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
                              const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const {
@@ -304,12 +318,7 @@ void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, cons
     case ClassicalStage::kDown: {
       const bool up = stage == ClassicalStage::kGateUp;
       kernels::GroupedGemmParams p{};
-      // Tiled-only BF16 weights (check_weights: config.reads_tiled): the
-      // GEMMs read the tiled copies.
-      p.w_tiled = w.has_canonical() ? 0 : 1;
-      p.w = p.w_tiled ? static_cast<const void*>(up ? w.gate_up_tiled : w.down_tiled) : (up ? w.gate_up : w.down);
-      p.w_block_scales = up ? w.gate_up_block_scales : w.down_block_scales;
-      p.w_mx_scales = up ? w.gate_up_scales : w.down_scales;
+      set_weight_operands(p, w, up);  // tiled-only weights (check_weights: config.reads_tiled): the tiled copies
       const bool gather = up && config.gathers_rows(w.format);
       WD_CHECK(!gather || x, "classical MoE: x is null");
       p.a = gather ? static_cast<const void*>(x)

@@ -293,14 +293,14 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
 }
 
 bool classical_reads_tiled_only(const MoeShape& s, WeightFormat f, bool sm90a) {
-  return f == WeightFormat::kBF16 && sm90a && ClassicalConfig::for_tiled_copies(s, 1, sm90a).reads_tiled(s, f);
+  return sm90a && ClassicalConfig::for_tiled_copies(s, 1, sm90a, f).reads_tiled(s, f);
 }
 
 ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const MoeShape& s, WeightFormat f, int batch,
                                           DispatchPolicy policy, bool sm90a, WeightCopies copies) {
   batch = std::max(1, batch);
   if (copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(s, f, sm90a))
-    return ClassicalConfig::for_tiled_copies(s, batch, sm90a);
+    return ClassicalConfig::for_tiled_copies(s, batch, sm90a, f);
   bool a16 = policy == DispatchPolicy::kBf16Activations;
   if (!a16 && f == WeightFormat::kMXFP8) {
     const int from = table.w8a16_from(s, f);

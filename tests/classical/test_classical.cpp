@@ -1235,7 +1235,7 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
 // unwritten, poisoned outputs cannot pass as equal). The calls without a
 // configuration take for_tiled_copies (TMA where for_batch takes the stream
 // GEMM: qwen3-30b-a3b's I at B = 5); configurations that cannot read them
-// and MXFP8 tiled-only weights are refused. The dispatch sends BF16
+// and MXFP8 tiled-only weights in W8A8 are refused. The dispatch sends BF16
 // tiled-only weights to the classical path from the table's tiled-only
 // crossover on, with no un-tiling scratch.
 TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
@@ -1304,13 +1304,15 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
                                               reference::Precision::kFP64);
     EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2);
-    const Layer mx = Layer::make(real, WeightFormat::kMXFP8, fresh_seed());
-    const DeviceMoeWeights mx_only = DeviceMoeWeights::upload(mx.host, DeviceWeightsOptions::tiled_only());
-    EXPECT_FALSE(classical_reads_tiled_only(real, WeightFormat::kMXFP8, true));
     // The FP8 block-128 quantizer reads the canonical tensors (added after
     // session 51's device runs: it read null pointers before).
     EXPECT_THROW(DeviceFp8BlockWeights::quantize(only.view(), nullptr), InvalidArgument);
-    EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, nullptr); }),
+    // MXFP8 tiled-only weights: not in W8A8 (TmaTileReadsTiledOnlyMxfp8InW8A16 has W8A16).
+    const Layer mx = Layer::make(real, WeightFormat::kMXFP8, fresh_seed());
+    const DeviceMoeWeights mx_only = DeviceMoeWeights::upload(mx.host, DeviceWeightsOptions::tiled_only());
+    const ClassicalConfig w8a8 = ClassicalConfig::for_batch(real, B, WeightFormat::kMXFP8, true);
+    ASSERT_FALSE(w8a8.bf16_activations);
+    EXPECT_THROW(run(real, B, [&](const MoeOutput& o) { moe.forward(mx_only.view(), dx.data(), B, o, w8a8, nullptr); }),
                  InvalidArgument);
     // A view of the canonical gate_up and the tiled down alone (validate()
     // takes it) is refused, not read through its null tiled gate_up (added
@@ -1355,6 +1357,94 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
                                                 reference::Precision::kFP64);
       EXPECT_LE(rel_l2(exact, std::vector<double>(dispatched.begin(), dispatched.end())), 1e-2) << "B = " << B;
     }
+  }
+}
+
+// Tiled-only MXFP8 weights in W8A16 (packed words and tiled scales, read as
+// they are): every tile (T = 8 to 144), narrow scales and wide ones (the
+// decode's two scale paths), bit for bit the canonical upload's W8A16 output
+// with the same configuration and within 1e-2 of the exact layer; the calls
+// without a configuration take for_tiled_copies (W8A16); the dispatch runs
+// the classical path on them from the table's tiled-only crossover.
+// Written in session 51 on a branch; not yet run on a device.
+TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
+  WD_REQUIRE_GPU();
+  if (!ClassicalMoe::wgmma_available()) GTEST_SKIP() << "no sm_90a device";
+  const WeightFormat f = WeightFormat::kMXFP8;
+  MoeShape real = preset_shape("qwen3-30b-a3b");
+  real.experts = 32;
+  const MoeShape odd = make_shape(768, 384, 16, 4);
+  auto run = [&](const MoeShape& s, int B, const std::function<void(const MoeOutput&)>& call) {
+    return poisoned_fp32(size_t(B) * s.hidden, call);
+  };
+  int compared = 0;
+  for (const auto& [s, B, stddev] : {std::tuple{real, 256, 0.02f}, std::tuple{odd, 300, 0.02f},
+                                     std::tuple{odd, 64, 0.02f * 0x1p30f}}) {
+    const Layer layer = Layer::make(s, f, fresh_seed(), stddev);
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
+    ASSERT_TRUE(classical_reads_tiled_only(s, f, true));
+    ClassicalMoe moe(s, B);
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    const Inputs in(x, r);
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                              reference::Precision::kFP64);
+    for (int t : {8, 16, 32, 64, 80, 128, 144}) {
+      const ClassicalConfig c{t, ClassicalGemm::kTma, true, true, true};
+      if (!c.supports(s, f)) continue;
+      ASSERT_TRUE(c.reads_tiled(s, f)) << c.label();
+      const std::string what = "H " + std::to_string(s.hidden) + ", B " + std::to_string(B) + ", stddev " +
+                               std::to_string(stddev) + ", " + c.label();
+      const auto canonical =
+          run(s, B, [&](const MoeOutput& o) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
+      const auto tiled =
+          run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
+      EXPECT_TRUE(same_bits(tiled, canonical)) << what;
+      EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2) << what;
+      compared++;
+    }
+  }
+  EXPECT_GE(compared, 18);
+  {  // the calls without a configuration
+    const int B = 5;
+    const Layer layer = Layer::make(real, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    ClassicalMoe moe(real, B);
+    const ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, B, true, f);
+    ASSERT_TRUE(c.bf16_activations && c.reads_tiled(real, f)) << c.label();
+    const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
+    DeviceBuffer<uint16_t> dx(x);
+    const auto tiled = run(real, B, [&](const MoeOutput& o) { moe.forward(only.view(), dx.data(), B, o, nullptr); });
+    const auto canonical =
+        run(real, B, [&](const MoeOutput& o) { moe.forward(layer.view(), dx.data(), B, o, c, nullptr); });
+    EXPECT_TRUE(same_bits(tiled, canonical)) << "forward without a configuration, B = " << B;
+  }
+  {  // the dispatch, from the tiled-only crossover (40 here), no scratch
+    const MoeShape s = preset_shape("tiny");
+    const Layer layer = Layer::make(s, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    CrossoverTable table;
+    CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 40, false, CrossoverEntry::kNever, true};
+    e.untiled = true;
+    table.set(e);
+    MoeDispatch moe(s, 256, table);
+    EXPECT_EQ(moe.choose(f, 39, WeightCopies::kTiledOnly), MoePath::kWarp);
+    EXPECT_EQ(moe.choose(f, 40, WeightCopies::kTiledOnly), MoePath::kClassical);
+    const int B = 48;
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    const Inputs in(x, r);
+    const ClassicalConfig c =
+        dispatch_classical_config(table, s, f, B, DispatchPolicy::kFastest, true, WeightCopies::kTiledOnly);
+    ASSERT_TRUE(c.bf16_activations) << c.label();
+    const auto dispatched =
+        run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, nullptr); });
+    const auto classical = run(s, B, [&](const MoeOutput& o) {
+      moe.classical().experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
+    });
+    EXPECT_TRUE(same_bits(dispatched, classical)) << "B = " << B;
+    EXPECT_EQ(moe.untiled_bytes(), 0u);
   }
 }
 

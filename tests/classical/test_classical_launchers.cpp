@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/classical_gemm.cuh"
+#include "moe/classical_operands.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
 
@@ -116,6 +117,39 @@ TEST(ClassicalLaunchers, W8A8FusesSiluOnlyWhereATileIsOneGroup) {
                  "MXFP8 W8A8 with SiLU·up fused at T = 128");
   EXPECT_THROW(kernels::grouped_gemm(p, WeightFormat::kFP8Block128, 32, kernels::GemmKernel::kTma, nullptr),
                InvalidArgument);
+}
+
+// The GEMMs' weight operands: the canonical tensors and their scales, or,
+// for tiled-only weights, the tiled copies and (MXFP8) their tiled scales,
+// never a canonical pointer (a tiled-only view has none: a kernel reading
+// one would read address 0).
+TEST(ClassicalLaunchers, GemmsTakeTheTiledCopiesOfTiledOnlyWeights) {
+  alignas(16) static uint8_t buf[16][16];
+  MoeWeightsView canonical;
+  canonical.format = WeightFormat::kMXFP8;
+  canonical.gate_up = buf[0], canonical.down = buf[1];
+  canonical.gate_up_scales = buf[2], canonical.down_scales = buf[3];
+  canonical.gate_up_block_scales = reinterpret_cast<const float*>(buf[4]);
+  canonical.down_block_scales = reinterpret_cast<const float*>(buf[5]);
+  MoeWeightsView tiled_only;
+  tiled_only.format = WeightFormat::kMXFP8;
+  tiled_only.gate_up_tiled = buf[6], tiled_only.down_tiled = buf[7];
+  tiled_only.gate_up_tiled_scales = buf[8], tiled_only.down_tiled_scales = buf[9];
+  ASSERT_TRUE(canonical.has_canonical());
+  ASSERT_FALSE(tiled_only.has_canonical());
+  for (bool up : {true, false}) {
+    kernels::GroupedGemmParams p{};
+    set_weight_operands(p, canonical, up);
+    EXPECT_EQ(p.w_tiled, 0);
+    EXPECT_EQ(p.w, up ? canonical.gate_up : canonical.down);
+    EXPECT_EQ(p.w_mx_scales, up ? canonical.gate_up_scales : canonical.down_scales);
+    EXPECT_EQ(p.w_block_scales, up ? canonical.gate_up_block_scales : canonical.down_block_scales);
+    set_weight_operands(p, tiled_only, up);
+    EXPECT_EQ(p.w_tiled, 1);
+    EXPECT_EQ(p.w, up ? static_cast<const void*>(buf[6]) : static_cast<const void*>(buf[7]));
+    EXPECT_EQ(p.w_mx_scales, up ? buf[8] : buf[9]) << "MXFP8 tiled-only: the tiled scales";
+    EXPECT_EQ(p.w_block_scales, nullptr);
+  }
 }
 
 }  // namespace

@@ -110,19 +110,31 @@ TEST(ClassicalConfig, DecodeBatchesTakeTheStreamGemmWhereTheShapeFits) {
   }
 }
 
-// Tiled-only BF16 weights: for_tiled_copies is for_batch's choice wherever
-// that is the TMA GEMM, and the TMA GEMM (T from the tokens per expert, SiLU·up
-// fused) where for_batch takes the stream GEMM; it reads the tiled copies of
-// every preset. What cannot: other formats, the stream GEMM, SiLU·up apart,
-// W8A16, a shape whose K is not whole 64-element halves or whose I does not
-// fuse. The dispatch's configuration for them is for_tiled_copies.
+// Tiled-only weights: for BF16, for_tiled_copies is for_batch's choice
+// wherever that is the TMA GEMM, and the TMA GEMM (T from the tokens per
+// expert, SiLU·up fused) where for_batch takes the stream GEMM; for MXFP8,
+// W8A16. Either reads the tiled copies of every preset. What cannot: FP8
+// block-128, MXFP8 in W8A8, BF16 weights with a16 set, the stream GEMM,
+// SiLU·up apart, a shape whose K is not whole 64-element halves or whose I
+// does not fuse. The dispatch's configuration for them is for_tiled_copies.
 TEST(ClassicalConfig, TiledCopiesTakeTheTmaGemmWithSiluFused) {
   for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "tiny"}) {
     const MoeShape s = preset_shape(preset);
     const WeightFormat f = WeightFormat::kBF16;
     EXPECT_TRUE(classical_reads_tiled_only(s, f, true)) << preset;
     EXPECT_FALSE(classical_reads_tiled_only(s, f, false)) << preset;
-    EXPECT_FALSE(classical_reads_tiled_only(s, WeightFormat::kMXFP8, true)) << preset;
+    EXPECT_TRUE(classical_reads_tiled_only(s, WeightFormat::kMXFP8, true)) << preset;  // in W8A16
+    EXPECT_FALSE(classical_reads_tiled_only(s, WeightFormat::kMXFP8, false)) << preset;
+    EXPECT_FALSE(classical_reads_tiled_only(s, WeightFormat::kFP8Block128, true)) << preset;
+    for (int B : {1, 64, 1024}) {
+      const ClassicalConfig m = ClassicalConfig::for_tiled_copies(s, B, true, WeightFormat::kMXFP8);
+      EXPECT_TRUE(m.bf16_activations) << preset << " B=" << B << " " << m.label();
+      EXPECT_TRUE(m.reads_tiled(s, WeightFormat::kMXFP8)) << preset << " B=" << B << " " << m.label();
+      EXPECT_FALSE(m.reads_tiled(s, WeightFormat::kBF16)) << m.label();
+      ClassicalConfig w8a8 = m;
+      w8a8.bf16_activations = false;
+      EXPECT_FALSE(w8a8.reads_tiled(s, WeightFormat::kMXFP8)) << w8a8.label();
+    }
     for (int B : {1, 2, 5, 16, 32, 64, 128, 1024, 4096}) {
       const ClassicalConfig c = ClassicalConfig::for_tiled_copies(s, B, true), d = ClassicalConfig::for_batch(s, B, f, true);
       EXPECT_EQ(c.gemm, ClassicalGemm::kTma) << preset << " B=" << B;
@@ -156,7 +168,9 @@ TEST(ClassicalConfig, TiledCopiesTakeTheTmaGemmWithSiluFused) {
   EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536 + 128, 2048, true, false));  // 2I % 256
   EXPECT_TRUE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 2048 + 16, 768, false, false));   // down: N % 16
   EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 2048 + 8, 768, false, false));
-  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kMXFP8, 1536, 2048, true, false));
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kMXFP8, 1536, 2048, true, false));  // W8A8
+  EXPECT_TRUE(kernels::tma_gemm_reads_tiled(WeightFormat::kMXFP8, 1536, 2048, true, true));    // W8A16
+  EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kFP8Block128, 1536, 2048, true, false));
   EXPECT_FALSE(kernels::tma_gemm_reads_tiled(WeightFormat::kBF16, 1536, 2048, true, true));
 }
 

@@ -150,9 +150,10 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
      "warp_weights": "tiled-only"}]})";
   ASSERT_EQ(write(fd, table.data(), table.size()), ssize_t(table.size()));
   close(fd);
+  // (--sm90a no: on sm_90a the classical path reads tiled-only MXFP8 too.)
   const std::string with_table = std::string(" --table ") + name;
   const std::string q30 = "dispatch --preset qwen3-30b-a3b ";
-  const Result r = expect_paths(q30 + "--format mxfp8,fp8-block128 --batch 1,47,48,95,96 --sm90a yes" + with_table,
+  const Result r = expect_paths(q30 + "--format mxfp8,fp8-block128 --batch 1,47,48,95,96 --sm90a no" + with_table,
                                 {{"mxfp8", "default", 47, "warp"},
                                  {"mxfp8", "default", 48, "classical"},
                                  {"mxfp8", "tiled", 95, "warp"},
@@ -169,7 +170,7 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
                {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
   // Un-tiled for the classical path: from its own crossover on, and past warp decode's maximum.
   const Result untiled =
-      expect_paths(q30 + "--format mxfp8,bf16 --batch 383,384,4096 --upload untiled --sm90a yes" + with_table,
+      expect_paths(q30 + "--format mxfp8,bf16 --batch 383,384,4096 --upload untiled --sm90a no" + with_table,
                    {{"mxfp8", "untiled", 383, "warp"},
                     {"mxfp8", "untiled", 384, "classical"},
                     {"bf16", "untiled", 384, "warp"},  // no BF16 entry
@@ -183,6 +184,10 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   const Result direct = expect_paths(q30 + "--format bf16 --batch 111,112 --upload tiled-only --sm90a yes",
                                      {{"bf16", "tiled-only", 111, "warp"}, {"bf16", "tiled-only", 112, "classical"}});
   EXPECT_NE(direct.output.find("(reads the tiled copies)"), std::string::npos) << direct.output;
+  // MXFP8 too, in W8A16, from its tiled-only crossover (384 built in).
+  const Result mx = expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload tiled-only --sm90a yes",
+                                 {{"mxfp8", "tiled-only", 383, "warp"}, {"mxfp8", "tiled-only", 384, "classical"}});
+  EXPECT_NE(mx.output.find("/a16/silu/pdl (reads the tiled copies)"), std::string::npos) << mx.output;
   expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes",
                {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "classical"}});
   expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no",

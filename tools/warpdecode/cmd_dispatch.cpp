@@ -63,8 +63,8 @@ void run(const DispatchOptions& o) {
               to_string(policy), warp_max);
   std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical(), whose warp decode "
               "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them; untiled = "
-              "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled (BF16 on sm_90a: "
-              "the classical path reads tiled-only weights as they are)\n");
+              "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled (on sm_90a the "
+              "classical path reads tiled-only weights as they are: BF16, MXFP8 in W8A16)\n");
   std::printf("%-22s %-13s %-10s %9s %5s  %-10s %s\n", "shape", "format", "upload", "crossover", "B", "path",
               "classical configuration");
   for (WeightFormat f : formats)
