@@ -38,8 +38,9 @@
 #            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240); UNTILED=1 adds
 #            the untiled tune after it (no tests; both took 270 + 150-220 s in
 #            session 50, close to one 10-minute device call)
-#     untiled: tiled-only weights on the classical path (BF16 read as they are
-#            on sm_90a, MXFP8 un-tiled: UntiledWeights, MoeDispatch::untile_tiled_only): their
+#     untiled: tiled-only weights on the classical path (on sm_90a BF16 and MXFP8
+#            in W8A16 read as they are; elsewhere un-tiled: UntiledWeights,
+#            MoeDispatch::untile_tiled_only): their
 #            GPU tests (also under memcheck), then bench-moe --tune-untiled per preset
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
@@ -164,8 +165,10 @@ untiled_tune() {
   for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
     for f in ${UNTILED_FORMATS:-bf16 mxfp8}; do
       t0=$(date +%s)
-      ladder=${UNTILED_BATCHES:-128,192,256,288,320,352,384,416,448,480,512,1024,2048}
-      [ "$f" = bf16 ] && ladder=${UNTILED_BF16_BATCHES:-48,64,80,96,112,128,160,192,256,384}
+      # Read as they are (sm_90a), tiled-only weights cross over near the default
+      # upload's crossover; un-tiled first (elsewhere), past B = 384: UNTILED_BATCHES.
+      ladder=${UNTILED_BATCHES:-48,64,80,96,112,128,160,192,256,384}
+      [ "$f" = bf16 ] && ladder=${UNTILED_BF16_BATCHES:-$ladder}
       timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format "$f" \
         --replays 10 --tune-batch "$ladder" \
         --tune-json "$LOG/tune-untiled-$p-$f.json" >"$LOG/tune-untiled-$p-$f.log" 2>&1
