@@ -1230,6 +1230,58 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
   }
 }
 
+// One layer on tiled-only weights against the canonical upload: shape s,
+// batch B, weights of standard deviation stddev.
+struct TiledReadCase {
+  MoeShape s;
+  int B;
+  float stddev = 0.02f;
+};
+
+// For each case, a fresh layer of format f uploaded both ways and fresh
+// inputs; every configuration of configs that the shape supports (each must
+// read_tiled) gives bit for bit the canonical upload's output and is within
+// 1e-2 of the exact layer (so that two unwritten, poisoned outputs cannot
+// pass as equal). then(case, layer object, tiled-only weights, inputs) runs
+// further checks on them. Returns the number of configurations compared.
+int compare_tiled_only_reads(
+    WeightFormat f, const std::vector<TiledReadCase>& cases, const std::vector<ClassicalConfig>& configs,
+    const std::function<void(const TiledReadCase&, const ClassicalMoe&, const DeviceMoeWeights&, const Inputs&)>&
+        then = {}) {
+  int compared = 0;
+  for (const TiledReadCase& k : cases) {
+    const MoeShape& s = k.s;
+    const int B = k.B;
+    const Layer layer = Layer::make(s, f, fresh_seed(), k.stddev);
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
+    EXPECT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
+    EXPECT_TRUE(classical_reads_tiled_only(s, f, true)) << to_string(f) << " H " << s.hidden;
+    ClassicalMoe moe(s, B);
+    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+    const Inputs in(x, r);
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                              reference::Precision::kFP64);
+    for (const ClassicalConfig& c : configs) {
+      if (!c.supports(s, f)) continue;
+      const std::string what = std::string(to_string(f)) + ", H " + std::to_string(s.hidden) + ", B " +
+                               std::to_string(B) + ", stddev " + std::to_string(k.stddev) + ", " + c.label();
+      EXPECT_TRUE(c.reads_tiled(s, f)) << what;
+      const auto canonical = poisoned_fp32(size_t(B) * s.hidden, [&](const MoeOutput& o) {
+        moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
+      });
+      const auto tiled = poisoned_fp32(size_t(B) * s.hidden, [&](const MoeOutput& o) {
+        moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
+      });
+      EXPECT_TRUE(same_bits(tiled, canonical)) << what;
+      EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2) << what;
+      compared++;
+    }
+    if (then) then(k, moe, only, in);
+  }
+  return compared;
+}
+
 // Tiled-only BF16 weights (DeviceWeightsOptions::tiled_only()) on the TMA
 // GEMM: every tile it runs them on (T = 8 to 144, with and without
 // weight-sharing clusters; gate_up gathering its rows up to T = 128; down
@@ -1252,44 +1304,24 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
   auto run = [&](const MoeShape& s, int B, const std::function<void(const MoeOutput&)>& call) {
     return poisoned_fp32(size_t(B) * s.hidden, call);
   };
-  int compared = 0;
-  for (const auto& [s, B] : {std::pair{real, 256}, std::pair{odd, 300}}) {
-    const Layer layer = Layer::make(s, f, fresh_seed());
-    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
-    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
-    ASSERT_TRUE(classical_reads_tiled_only(s, f, true));
-    ClassicalMoe moe(s, B);
-    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
-    const Inputs in(x, r);
-    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
-                                              reference::Precision::kFP64);
-    for (int t : {8, 16, 32, 64, 80, 128, 144})
-      for (bool share : {false, true}) {
-        const ClassicalConfig c{t, ClassicalGemm::kTma, true, true, false, share};
-        if (!c.supports(s, f)) continue;
-        ASSERT_TRUE(c.reads_tiled(s, f)) << c.label();
-        const std::string what = "H " + std::to_string(s.hidden) + ", B " + std::to_string(B) + ", " + c.label();
-        const auto canonical =
-            run(s, B, [&](const MoeOutput& o) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
-        const auto tiled =
-            run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
-        EXPECT_TRUE(same_bits(tiled, canonical)) << what;
-        EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2) << what;
-        compared++;
-      }
-    // What cannot read them: the stream GEMM, SiLU·up apart, MXFP8.
-    const ClassicalConfig stream{8, ClassicalGemm::kStream, true};
-    const ClassicalConfig unfused{64, ClassicalGemm::kTma, true, false};
-    for (const ClassicalConfig& c : {stream, unfused}) {
-      EXPECT_FALSE(c.reads_tiled(s, f)) << c.label();
-      EXPECT_THROW(run(s, B, [&](const MoeOutput& o) {
-                     moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
-                   }),
-                   InvalidArgument)
-          << c.label();
-    }
-  }
+  std::vector<ClassicalConfig> configs;
+  for (int t : {8, 16, 32, 64, 80, 128, 144})
+    for (bool share : {false, true}) configs.push_back({t, ClassicalGemm::kTma, true, true, false, share});
+  const int compared = compare_tiled_only_reads(
+      f, {{real, 256}, {odd, 300}}, configs,
+      [&](const TiledReadCase& k, const ClassicalMoe& moe, const DeviceMoeWeights& only, const Inputs& in) {
+        // What cannot read them: the stream GEMM, SiLU·up apart.
+        const ClassicalConfig stream{8, ClassicalGemm::kStream, true};
+        const ClassicalConfig unfused{64, ClassicalGemm::kTma, true, false};
+        for (const ClassicalConfig& c : {stream, unfused}) {
+          EXPECT_FALSE(c.reads_tiled(k.s, f)) << c.label();
+          EXPECT_THROW(run(k.s, k.B, [&](const MoeOutput& o) {
+                         moe.experts(only.view(), in.x.data(), in.view(k.B, k.s.top_k), o, c, nullptr);
+                       }),
+                       InvalidArgument)
+              << c.label();
+        }
+      });
   EXPECT_GE(compared, 16);
   {  // the calls without a configuration; MXFP8 refused
     const int B = 5;
@@ -1381,34 +1413,10 @@ TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
   auto run = [&](const MoeShape& s, int B, const std::function<void(const MoeOutput&)>& call) {
     return poisoned_fp32(size_t(B) * s.hidden, call);
   };
-  int compared = 0;
-  for (const auto& [s, B, stddev] : {std::tuple{real, 256, 0.02f}, std::tuple{odd, 300, 0.02f},
-                                     std::tuple{odd, 64, 0.02f * 0x1p30f}}) {
-    const Layer layer = Layer::make(s, f, fresh_seed(), stddev);
-    const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
-    ASSERT_EQ(weight_copies(only.view()), WeightCopies::kTiledOnly);
-    ASSERT_TRUE(classical_reads_tiled_only(s, f, true));
-    ClassicalMoe moe(s, B);
-    const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-    const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
-    const Inputs in(x, r);
-    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
-                                              reference::Precision::kFP64);
-    for (int t : {8, 16, 32, 64, 80, 128, 144}) {
-      const ClassicalConfig c{t, ClassicalGemm::kTma, true, true, true};
-      if (!c.supports(s, f)) continue;
-      ASSERT_TRUE(c.reads_tiled(s, f)) << c.label();
-      const std::string what = "H " + std::to_string(s.hidden) + ", B " + std::to_string(B) + ", stddev " +
-                               std::to_string(stddev) + ", " + c.label();
-      const auto canonical =
-          run(s, B, [&](const MoeOutput& o) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
-      const auto tiled =
-          run(s, B, [&](const MoeOutput& o) { moe.experts(only.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr); });
-      EXPECT_TRUE(same_bits(tiled, canonical)) << what;
-      EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2) << what;
-      compared++;
-    }
-  }
+  std::vector<ClassicalConfig> configs;
+  for (int t : {8, 16, 32, 64, 80, 128, 144}) configs.push_back({t, ClassicalGemm::kTma, true, true, true});
+  // Weights of stddev 2^30 × 0.02: scales past 2^15, the decode's wide path.
+  const int compared = compare_tiled_only_reads(f, {{real, 256}, {odd, 300}, {odd, 64, 0.02f * 0x1p30f}}, configs);
   EXPECT_GE(compared, 18);
   {  // the calls without a configuration
     const int B = 5;
