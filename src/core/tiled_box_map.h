@@ -22,6 +22,7 @@
 // expert's gate rows or up rows (tiled_box_fits).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "warpdecode/formats.h"
@@ -51,9 +52,8 @@ TiledBoxMap tiled_box_map(const uint64_t (&dims)[kRank], const uint64_t (&stride
 // Elements of a 64-byte half row: 32 BF16, 64 MXFP8 codes (elem_bytes 2 or 1).
 // MXFP8 tiled copies hold the same 64-byte rows over the codes, each aligned
 // word of four codes packed (warpdecode/packed_e4m3.h): the same maps give
-// a box of R rows × 128 codes, two halves of 64, in packed words. (MXFP8
-// maps are geometry for a W8A16 reader of tiled-only weights; no kernel
-// reads them yet: docs/CLASSICAL.md, "Tiled-only BF16 read as it is".)
+// a box of R rows × 128 codes, two halves of 64, in packed words, which the
+// classical W8A16 TMA tile reads (w8a16_tiled_chunk_offset below).
 
 // Down (E, H, I), rows e·H + n, K = I (elem_bytes each): rank 4 (one 64-byte
 // half row, 16 rows of 64 bytes, E·H/16 item rows of 16·I·elem_bytes bytes,
@@ -91,6 +91,47 @@ inline TiledBoxMap gate_up_tiled_scale_box_map(uint64_t E, uint64_t H, uint64_t 
 }
 WD_HD constexpr int tiled_scale_box_offset(int r, int b4, int box_rows) {
   return (b4 >> 1) * (box_rows / 16) * 32 + (r / 16) * 32 + ((r % 16) / 8) * 16 + 2 * (r % 8) + (b4 & 1);
+}
+
+// The W8A16 TMA tile's slot over tiled MXFP8 copies (classical_tma_gemm.cu):
+// 128 codes of K (k = 128·kt on), tile rows t in boxes of box_rows rows
+// (fused gate_up: box 0 the gate rows, box 1 the same neurons' up rows;
+// else one box), box b = t / box_rows holding its row rr = t % box_rows.
+// Host and device functions, CPU-tested against the tiled copies through
+// the maps above (tests/cpu/test_tiled_box_map.cpp, TiledBoxMap.W8a16Slot*).
+//
+// Weights: box b at byte b·128·box_rows, its two 64-byte K halves of
+// box_rows rows each, landed by TMA under the 64-byte swizzle, which moves
+// 16-byte chunk c of the 64-byte row rr to chunk c ^ ((rr >> 1) & 3) (it
+// XORs address bits 4-5 with bits 7-8; every box and half starts 512-byte
+// aligned). The byte offset of codes 16·ks .. 16·ks + 15 (ks < 8) of tile
+// row t, packed words (warpdecode/packed_e4m3.h):
+WD_HD constexpr int w8a16_tiled_chunk_offset(int t, int ks, int box_rows) {
+  const int b = t / box_rows, rr = t % box_rows;
+  return b * box_rows * 128 + (ks >> 2) * box_rows * 64 + rr * 64 + (((ks & 3) ^ ((rr >> 1) & 3)) << 4);
+}
+// Scales: box b's 4·box_rows bytes at byte b·4·box_rows, as the scale box
+// lands (tiled_scale_box_offset). The byte offset of tile row t's two
+// scales of blocks 2·pair and 2·pair + 1 (pair < 2), one 16-bit word:
+WD_HD constexpr int w8a16_tiled_scale_pair_offset(int t, int pair, int box_rows) {
+  return (t / box_rows) * box_rows * 4 + tiled_scale_box_offset(t % box_rows, 2 * pair, box_rows);
+}
+// The slot's scales are copied by 16-byte chunks (cp.async, not TMA: 4·box_rows
+// bytes a box); chunk i < boxes·box_rows / 4 is half `i & 1` of the 32 bytes
+// of item row item_row0 + j, unit 2·kt + u (gate_up: its gate or up half b).
+// item_rows: the tensor's item rows (E·N/16, fused E·I/16); units: K / 64.
+struct W8a16ScaleChunk {
+  size_t src;  // byte offset in the tiled scales (down_tiled_scale_offset, gate_up_tiled_scale_offset)
+  int dst;     // byte offset in the slot's scales
+  bool ok;     // inside the tensor; past it the chunk is zeros
+};
+WD_HD W8a16ScaleChunk w8a16_tiled_scale_chunk(int i, int box_rows, bool fused, int item_row0, int item_rows, int units,
+                                             int kt) {
+  const int nj = box_rows / 16, half = i & 1, q = i >> 1, j = q % nj, u = (q / nj) & 1, b = q / nj >> 1;
+  const int item_row = item_row0 + j;
+  const size_t item = size_t(item_row) * units + 2 * kt + u;
+  return {(fused ? item * 64 + 32 * b : item * 32) + 16 * half, b * box_rows * 4 + u * nj * 32 + j * 32 + 16 * half,
+          item_row < item_rows};
 }
 
 // Whether a box of box_rows canonical rows from `row` (K from any multiple

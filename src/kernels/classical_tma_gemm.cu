@@ -301,16 +301,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
             // gate or up half), as two 16-byte chunks, into
             // [box][u][j][32 bytes] (tiled_scale_box_offset). wrow is the
             // tile's first item row; past the last one, zeros.
-            const int box_rows = fused ? kRows / 2 : kRows, nj = box_rows / 16;
+            const int box_rows = fused ? kRows / 2 : kRows;
             const int item_rows = g.experts * (fused ? N / 2 : N) / 16, units = K / 64;
             for (int i = lane; i < kRows / 4; i += 32) {
-              const int chunk = i & 1, q = i >> 1, j = q % nj, u = (q / nj) & 1, b = q / nj >> 1;
-              const int item_row = wrow + j;
-              const bool ok = item_row < item_rows;
-              const size_t item = size_t(item_row) * units + 2 * kt + u;
-              const uint8_t* src = g.w_mx_scales + (fused ? item * 64 + 32 * b : item * 32) + 16 * chunk;
-              cp_async16(base + L::w_scale(stage) + b * box_rows * 4 + u * nj * 32 + j * 32 + 16 * chunk,
-                         ok ? src : g.w_mx_scales, ok);
+              const W8a16ScaleChunk ch = w8a16_tiled_scale_chunk(i, box_rows, fused, wrow, item_rows, units, kt);
+              cp_async16(base + L::w_scale(stage) + ch.dst, ch.ok ? g.w_mx_scales + ch.src : g.w_mx_scales, ch.ok);
             }
           } else if constexpr (kMx) {
             const size_t rows_all = size_t(g.experts) * N;
@@ -719,11 +714,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           if constexpr (kTiledW) {
             // Tiled scales: the row's blocks 0-1 and 2-3 of the slot, two
             // 16-bit reads in its box (producer above).
-            const int row = row_of(mb) + r * row2, b = row / a16_box_rows, rr = row % a16_box_rows;
-            const uint8_t* box = wsc + b * a16_box_rows * 4;
-            const uint32_t lo = *reinterpret_cast<const uint16_t*>(box + tiled_scale_box_offset(rr, 0, a16_box_rows));
-            const uint32_t hi = *reinterpret_cast<const uint16_t*>(box + tiled_scale_box_offset(rr, 2, a16_box_rows));
-            codes[mb][r] = lo | hi << 16;
+            const int row = row_of(mb) + r * row2, lo = w8a16_tiled_scale_pair_offset(row, 0, a16_box_rows),
+                      hi = w8a16_tiled_scale_pair_offset(row, 1, a16_box_rows);
+            codes[mb][r] = uint32_t(*reinterpret_cast<const uint16_t*>(wsc + lo)) |
+                           uint32_t(*reinterpret_cast<const uint16_t*>(wsc + hi)) << 16;
           } else {
             codes[mb][r] = *reinterpret_cast<const uint32_t*>(wsc + 4 * (row_of(mb) + r * row2));
           }
@@ -785,11 +779,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           uint32_t addr;
           if constexpr (kTiledW) {
             // Tiled copies: the row's box, the step's half (steps 0-3, 4-7),
-            // 64-byte rows under the 64-byte swizzle (chunk ^ (row >> 1) & 3
-            // within the box: every box and half starts 512-byte aligned).
-            const int ks = ks0 + (i >> 1), b = row / a16_box_rows, rr = row % a16_box_rows;
-            addr = base + L::w(stage) + b * a16_box_rows * kRowBytes + (ks >> 2) * a16_box_rows * (kRowBytes / 2) +
-                   rr * (kRowBytes / 2) + (((ks & 3) ^ ((rr >> 1) & 3)) << 4);
+            // 64-byte rows under the 64-byte swizzle (core/tiled_box_map.h).
+            static_assert(kRowBytes == 128, "w8a16_tiled_chunk_offset: 128 codes a slot row");
+            addr = base + L::w(stage) + w8a16_tiled_chunk_offset(row, ks0 + (i >> 1), a16_box_rows);
           } else {
             addr = base + L::w(stage) + row * kRowBytes + (((ks0 + (i >> 1)) ^ j) << 4);
           }

@@ -2,8 +2,10 @@
 // a box read through it, in TMA's dense box order (innermost dimension
 // fastest, before any swizzle), must hold the canonical box's elements as
 // two K halves: rows row .. row + R - 1, each row's 32 elements from k, then
-// the same rows' 32 elements from k + 32. The device's part (strides that do
-// not ascend, the 64-byte swizzle) is bench/tma_tiled_probe's.
+// the same rows' 32 elements from k + 32; MXFP8 the same over bytes, in
+// packed words, with its scale boxes; and the W8A16 tile's slot over them,
+// emulated (W8a16Slot*). The device's part (strides that do not ascend, the
+// 64-byte swizzle) is bench/tma_tiled_probe's.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -219,6 +221,142 @@ TEST(TiledBoxMap, Mxfp8GateUpBoxesAreThePackedCanonicalHalves) {
         }
       EXPECT_GT(boxes, 0);
     }
+  }
+}
+
+// The W8A16 TMA tile's slot over tiled MXFP8 copies, emulated on the host
+// (classical_tma_gemm.cu, kTiledW with kA16): the producer's TMA loads land
+// each weight box (tma_box: dense box order) under the 64-byte swizzle, and
+// its cp.async chunks (w8a16_tiled_scale_chunk) the scales; then every read
+// of the consumers (w8a16_tiled_chunk_offset for the ldmatrix rows,
+// w8a16_tiled_scale_pair_offset for the scales) must find its tile row's
+// canonical codes (packed words) and scales, and the slot's bytes must each
+// be written once. The kernel's tiles: fused gate_up, kRows / 2 neurons
+// from n0 (box 0 the gate rows, box 1 the up rows; 64 or 128 rows a box);
+// down, kRows rows from n0 in one box (128 or 256 rows).
+
+// TMA's 64-byte swizzle, from a 512-byte-aligned base: address bits 4-5
+// (the 16-byte chunk in a 64-byte row) XOR bits 7-8.
+uint32_t swizzle64(uint32_t a) { return a ^ (((a >> 7) & 3u) << 4); }
+
+struct W8a16Slot {
+  std::vector<uint8_t> w, scales;        // the slot's weight tile and scales, as shared memory holds them
+  std::vector<int> w_writes, s_writes;   // how often each byte was written
+};
+
+// What the producer lands for the tile of `rows` tile rows (boxes of
+// box_rows) whose first canonical row is expert·N + n0 (fused: N = 2I, n0
+// counted in neurons), K slot kt; q_tiled / s_tiled the tiled copies.
+W8a16Slot land_w8a16_slot(const std::vector<uint8_t>& q_tiled, const std::vector<uint8_t>& s_tiled,
+                          const TiledBoxMap& m, bool fused, int E, int N, int K, int box_rows, int expert, int n0,
+                          int kt) {
+  const int boxes = fused ? 2 : 1, rows = boxes * box_rows;
+  W8a16Slot slot{std::vector<uint8_t>(size_t(rows) * 128), std::vector<uint8_t>(size_t(rows) * 4),
+                 std::vector<int>(size_t(rows) * 128), std::vector<int>(size_t(rows) * 4)};
+  const int wrow = (expert * (fused ? N / 2 : N) + n0) / 16;  // the producer's item row (w_row)
+  for (int b = 0; b < boxes; ++b) {
+    const int c[5] = {0, 0, fused ? b : wrow, fused ? wrow : 2 * kt, fused ? 2 * kt : 0};
+    const std::vector<uint8_t> box = tma_box(q_tiled, m, c);
+    EXPECT_EQ(box.size(), size_t(box_rows) * 128);
+    for (uint32_t i = 0; i < box.size(); ++i) {
+      const size_t at = size_t(b) * box_rows * 128 + swizzle64(i);
+      slot.w.at(at) = box[i];
+      slot.w_writes.at(at)++;
+    }
+  }
+  const int item_rows = E * (fused ? N / 2 : N) / 16, units = K / 64;
+  for (int i = 0; i < rows / 4; ++i) {
+    const W8a16ScaleChunk ch = w8a16_tiled_scale_chunk(i, box_rows, fused, wrow, item_rows, units, kt);
+    for (int j = 0; j < 16; ++j) {
+      slot.scales.at(size_t(ch.dst) + j) = ch.ok ? s_tiled.at(ch.src + j) : 0;
+      slot.s_writes.at(size_t(ch.dst) + j)++;
+    }
+  }
+  return slot;
+}
+
+// Every consumer read of the slot against the canonical codes q and scales
+// sc ((E·N, K) row-major; K / 32 scales a row).
+void expect_w8a16_reads(const W8a16Slot& slot, const std::vector<uint8_t>& q, const std::vector<uint8_t>& sc,
+                        bool fused, int N, int K, int box_rows, int expert, int n0, int kt, const std::string& what) {
+  const int rows = (fused ? 2 : 1) * box_rows;
+  for (size_t i = 0; i < slot.w_writes.size(); ++i) ASSERT_EQ(slot.w_writes[i], 1) << what << ", weight byte " << i;
+  for (size_t i = 0; i < slot.s_writes.size(); ++i) ASSERT_EQ(slot.s_writes[i], 1) << what << ", scale byte " << i;
+  for (int t = 0; t < rows; ++t) {
+    // Tile row t: the gate row n0 + t or (box 1) the up row n0 + t - box_rows; down row n0 + t.
+    const size_t row = size_t(expert) * N + n0 + (fused && t >= box_rows ? N / 2 - box_rows : 0) + t;
+    for (int ks = 0; ks < 8; ++ks) {
+      const int off = w8a16_tiled_chunk_offset(t, ks, box_rows);
+      for (int w = 0; w < 4; ++w) {
+        const size_t at = row * K + 128 * kt + 16 * ks + 4 * w;
+        const uint32_t canonical = uint32_t(q.at(at)) | uint32_t(q.at(at + 1)) << 8 | uint32_t(q.at(at + 2)) << 16 |
+                                   uint32_t(q.at(at + 3)) << 24;
+        const uint8_t* p = slot.w.data() + off + 4 * w;
+        const uint32_t got = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+        ASSERT_EQ(got, pack_e4m3x4(canonical)) << what << ", tile row " << t << ", step " << ks << ", word " << w;
+      }
+    }
+    for (int pair = 0; pair < 2; ++pair) {
+      const int off = w8a16_tiled_scale_pair_offset(t, pair, box_rows);
+      const size_t at = row * (K / 32) + 4 * kt + 2 * pair;
+      ASSERT_EQ(slot.scales.at(off), sc.at(at)) << what << ", tile row " << t << ", block " << 2 * pair;
+      ASSERT_EQ(slot.scales.at(off + 1), sc.at(at + 1)) << what << ", tile row " << t << ", block " << 2 * pair + 1;
+    }
+  }
+}
+
+TEST(TiledBoxMap, W8a16SlotReadsTheCanonicalGateUpRows) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  for (auto [H, I, E] : {std::tuple{256, 256, 2}, std::tuple{384, 128, 3}}) {
+    const MoeShape s = test::make_shape(H, I, E, 2);
+    const auto q = random_bytes(size_t(E) * 2 * I * H, seed), sc = random_bytes(size_t(E) * 2 * I * H / 32, seed + 1);
+    std::vector<uint8_t> qt(q.size()), st(sc.size());
+    tile_mxfp8_gate_up(s, q.data(), sc.data(), qt.data(), st.data());
+    int slots = 0;
+    for (int box_rows : {64, 128}) {  // T = 8's 128-row tile, the others' 256
+      const TiledBoxMap m = gate_up_tiled_box_map(E, H, I, box_rows, 1);
+      for (int expert = 0; expert < E; ++expert)
+        for (int n0 = 0; n0 + box_rows <= I; n0 += box_rows)
+          for (int kt = 0; kt < H / 128; ++kt) {
+            const std::string what = "H " + std::to_string(H) + ", I " + std::to_string(I) + ", box " +
+                                     std::to_string(box_rows) + ", expert " + std::to_string(expert) + ", n0 " +
+                                     std::to_string(n0) + ", kt " + std::to_string(kt);
+            const W8a16Slot slot = land_w8a16_slot(qt, st, m, true, E, 2 * I, H, box_rows, expert, n0, kt);
+            expect_w8a16_reads(slot, q, sc, true, 2 * I, H, box_rows, expert, n0, kt, what);
+            slots++;
+          }
+    }
+    EXPECT_GT(slots, 0);
+  }
+}
+
+TEST(TiledBoxMap, W8a16SlotReadsTheCanonicalDownRows) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  for (auto [H, I, E] : {std::tuple{256, 256, 2}, std::tuple{640, 384, 2}}) {
+    const MoeShape s = test::make_shape(H, I, E, 2);
+    const auto q = random_bytes(size_t(E) * H * I, seed), sc = random_bytes(size_t(E) * H * I / 32, seed + 1);
+    std::vector<uint8_t> qt(q.size()), st(sc.size());
+    tile_mxfp8_down(s, q.data(), sc.data(), qt.data(), st.data());
+    int slots = 0;
+    for (int box_rows : {128, 256}) {
+      const TiledBoxMap m = down_tiled_box_map(E, H, I, box_rows, 1);
+      // Tiles from every box_rows-th row of each expert, those that run on
+      // into the next expert's rows too (H = 640: the kernel computes them
+      // and does not store them), within the tensor.
+      for (int expert = 0; expert < E; ++expert)
+        for (int n0 = 0; n0 < H && expert * H + n0 + box_rows <= E * H; n0 += box_rows)
+          for (int kt = 0; kt < I / 128; ++kt) {
+            const std::string what = "H " + std::to_string(H) + ", I " + std::to_string(I) + ", box " +
+                                     std::to_string(box_rows) + ", expert " + std::to_string(expert) + ", n0 " +
+                                     std::to_string(n0) + ", kt " + std::to_string(kt);
+            const W8a16Slot slot = land_w8a16_slot(qt, st, m, false, E, H, I, box_rows, expert, n0, kt);
+            expect_w8a16_reads(slot, q, sc, false, H, I, box_rows, expert, n0, kt, what);
+            slots++;
+          }
+    }
+    EXPECT_GT(slots, 0);
   }
 }
 
