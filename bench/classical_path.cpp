@@ -182,7 +182,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune-untiled: µs per MoE layer (router excluded) on tiled-only weights: warp decode against the "
-              "classical path on them: reading the tiled copies where it can (BF16 on sm_90a, \"cl/\"), else on the "
+              "classical path on them: reading the tiled copies where it can (BF16, and MXFP8 in W8A16, on sm_90a, \"cl/\"), else on the "
               "layer un-tiled first (\"cl/untile/\": its time includes the un-tiling)\n");
   std::printf("%-22s %-12s %5s %10s %10s %8s  %s\n", "preset", "format", "B", "warp_us", "cl_us", "cl/warp",
               "classical config");

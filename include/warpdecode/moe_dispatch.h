@@ -65,8 +65,8 @@ class MoeDispatch {
   // such call un-tiling its layer into the scratch first. Calls for other
   // formats and uploads are unaffected. One format at a time (a second call
   // replaces the scratch). Throws wd::InvalidArgument for a format or shape
-  // without tiled copies. Not needed where classical_reads_tiled_only (the
-  // scratch is then left unused).
+  // without tiled copies. Where classical_reads_tiled_only (BF16, and MXFP8
+  // in W8A16, on sm_90a) it allocates nothing: no scratch is needed.
   void untile_tiled_only(WeightFormat f);
   bool untiles(WeightFormat f) const;  // whether untile_tiled_only(f) holds a scratch
   size_t untiled_bytes() const;        // its device memory (0 without)

@@ -1,6 +1,6 @@
 // Canonical expert weights rebuilt on the device from tiled-only weights, so
 // that the classical path can run on them where it cannot read them as they
-// are: MXFP8 always, BF16 without the sm_90a TMA GEMM
+// are: without the sm_90a TMA GEMM, or MXFP8 in a shape W8A16 does not take
 // (classical_reads_tiled_only, warpdecode/moe_dispatch.h).
 //
 // Why: tiled-only weights (DeviceWeightsOptions::tiled_only()) hold each

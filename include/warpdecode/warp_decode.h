@@ -43,8 +43,9 @@ struct DeviceWeightsOptions {
   // MXFP8: keep the canonical tensors. Off (both tiled copies on, a shape
   // both tilings take): each tensor is held once, tiled, so the layer costs
   // the canonical memory and runs at the tiled copies' speed; then only warp
-  // decode's tensor-core kernels can read it (the scalar kernels and the
-  // classical path throw: MoeWeightsView::require_canonical). The canonical
+  // decode's tensor-core kernels and, on sm_90a, the classical path's TMA
+  // GEMM (BF16, and MXFP8 in W8A16) can read it; the scalar kernels and the
+  // other classical configurations throw (MoeWeightsView::require_canonical). The canonical
   // tensors exist on the device while the copies are made (one layer at a
   // time), then are freed.
   bool canonical_mxfp8 = true;

@@ -128,6 +128,11 @@
 // are 64 bytes. Measured (session 51 run 3): 1-6.5 % slower than the
 // canonical upload (qwen3-30b-a3b BF16 2048 tokens 466 -> 478 µs), against
 // 2.2× for un-tiling first (1036).
+// MXFP8 in W8A16 reads its tiled copies the same way (kTiledW with kA16):
+// the packed E4M3 words through the same maps over bytes, each row's tiled
+// scales by 16-byte cp.async chunks, the consumers' ldmatrix addresses over
+// the 64-byte halves (core/tiled_box_map.h: w8a16_tiled_chunk_offset and
+// the scale functions beside it). Not yet measured on a device.
 //
 // Swapped operands (kSwapAB: FP8 block-128 W8A8 at T = 64, both GEMMs,
 // at 257-512 tokens on E = 128, K = 8; until session 36 above 2048 too):

@@ -20,13 +20,17 @@ MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) cons
   // Whether W8A16 runs here at all (kBf16Activations' classical side).
   const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a_);
   // Tiled-only weights: the classical path takes them where it reads them
-  // as they are (BF16 on the TMA GEMM) or with an un-tiling scratch.
+  // as they are (the TMA GEMM: BF16, MXFP8 in W8A16) or with an un-tiling
+  // scratch.
   const bool takes = reads_tiled_only(f) || untiles(f);
   return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
                      copies == WeightCopies::kTiledOnly && takes);
 }
 
 void MoeDispatch::untile_tiled_only(WeightFormat f) {
+  // The classical path reads these as they are (BF16, and MXFP8 in W8A16, on
+  // sm_90a): a scratch would never be read.
+  if (reads_tiled_only(f)) return;
   untiled_.reset();  // one scratch at a time: free the old one before allocating
   untiled_ = std::make_unique<UntiledWeights>(shape_, f);
 }

@@ -1377,6 +1377,9 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     EXPECT_EQ(moe.choose(f, 40, WeightCopies::kTiledOnly), MoePath::kClassical);
     EXPECT_EQ(moe.choose(f, max_batch, WeightCopies::kTiledOnly), MoePath::kClassical);
     EXPECT_EQ(moe.untiled_bytes(), 0u);
+    moe.untile_tiled_only(f);  // read as they are: no scratch allocated
+    EXPECT_FALSE(moe.untiles(f));
+    EXPECT_EQ(moe.untiled_bytes(), 0u);
     for (int B : {48, max_batch}) {
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
@@ -1431,6 +1434,9 @@ TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
     const auto canonical =
         run(real, B, [&](const MoeOutput& o) { moe.forward(layer.view(), dx.data(), B, o, c, nullptr); });
     EXPECT_TRUE(same_bits(tiled, canonical)) << "forward without a configuration, B = " << B;
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.weights.data(), B,
+                                              reference::Precision::kFP64);
+    EXPECT_LE(rel_l2(exact, std::vector<double>(tiled.begin(), tiled.end())), 1e-2);
   }
   {  // the dispatch, from the tiled-only crossover (40 here), no scratch
     const MoeShape s = preset_shape("tiny");
@@ -1456,6 +1462,11 @@ TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
       moe.classical().experts(layer.view(), in.x.data(), in.view(B, s.top_k), o, c, nullptr);
     });
     EXPECT_TRUE(same_bits(dispatched, classical)) << "B = " << B;
+    const auto exact = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
+                                              reference::Precision::kFP64);
+    EXPECT_LE(rel_l2(exact, std::vector<double>(dispatched.begin(), dispatched.end())), 1e-2) << "B = " << B;
+    moe.untile_tiled_only(f);  // read as it is: no scratch allocated
+    EXPECT_FALSE(moe.untiles(f));
     EXPECT_EQ(moe.untiled_bytes(), 0u);
   }
 }

@@ -101,6 +101,23 @@ TEST(InspectCli, TiledOnlyBf16NeedsNoScratchWhereTheClassicalPathReadsIt) {
       << r.output;
 }
 
+// H and I multiples of 128: tiled-only MXFP8 too (W8A16 on sm_90a).
+TEST(InspectCli, TiledOnlyMxfp8NeedsNoScratchWhereW8A16ReadsIt) {
+  testing::TinyModelSpec spec;
+  spec.hidden = 128;
+  spec.moe_intermediate = 128;
+  const std::string dir = tiny_model("inspect_tiled_mx_direct", spec);
+  const Result r = run("inspect " + dir);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode (prefill: the classical path reads it as it "
+                     "is in W8A16 on sm_90a; elsewhere + "))
+      << r.output;
+  // H = 64 (the default spec): the scratch, without the exception.
+  const Result small = run("inspect " + tiny_model("inspect_tiled_mx_scratch", testing::TinyModelSpec{}));
+  ASSERT_EQ(small.status, 0) << small.output;
+  EXPECT_FALSE(has(small, "in W8A16 on sm_90a")) << small.output;
+}
+
 TEST(InspectCli, Fp8CheckpointsShowTheirOwnFormatAndConvert) {
   testing::TinyModelSpec spec;
   spec.dtype = testing::SourceDType::kFp8Block;

@@ -304,7 +304,7 @@ void run(const Opts& o) {
           doc["records"].push_back(rec);
         }
         // Tiled-only weights: the classical path where it reads them as they
-        // are (BF16 on the TMA GEMM).
+        // are (the TMA GEMM: BF16, MXFP8 in W8A16).
         if (!o.no_classical && (!tc_only || classical_reads_tiled_only(shapes[si], f, ClassicalMoe::wgmma_available()))) {
           doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();

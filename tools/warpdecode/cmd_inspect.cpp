@@ -95,9 +95,16 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
   const std::string mx_default = s.gpu_bytes_mxfp8_tiled_down > 0
                                      ? "+ " + bytes_str(s.gpu_bytes_mxfp8_tiled_down) + " for its tiled down copy"
                                      : std::string("no tiled down copy (the MoE shape does not take its layout)");
+  // Tiled-only MXFP8: read as it is by the W8A16 TMA GEMM on sm_90a where
+  // H and I are multiples of 128 (W8A16's shape rule, SiLU·up fused).
+  const bool mx_direct = c.moe_shape().hidden % 128 == 0 && c.moe_shape().intermediate % 128 == 0;
   const std::string mx_only = s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
-                                  ? "the same when tiled-only, the fastest warp decode, + " +
-                                        bytes_str(s.gpu_bytes_mxfp8_untile_scratch) + " for its un-tiling scratch"
+                                  ? "the same when tiled-only, the fastest warp decode" +
+                                        (mx_direct ? std::string(" (prefill: the classical path reads it as it is "
+                                                                 "in W8A16 on sm_90a; elsewhere + ")
+                                                   : std::string(", + ")) +
+                                        bytes_str(s.gpu_bytes_mxfp8_untile_scratch) + " for its un-tiling scratch" +
+                                        (mx_direct ? ")" : "")
                                   : std::string("no tiled-only upload: the MoE shape does not take both tiled layouts");
   std::printf("  mxfp8       %s   (experts MXFP8, the rest BF16; %s; the default upload, which the classical path "
               "can read too, %s; tiled_beside_canonical() + %s)\n",
