@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tools/warpdecode/commands.h"
+#include "warpdecode/dispatch_rules.h"
 #include "warpdecode/model/checkpoint.h"
 #include "warpdecode/model/config.h"
 #include "warpdecode/model/expert_stack.h"
@@ -96,8 +97,8 @@ void print_model(const std::string& dir, const model::ModelConfig& c, const mode
                                      ? "+ " + bytes_str(s.gpu_bytes_mxfp8_tiled_down) + " for its tiled down copy"
                                      : std::string("no tiled down copy (the MoE shape does not take its layout)");
   // Tiled-only MXFP8: read as it is by the W8A16 TMA GEMM on sm_90a where
-  // H and I are multiples of 128 (W8A16's shape rule, SiLU·up fused).
-  const bool mx_direct = c.moe_shape().hidden % 128 == 0 && c.moe_shape().intermediate % 128 == 0;
+  // the shape takes it (the dispatch's rule).
+  const bool mx_direct = classical_reads_tiled_only(c.moe_shape(), WeightFormat::kMXFP8, /*sm90a=*/true);
   const std::string mx_only = s.gpu_bytes_mxfp8_tiled_down > 0 && s.gpu_bytes_mxfp8_tiled_gate_up > 0
                                   ? "the same when tiled-only, the fastest warp decode" +
                                         (mx_direct ? std::string(" (prefill: the classical path reads it as it is "
