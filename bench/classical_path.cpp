@@ -173,7 +173,7 @@ void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, 
 
 void tune_untiled_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                             const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
-                            const nlohmann::json& header, const std::string& json_path) {
+                            const nlohmann::json& header, const std::string& json_path, bool always_untile) {
   WD_CHECK(!ladder.empty(), "--tune-untiled needs at least one batch size");
   // The classical configurations are the ones the dispatch would give (its
   // table's w8a16_from decides W8A8 or W8A16 under kFastest).
@@ -197,7 +197,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       const bool w8a16 = w8a16_runs(shape, f, 1, sm90a);
       // Whether the classical path reads these weights as they are (no
       // un-tiling then: MoeDispatch does not).
-      const bool direct = classical_reads_tiled_only(shape, f, sm90a);
+      const bool direct = !always_untile && classical_reads_tiled_only(shape, f, sm90a);
       // The un-tiling alone, once a (preset, format): CUDA events around each
       // call, cycling the copies, median of 21 after 3 warm-up calls.
       double untile_us = 0;
@@ -218,8 +218,10 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       for (int B : ladder) {
         WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
         const double warp_us = mb.run(B, wp, opt).experts.us_median;
+        // Un-tiled: the configuration of the canonical tensors the scratch holds.
         const ClassicalConfig fast = dispatch_classical_config(dispatch_table, shape, f, B, DispatchPolicy::kFastest,
-                                                               sm90a, WeightCopies::kTiledOnly);
+                                                               sm90a, direct ? WeightCopies::kTiledOnly
+                                                                             : WeightCopies::kCanonical);
         ClassicalPath cp(mb, f, fast, !direct);
         const double fast_us = mb.run(B, cp, opt).experts.us_median;
         warp_times.push_back(warp_us);
@@ -250,6 +252,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
         CrossoverEntry e{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, c, bf16_act,
                          CrossoverEntry::kNever, true};
         e.untiled = true;
+        e.classical_reads_tiled = direct;
         table.set(e);
         return c;
       };

@@ -83,12 +83,17 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
 
 // bench-moe --tune-untiled: the same on tiled-only weights
 // (DeviceWeightsOptions::tiled_only()): warp decode on them against the
-// classical path on them un-tiled first (ClassicalPath with untile, in the
-// configuration MoeDispatch gives it; MXFP8 also in W8A16), written as
-// CrossoverEntry::untiled entries ("warp_weights": "tiled-only").
+// classical path on them, reading them as they are where it can
+// (classical_reads_tiled_only), else un-tiled first (ClassicalPath with
+// untile), in the configuration MoeDispatch gives it (MXFP8 also in
+// W8A16); written as CrossoverEntry::untiled entries ("warp_weights":
+// "tiled-only", "classical_reads": "tiled" or "untiled").
+// always_untile: the classical side un-tiles the weights even where it reads
+// them as they are (the table's "classical_reads": "untiled" entries, which
+// the dispatch uses where it cannot).
 void tune_untiled_crossover(const std::vector<std::string>& presets, const std::vector<WeightFormat>& formats,
                             const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
-                            const nlohmann::json& header, const std::string& json_path);
+                            const nlohmann::json& header, const std::string& json_path, bool always_untile = false);
 
 // The ladder --tune uses by default.
 std::vector<int> default_tune_ladder();

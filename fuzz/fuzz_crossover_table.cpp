@@ -27,7 +27,7 @@ bool same(const wd::CrossoverEntry& a, const wd::CrossoverEntry& b) {
   return a.preset == b.preset && a.hidden == b.hidden && a.intermediate == b.intermediate &&
          a.experts == b.experts && a.top_k == b.top_k && a.format == b.format && a.crossover == b.crossover &&
          a.bf16_activations == b.bf16_activations && a.w8a16_from == b.w8a16_from && a.tiled_warp == b.tiled_warp &&
-         a.untiled == b.untiled;
+         a.untiled == b.untiled && a.classical_reads_tiled == b.classical_reads_tiled;
 }
 
 bool batch_or_never(int b) { return b == wd::CrossoverEntry::kNever || b >= 1; }
@@ -57,17 +57,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (wd::WeightFormat f : wd::kWeightFormats) {
       for (bool a16 : {false, true})
         for (bool tiled : {false, true})
-          for (bool untiled : {false, true}) check(batch_or_never(t.crossover(s, f, a16, tiled, untiled)));
+          for (bool untiled : {false, true})
+            for (bool reads_tiled : {false, true})
+              check(batch_or_never(t.crossover(s, f, a16, tiled, untiled, reads_tiled)));
       check(batch_or_never(t.w8a16_from(s, f)));
       for (int batch : {1, 64, 4096})
         for (auto policy : {wd::DispatchPolicy::kFastest, wd::DispatchPolicy::kBf16Activations})
           for (auto copies : {wd::WeightCopies::kCanonical, wd::WeightCopies::kCanonicalAndTiled,
                               wd::WeightCopies::kTiledOnly}) {
-            try {
-              wd::choose_path(t, s, f, batch, 256, policy, true, copies, true);
-            } catch (const wd::InvalidArgument&) {
-              // A documented refusal (a batch past warp decode's maximum).
-            }
+            for (auto takes : {wd::TiledOnlyClassical::kNot, wd::TiledOnlyClassical::kReadsTiled,
+                               wd::TiledOnlyClassical::kUntiles})
+              try {
+                wd::choose_path(t, s, f, batch, 256, policy, true, copies, takes);
+              } catch (const wd::InvalidArgument&) {
+                // A documented refusal (a batch past warp decode's maximum).
+              }
             (void)wd::dispatch_classical_config(t, s, f, batch, policy, true, copies);
           }
     }

@@ -54,13 +54,29 @@ struct CrossoverEntry {
   // "tiled" (absent: "default").
   bool tiled_warp = false;
   // Tiled-only weights (tiled_warp too): warp decode on the tiled copies
-  // against the classical path on the same weights, reading them as they are
-  // where it can (BF16 on sm_90a: classical_reads_tiled_only), else on the
-  // canonical tensors un-tiled first (UntiledWeights;
-  // MoeDispatch::untile_tiled_only), whose time then includes the
-  // un-tiling. JSON "warp_weights": "tiled-only".
+  // against the classical path on the same weights. JSON "warp_weights":
+  // "tiled-only".
   bool untiled = false;
+  // Tiled-only entries: how the classical side took the weights. true: it
+  // read them as they are (classical_reads_tiled_only: BF16, and MXFP8 in
+  // W8A16, on sm_90a; JSON "classical_reads": "tiled"); false: from the
+  // canonical tensors un-tiled first (UntiledWeights,
+  // MoeDispatch::untile_tiled_only), its time including the un-tiling
+  // ("untiled", the default). The two are their own kinds: the un-tiling
+  // costs a read and a write of the layer (2.2x the classical path's time
+  // on qwen3-30b-a3b BF16 at 2048 tokens), so their crossovers differ
+  // (H200: MXFP8 80 against 384 on qwen3-30b-a3b).
+  bool classical_reads_tiled = false;
 };
+
+// How the classical path takes tiled-only weights (WeightCopies::kTiledOnly)
+// in a call, which picks the table's tiled-only entries of that kind:
+//   kNot          it does not (no un-tiling scratch and not read as they
+//                 are): warp decode alone, refused past its maximum
+//   kReadsTiled   read as they are (classical_reads_tiled_only)
+//   kUntiles      from the dispatch's un-tiling scratch
+//                 (MoeDispatch::untile_tiled_only)
+enum class TiledOnlyClassical { kNot, kReadsTiled, kUntiles };
 
 // The crossover a measured ladder gives: the smallest batch from which the
 // classical path is faster at every larger batch measured, by at least
@@ -90,7 +106,9 @@ class CrossoverTable {
   // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
   static CrossoverTable from_environment();
 
-  void set(const CrossoverEntry& e);  // replaces the entry of the same shape, format, activations and warp weights
+  // Replaces the entry of the same shape, format, activations, warp weights
+  // and (tiled-only entries) classical read.
+  void set(const CrossoverEntry& e);
   const std::vector<CrossoverEntry>& entries() const { return entries_; }
   const std::string& source() const { return source_; }
 
@@ -105,12 +123,16 @@ class CrossoverTable {
   // entry measured on a shape beats a guess from other shapes, and it errs
   // towards the classical path (on the default upload warp decode is slower),
   // which costs speed, never accuracy or correctness.
-  // untiled: tiled-only weights un-tiled for the classical path
-  // (CrossoverEntry::untiled): the shape's own untiled entry, else the
-  // untiled entries scaled by tokens per expert as above (the un-tiling
-  // and both paths scale with the layer's bytes), else kNever.
+  // untiled: tiled-only weights that the classical path takes
+  // (CrossoverEntry::untiled), reading them as they are
+  // (classical_reads_tiled) or un-tiled first: the shape's own entry of
+  // that kind, else the entries of that kind scaled by tokens per expert as
+  // above (the un-tiling and both paths scale with the layer's bytes), else
+  // kNever. A table with no entry read as they are (tuned before the
+  // classical path read them) gives the un-tiled ones for them: a bound from
+  // above, as the un-tiling only adds to the classical side.
   int crossover(const MoeShape& s, WeightFormat f, bool bf16_activations = false, bool tiled_warp = false,
-                bool untiled = false) const;
+                bool untiled = false, bool classical_reads_tiled = false) const;
   // The W8A16 entry's w8a16_from for this shape and format, scaled the same
   // way for unmeasured shapes; kNever without one. (W8A16 against W8A8: both
   // classical, whatever warp decode streams; the default-upload entry's.)
@@ -136,7 +158,8 @@ class CrossoverTable {
 //                       canonical tensors.
 //   kTiledOnly          tiled_only(): warp decode reads them, and the
 //                       classical path where it reads them as they are
-//                       (BF16 on sm_90a) or the dispatch un-tiles them
+//                       (BF16, and MXFP8 in W8A16, on sm_90a) or the
+//                       dispatch un-tiles them
 //                       (MoeDispatch::untile_tiled_only).
 enum class WeightCopies { kCanonical, kCanonicalAndTiled, kTiledOnly };
 const char* to_string(WeightCopies c);  // "default", "tiled", "tiled-only" (warpdecode dispatch's --upload)
@@ -147,16 +170,17 @@ WeightCopies weight_copies(const MoeWeightsView& w);
 // whether the classical path runs W8A16 for this shape and device; copies:
 // what the weights hold, which picks the table's tiled entries for tiled
 // copies, and warp decode at every batch up to warp_max_batch for tiled-only
-// weights; untile: the classical path takes tiled-only weights of this
-// format — reading them as they are (classical_reads_tiled_only) or from the
-// dispatch's un-tiling scratch — from the table's tiled-only (untiled)
-// crossover on, and past warp_max_batch). Throws wd::InvalidArgument for a
-// batch < 1, for an MXFP8 batch past warp_max_batch under kBf16Activations
-// that W8A16 does not take, and for tiled-only weights past warp_max_batch
-// without untile.
+// weights; tiled_only: how the classical path takes tiled-only weights of
+// this format, from the table's tiled-only crossover of that kind on, and
+// past warp_max_batch; ignored for the other copies). Throws
+// wd::InvalidArgument for a batch < 1, for an MXFP8 batch past
+// warp_max_batch under kBf16Activations that W8A16 does not take, and for
+// tiled-only weights past warp_max_batch that the classical path does not
+// take (kNot).
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false,
-                    WeightCopies copies = WeightCopies::kCanonical, bool untile = false);
+                    WeightCopies copies = WeightCopies::kCanonical,
+                    TiledOnlyClassical tiled_only = TiledOnlyClassical::kNot);
 
 // Whether warp decode streams weights of this format (BF16, MXFP8); the
 // others (FP8 block-128) always run the classical path.
@@ -186,8 +210,8 @@ ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const Moe
 
 // Whether the classical path reads tiled-only weights of this format and
 // shape as they are, on a device with (sm90a) or without the sm_90a kernels:
-// BF16, and MXFP8 in W8A16, on the TMA GEMM (ClassicalConfig::reads_tiled;
-// MXFP8 on branch mxfp8-tiled-w8a16, not yet run on a device). MoeDispatch then
+// BF16, and MXFP8 in W8A16, on the TMA GEMM (ClassicalConfig::reads_tiled).
+// MoeDispatch then
 // sends them to it from the table's tiled-only crossover on, with no
 // un-tiling; other tiled-only weights need MoeDispatch::untile_tiled_only
 // for the classical path.

@@ -32,40 +32,55 @@ bool same_shape(const CrossoverEntry& e, const MoeShape& s) {
 // `scripts/gpu_check.sh tune`, session 50 run 1), then `--tune-untiled`
 // (bench/results/h200-crossover-untiled.json); regenerate with those commands and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
+  constexpr int kNever = CrossoverEntry::kNever;
   return {
       // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
       // crossover, w8a16_from (, warp decode on the tiled copies))
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 65},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 65, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 80, true, 80},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 80, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, CrossoverEntry::kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 48},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, CrossoverEntry::kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
       // Tiled-only weights (bench/results/h200-crossover-untiled.json,
-      // `scripts/gpu_check.sh untiled`): BF16 with the classical side reading
-      // them as they are (session 51 run 4), MXFP8 with it un-tiling them
-      // (session 50 run 5): (..., w8a16_from, tiled_warp, untiled).
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 112, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, CrossoverEntry::kNever, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, CrossoverEntry::kNever, true, true},
+      // `scripts/gpu_check.sh untiled`), the classical side reading them as
+      // they are: BF16 (session 51 run 4) and MXFP8 in W8A16 (session 54 run 2;
+      // W8A8 has no tiled read, so both MXFP8 rows are W8A16's crossover):
+      // (..., w8a16_from, tiled_warp, untiled, classical_reads_tiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 112, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80, true, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      // The same un-tiled first (MoeDispatch::untile_tiled_only: shapes and
+      // devices whose classical path does not read them as they are; the
+      // un-tiling's read and write of the layer are in the classical side's
+      // time), session 50 run 5.
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 416, false, kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 480, false, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 480, false, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, kNever, true, true},
   };
 }
 
@@ -143,6 +158,15 @@ CrossoverEntry parse_entry(const json_read::Json& j, const std::string& where) {
     throw FormatError(where + ": warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
   e.tiled_warp = ww != "default";
   e.untiled = ww == "tiled-only";
+  if (j.contains("classical_reads")) {
+    const std::string reads = json_read::string(j.at("classical_reads"), where, "classical_reads");
+    if (reads != "tiled" && reads != "untiled")
+      throw FormatError(where + ": classical_reads '" + reads + "' (allowed: tiled, untiled)");
+    if (!e.untiled)
+      throw FormatError(where + ": classical_reads '" + reads +
+                        "' (allowed on \"warp_weights\": \"tiled-only\" entries)");
+    e.classical_reads_tiled = reads == "tiled";
+  }
   if (j.contains("w8a16_from")) {
     e.w8a16_from = batch_field(j.at("w8a16_from"), where, "w8a16_from");
     if (e.w8a16_from != CrossoverEntry::kNever && !e.bf16_activations)
@@ -173,8 +197,8 @@ CrossoverTable CrossoverTable::from_environment() {
 void CrossoverTable::set(const CrossoverEntry& e) {
   for (auto& o : entries_)
     if (o.format == e.format && o.bf16_activations == e.bf16_activations && o.tiled_warp == e.tiled_warp &&
-        o.untiled == e.untiled && o.hidden == e.hidden && o.intermediate == e.intermediate &&
-        o.experts == e.experts && o.top_k == e.top_k) {
+        o.untiled == e.untiled && o.classical_reads_tiled == e.classical_reads_tiled && o.hidden == e.hidden &&
+        o.intermediate == e.intermediate && o.experts == e.experts && o.top_k == e.top_k) {
       o = e;
       return;
     }
@@ -203,16 +227,25 @@ int own_or_scaled(const std::vector<CrossoverEntry>& entries, const MoeShape& s,
   return std::max(1, int(batch));
 }
 
-// See CrossoverTable::crossover: untiled entries are their own kind; tiled
-// ones the shape's own only, then the default upload's.
+// See CrossoverTable::crossover: untiled entries are their own kinds (read
+// as they are, or un-tiled); tiled ones the shape's own only, then the
+// default upload's.
 int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, WeightFormat f, bool bf16_activations,
-           bool tiled_warp, bool untiled, int CrossoverEntry::*field) {
-  auto of_kind = [&](bool tiled, bool untile) {
+           bool tiled_warp, bool untiled, bool reads_tiled, int CrossoverEntry::*field) {
+  auto of_kind = [&](bool tiled, bool untile, bool read_as_is = false) {
     return [=](const CrossoverEntry& e) {
-      return e.tiled_warp == tiled && e.untiled == untile && e.format == f && e.bf16_activations == bf16_activations;
+      return e.tiled_warp == tiled && e.untiled == untile && e.format == f && e.bf16_activations == bf16_activations &&
+             (!untile || e.classical_reads_tiled == read_as_is);
     };
   };
-  if (untiled) return own_or_scaled(entries, s, field, of_kind(true, true));
+  if (untiled) {
+    // A table without entries read as they are (one tuned before the
+    // classical path read them): the un-tiled ones, a bound from above (the
+    // un-tiling only adds to the classical side's time).
+    const auto as_is = of_kind(true, true, true);
+    const bool measured = std::any_of(entries.begin(), entries.end(), as_is);
+    return own_or_scaled(entries, s, field, reads_tiled && measured ? as_is : of_kind(true, true, false));
+  }
   if (tiled_warp)
     for (const auto& e : entries)
       if (of_kind(true, false)(e) && same_shape(e, s)) return e.*field;
@@ -221,12 +254,13 @@ int lookup(const std::vector<CrossoverEntry>& entries, const MoeShape& s, Weight
 }  // namespace
 
 int CrossoverTable::crossover(const MoeShape& s, WeightFormat f, bool bf16_activations, bool tiled_warp,
-                              bool untiled) const {
-  return lookup(entries_, s, f, bf16_activations, tiled_warp, untiled, &CrossoverEntry::crossover);
+                              bool untiled, bool classical_reads_tiled) const {
+  return lookup(entries_, s, f, bf16_activations, tiled_warp, untiled, classical_reads_tiled,
+                &CrossoverEntry::crossover);
 }
 
 int CrossoverTable::w8a16_from(const MoeShape& s, WeightFormat f) const {
-  return lookup(entries_, s, f, true, false, false, &CrossoverEntry::w8a16_from);
+  return lookup(entries_, s, f, true, false, false, false, &CrossoverEntry::w8a16_from);
 }
 
 std::string CrossoverTable::to_json() const {
@@ -242,6 +276,7 @@ std::string CrossoverTable::to_json() const {
                         {"crossover", e.crossover}};
     if (e.bf16_activations) j["activations"] = "bf16";
     if (e.tiled_warp) j["warp_weights"] = e.untiled ? "tiled-only" : "tiled";
+    if (e.untiled) j["classical_reads"] = e.classical_reads_tiled ? "tiled" : "untiled";
     if (e.w8a16_from != CrossoverEntry::kNever) j["w8a16_from"] = e.w8a16_from;
     doc["entries"].push_back(j);
   }
@@ -264,11 +299,12 @@ WeightCopies weight_copies(const MoeWeightsView& w) {
 }
 
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
-                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies, bool untile) {
+                    int warp_max_batch, DispatchPolicy policy, bool w8a16, WeightCopies copies,
+                    TiledOnlyClassical tiled_only) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_decode_streams(f)) return MoePath::kClassical;
-  if (copies == WeightCopies::kTiledOnly && !untile) {
-    // The classical path does not take them (not BF16 on sm_90a, no
+  if (copies == WeightCopies::kTiledOnly && tiled_only == TiledOnlyClassical::kNot) {
+    // The classical path does not take them (not read as they are, no
     // un-tiling scratch); warp decode is correct at every batch it takes, so
     // no batch it takes is refused.
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
@@ -278,9 +314,10 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
     return MoePath::kWarp;
   }
   const bool tiled_warp = copies != WeightCopies::kCanonical, untiled = copies == WeightCopies::kTiledOnly;
+  const bool reads_tiled = untiled && tiled_only == TiledOnlyClassical::kReadsTiled;
   if (policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8) {
     if (w8a16) {
-      const int c = table.crossover(shape, f, true, tiled_warp, untiled);
+      const int c = table.crossover(shape, f, true, tiled_warp, untiled, reads_tiled);
       if (batch > warp_max_batch || (c != CrossoverEntry::kNever && batch >= c)) return MoePath::kClassical;
     }
     WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
@@ -288,7 +325,7 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
     return MoePath::kWarp;
   }
   if (batch > warp_max_batch) return MoePath::kClassical;
-  const int c = table.crossover(shape, f, false, tiled_warp, untiled);
+  const int c = table.crossover(shape, f, false, tiled_warp, untiled, reads_tiled);
   return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
 }
 

@@ -21,10 +21,11 @@ MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) cons
   const bool w8a16 = w8a16_runs(shape_, f, batch, sm90a_);
   // Tiled-only weights: the classical path takes them where it reads them
   // as they are (the TMA GEMM: BF16, MXFP8 in W8A16) or with an un-tiling
-  // scratch.
-  const bool takes = reads_tiled_only(f) || untiles(f);
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
-                     copies == WeightCopies::kTiledOnly && takes);
+  // scratch, each from its own crossover.
+  const TiledOnlyClassical takes = reads_tiled_only(f) ? TiledOnlyClassical::kReadsTiled
+                                   : untiles(f)        ? TiledOnlyClassical::kUntiles
+                                                       : TiledOnlyClassical::kNot;
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies, takes);
 }
 
 void MoeDispatch::untile_tiled_only(WeightFormat f) {

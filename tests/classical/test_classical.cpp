@@ -1370,6 +1370,7 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
                              true});
     CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 40, false, CrossoverEntry::kNever, true};
     e.untiled = true;
+    e.classical_reads_tiled = true;  // the entry of weights read as they are
     table.set(e);
     const int max_batch = WarpDecodeMoe::kMaxBatch + 1;
     MoeDispatch moe(s, max_batch, table);
@@ -1445,6 +1446,7 @@ TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
     CrossoverTable table;
     CrossoverEntry e{"tiny", s.hidden, s.intermediate, s.experts, s.top_k, f, 40, false, CrossoverEntry::kNever, true};
     e.untiled = true;
+    e.classical_reads_tiled = true;  // the entry of weights read as they are
     table.set(e);
     MoeDispatch moe(s, 256, table);
     EXPECT_EQ(moe.choose(f, 39, WeightCopies::kTiledOnly), MoePath::kWarp);

@@ -184,10 +184,16 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   const Result direct = expect_paths(q30 + "--format bf16 --batch 111,112 --upload tiled-only --sm90a yes",
                                      {{"bf16", "tiled-only", 111, "warp"}, {"bf16", "tiled-only", 112, "classical"}});
   EXPECT_NE(direct.output.find("(reads the tiled copies)"), std::string::npos) << direct.output;
-  // MXFP8 too, in W8A16, from its tiled-only crossover (384 built in).
-  const Result mx = expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload tiled-only --sm90a yes",
-                                 {{"mxfp8", "tiled-only", 383, "warp"}, {"mxfp8", "tiled-only", 384, "classical"}});
+  // MXFP8 too, in W8A16, from its tiled-only crossover read as it is (80
+  // built in), where un-tiling it first starts at 384.
+  const Result mx = expect_paths(q30 + "--format mxfp8 --batch 79,80,383,384 --upload tiled-only,untiled --sm90a yes",
+                                 {{"mxfp8", "tiled-only", 79, "warp"},
+                                  {"mxfp8", "tiled-only", 80, "classical"},
+                                  {"mxfp8", "untiled", 80, "classical"},  // on sm_90a the scratch goes unused
+                                  {"mxfp8", "untiled", 79, "warp"}});
   EXPECT_NE(mx.output.find("/a16/silu/pdl (reads the tiled copies)"), std::string::npos) << mx.output;
+  expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload untiled --sm90a no",
+               {{"mxfp8", "untiled", 383, "warp"}, {"mxfp8", "untiled", 384, "classical"}});
   expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes",
                {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "classical"}});
   expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no",

@@ -95,6 +95,12 @@ TEST(CrossoverTable, FieldsAreTypedAndBounded) {
        "'format' must be a string"},
       {entry(shape + R"("crossover": 64, "preset": 1)"), "'preset' must be a string"},
       {entry(shape + R"("crossover": 64, "activations": "bf16", "w8a16_from": 1.5)"), "'w8a16_from' must be an integer"},
+      {entry(shape + R"("crossover": 64, "warp_weights": "tiled-only", "classical_reads": "as-is")"),
+       "classical_reads 'as-is' (allowed: tiled, untiled)"},
+      {entry(shape + R"("crossover": 64, "warp_weights": "tiled", "classical_reads": "tiled")"),
+       "(allowed on \"warp_weights\": \"tiled-only\" entries)"},
+      {entry(shape + R"("crossover": 64, "warp_weights": "tiled-only", "classical_reads": true)"),
+       "'classical_reads' must be a string"},
       {entry(R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "crossover": 64)"),
        "entry 1: required field 'format' is missing"},
   };
@@ -184,7 +190,8 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
 }
 
 // The same for the committed untiled tune (tiled-only weights: warp decode
-// against the classical path un-tiling them first).
+// against the classical path reading them as they are, or un-tiling them
+// first: each ladder's "classical_reads").
 TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
   const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover-untiled.json";
   std::ifstream in(path);
@@ -194,6 +201,9 @@ TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
   size_t entries = 0;
   for (const auto& l : doc.at("ladders")) {
     EXPECT_EQ(l.at("warp_weights"), "tiled-only");
+    const std::string reads = l.at("classical_reads").get<std::string>();
+    ASSERT_TRUE(reads == "tiled copies" || reads == "un-tiled scratch") << reads;
+    const bool as_is = reads == "tiled copies";
     const MoeShape s = preset_shape(l.at("preset").get<std::string>());
     const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
     for (bool a16 : {false, true}) {
@@ -211,7 +221,7 @@ TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
       }
       const int x = crossover_from_ladder(b, w, c);
       EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
-      EXPECT_EQ(measured.crossover(s, f, a16, true, true), x) << l.at("preset") << " " << key;
+      EXPECT_EQ(measured.crossover(s, f, a16, true, true, as_is), x) << l.at("preset") << " " << key << " " << reads;
       ++entries;
     }
   }
@@ -368,26 +378,27 @@ TEST(CrossoverTable, UntiledEntriesDecideForTiledOnlyWeights) {
   EXPECT_EQ(t.crossover(coder, bf, false, true, true), 320);
   using P = DispatchPolicy;
   const WeightCopies only = WeightCopies::kTiledOnly;
-  EXPECT_EQ(choose_path(t, s, bf, 255, 4096, P::kFastest, false, only, true), MoePath::kWarp);
-  EXPECT_EQ(choose_path(t, s, bf, 256, 4096, P::kFastest, false, only, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, bf, 4097, 4096, P::kFastest, false, only, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, bf, 1024, 4096, P::kFastest, false, only, false), MoePath::kWarp);  // no scratch
-  EXPECT_EQ(choose_path(t, s, mx, 511, 4096, P::kFastest, false, only, true), MoePath::kWarp);
-  EXPECT_EQ(choose_path(t, s, mx, 512, 4096, P::kFastest, false, only, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, mx, 384, 4096, P::kBf16Activations, true, only, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, mx, 383, 4096, P::kBf16Activations, true, only, true), MoePath::kWarp);
+  constexpr auto kUntiles = TiledOnlyClassical::kUntiles, kNot = TiledOnlyClassical::kNot;
+  EXPECT_EQ(choose_path(t, s, bf, 255, 4096, P::kFastest, false, only, kUntiles), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, bf, 256, 4096, P::kFastest, false, only, kUntiles), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 4097, 4096, P::kFastest, false, only, kUntiles), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 1024, 4096, P::kFastest, false, only, kNot), MoePath::kWarp);  // no scratch
+  EXPECT_EQ(choose_path(t, s, mx, 511, 4096, P::kFastest, false, only, kUntiles), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, mx, 512, 4096, P::kFastest, false, only, kUntiles), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 384, 4096, P::kBf16Activations, true, only, kUntiles), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 383, 4096, P::kBf16Activations, true, only, kUntiles), MoePath::kWarp);
   // kBf16Activations where W8A16 does not run: warp decode, refused past its maximum.
-  EXPECT_EQ(choose_path(t, s, mx, 1024, 4096, P::kBf16Activations, false, only, true), MoePath::kWarp);
-  EXPECT_THROW(choose_path(t, s, mx, 4097, 4096, P::kBf16Activations, false, only, true), InvalidArgument);
+  EXPECT_EQ(choose_path(t, s, mx, 1024, 4096, P::kBf16Activations, false, only, kUntiles), MoePath::kWarp);
+  EXPECT_THROW(choose_path(t, s, mx, 4097, 4096, P::kBf16Activations, false, only, kUntiles), InvalidArgument);
   // The un-tiling applies to tiled-only weights only.
-  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonical, true), MoePath::kClassical);
-  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonicalAndTiled, true),
+  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonical, kUntiles), MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, bf, 64, 4096, P::kFastest, false, WeightCopies::kCanonicalAndTiled, kUntiles),
             MoePath::kWarp);
   // A table without untiled entries: warp decode up to its maximum, the
   // classical path (un-tiling) past it instead of a refusal.
   CrossoverTable none;
-  EXPECT_EQ(choose_path(none, s, bf, 4096, 4096, P::kFastest, false, only, true), MoePath::kWarp);
-  EXPECT_EQ(choose_path(none, s, bf, 4097, 4096, P::kFastest, false, only, true), MoePath::kClassical);
+  EXPECT_EQ(choose_path(none, s, bf, 4096, 4096, P::kFastest, false, only, kUntiles), MoePath::kWarp);
+  EXPECT_EQ(choose_path(none, s, bf, 4097, 4096, P::kFastest, false, only, kUntiles), MoePath::kClassical);
   // set() keeps the untiled entry apart from the tiled one of the same shape.
   CrossoverTable w = t;
   CrossoverEntry e{"", s.hidden, s.intermediate, s.experts, s.top_k, bf, 128, false, CrossoverEntry::kNever, true};
@@ -395,6 +406,57 @@ TEST(CrossoverTable, UntiledEntriesDecideForTiledOnlyWeights) {
   EXPECT_EQ(w.entries().size(), 5u);
   EXPECT_EQ(w.crossover(s, bf, false, true), 128);
   EXPECT_EQ(w.crossover(s, bf, false, true, true), 256);
+}
+
+// Tiled-only entries of the two classical reads ("classical_reads": "tiled",
+// read as they are; "untiled", the default, un-tiled first) are their own
+// kinds: each call takes the crossover of its own read, both survive the
+// round trip and set(), and a table with no entry read as they are gives the
+// un-tiled ones for them (a bound from above).
+TEST(CrossoverTable, TiledOnlyEntriesOfEachClassicalReadAreTheirOwn) {
+  const CrossoverTable loaded = CrossoverTable::parse(R"({"entries": [
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 384,
+     "warp_weights": "tiled-only"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 80,
+     "warp_weights": "tiled-only", "classical_reads": "tiled"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 72,
+     "activations": "bf16", "warp_weights": "tiled-only", "classical_reads": "tiled"},
+    {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 416,
+     "warp_weights": "tiled-only", "classical_reads": "untiled"}]})",
+                                                      "t.json");
+  const CrossoverTable t = CrossoverTable::parse(loaded.to_json(), "round trip");
+  ASSERT_EQ(t.entries().size(), 4u);
+  EXPECT_FALSE(t.entries()[0].classical_reads_tiled);
+  EXPECT_TRUE(t.entries()[1].classical_reads_tiled);
+  EXPECT_FALSE(t.entries()[3].classical_reads_tiled);
+  const MoeShape s = preset_shape("qwen3-30b-a3b"), coder = preset_shape("qwen3-coder-480b-a35b");
+  const WeightFormat bf = WeightFormat::kBF16, mx = WeightFormat::kMXFP8;
+  EXPECT_EQ(t.crossover(s, mx, false, true, true, true), 80);
+  EXPECT_EQ(t.crossover(s, mx, false, true, true, false), 384);
+  EXPECT_EQ(t.crossover(s, mx, true, true, true, true), 72);
+  EXPECT_EQ(t.crossover(s, mx, true, true, true, false), CrossoverEntry::kNever);  // no un-tiled W8A16 entry
+  // Scaled by tokens per expert within the kind: 80 · 8/128 = 5 -> 100 on E = 160.
+  EXPECT_EQ(t.crossover(coder, mx, false, true, true, true), 100);
+  // No BF16 entry read as it is: the un-tiled one.
+  EXPECT_EQ(t.crossover(s, bf, false, true, true, true), 416);
+  using P = DispatchPolicy;
+  const WeightCopies only = WeightCopies::kTiledOnly;
+  EXPECT_EQ(choose_path(t, s, mx, 79, 4096, P::kFastest, false, only, TiledOnlyClassical::kReadsTiled), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, mx, 80, 4096, P::kFastest, false, only, TiledOnlyClassical::kReadsTiled),
+            MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 80, 4096, P::kFastest, false, only, TiledOnlyClassical::kUntiles), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, s, mx, 384, 4096, P::kFastest, false, only, TiledOnlyClassical::kUntiles),
+            MoePath::kClassical);
+  EXPECT_EQ(choose_path(t, s, mx, 72, 4096, P::kBf16Activations, true, only, TiledOnlyClassical::kReadsTiled),
+            MoePath::kClassical);
+  // set() replaces within a kind and keeps the kinds apart.
+  CrossoverTable w = t;
+  CrossoverEntry e{"", s.hidden, s.intermediate, s.experts, s.top_k, mx, 96, false, CrossoverEntry::kNever, true, true};
+  e.classical_reads_tiled = true;
+  w.set(e);
+  ASSERT_EQ(w.entries().size(), 4u);
+  EXPECT_EQ(w.crossover(s, mx, false, true, true, true), 96);
+  EXPECT_EQ(w.crossover(s, mx, false, true, true, false), 384);
 }
 
 // kFastest's classical configuration for MXFP8: W8A8 below the W8A16 entry's
@@ -463,6 +525,7 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     const auto& a = t.entries()[i];
     const auto& b = all[i];
     EXPECT_EQ(a.untiled, b.untiled) << a.preset;
+    EXPECT_EQ(a.classical_reads_tiled, b.classical_reads_tiled) << a.preset;
     EXPECT_EQ(a.preset, b.preset);
     EXPECT_EQ(a.format, b.format) << a.preset;
     EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;

@@ -35,6 +35,7 @@ struct Opts {
   double bw_gib = 4.0;
   bool sweep = false, no_router = false, stages = false, families = false;
   bool tune_untiled = false;
+  bool untile = false;  // --untile (with --tune-untiled)
   bool no_classical = false, tune = false, classical_sweep = false, no_warp = false;  // the classical path (issue 4)
   bool tiled_gate_up = false;  // MXFP8 weights also keep the tiled gate_up copy (swept against the canonical)
   bool tiled_only = false;     // BF16 and MXFP8 weights as both tiled copies alone (DeviceWeightsOptions::tiled_only())
@@ -216,7 +217,7 @@ void run(const Opts& o) {
   opt.clock = clock.available() ? &clock : nullptr;
   if (o.tune_untiled) {  // the same on tiled-only weights, the classical side un-tiling them
     bench::tune_untiled_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
-                                  gpu->l2_bytes, opt, stream, doc["header"], o.tune_json);
+                                  gpu->l2_bytes, opt, stream, doc["header"], o.tune_json, o.untile);
     WD_CUDA_CHECK(cudaStreamDestroy(stream));
     return;
   }
@@ -374,9 +375,14 @@ void add_bench_moe(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
   cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
-  cmd->add_flag("--tune-untiled", o->tune_untiled,
-                "Like --tune, on tiled-only weights: warp decode against the classical path un-tiling them first "
+  auto* tune_untiled = cmd->add_flag("--tune-untiled", o->tune_untiled,
+                "Like --tune, on tiled-only weights: warp decode against the classical path on them, reading them "
+                "as they are where it can (BF16, MXFP8 in W8A16, on sm_90a), else un-tiling them first "
                 "(MoeDispatch::untile_tiled_only's crossover)");
+  cmd->add_flag("--untile", o->untile,
+                "With --tune-untiled: the classical side un-tiles the weights even where it reads them as they are "
+                "(the table's \"classical_reads\": \"untiled\" entries)")
+      ->needs(tune_untiled);
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
   add_batch_list(cmd, "--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)");
   cmd->callback([o] { run(*o); });

@@ -74,13 +74,16 @@ void run(const DispatchOptions& o) {
       // unused) or from the scratch ("untiled"), from the table's tiled-only
       // crossover on (MoeDispatch::choose).
       const bool direct = up.copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape, f, sm90a);
-      const bool untile = up.untile || direct;  // choose_path's: the classical path takes tiled-only weights
+      const bool untile = up.untile || direct;  // the classical path takes tiled-only weights
+      const TiledOnlyClassical takes = direct   ? TiledOnlyClassical::kReadsTiled
+                                       : untile ? TiledOnlyClassical::kUntiles
+                                                : TiledOnlyClassical::kNot;
       const WeightCopies u = up.copies;
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
       if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
-      const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, untile);
+      const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, untile, direct);
       const std::string cross = !warp_format                              ? "-"
                                 : u == WeightCopies::kTiledOnly && !untile ? "none"
                                 : c == CrossoverEntry::kNever              ? "never"
@@ -89,7 +92,7 @@ void run(const DispatchOptions& o) {
         std::string path, config = "-";
         try {
           const bool w8a16 = w8a16_runs(shape, f, B, sm90a);
-          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, untile);
+          const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, takes);
           path = to_string(p);
           if (p == MoePath::kClassical) {
             config = dispatch_classical_config(table, shape, f, B, policy, sm90a, up.copies).label();
