@@ -83,8 +83,7 @@ struct ClassicalConfig {
   // experts at 1/8 < m <= 2), the same as for_batch everywhere else; MXFP8,
   // W8A16 (the W8A8 tile reads E4M3 codes straight into wgmma, not packed
   // words): for_batch's bf16_activations choice.
-  static ClassicalConfig for_tiled_copies(const MoeShape& shape, int batch, bool sm90a,
-                                          WeightFormat format = WeightFormat::kBF16);
+  static ClassicalConfig for_tiled_copies(const MoeShape& shape, int batch, bool sm90a, WeightFormat format);
   // Whether this configuration reads tiled-only weights (on an sm_90a
   // device; supports() says whether this one runs it): the TMA GEMM with
   // BF16 activations (BF16 weights, or MXFP8 in W8A16), SiLU·up fused, the

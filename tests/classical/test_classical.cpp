@@ -1329,7 +1329,7 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
     const DeviceMoeWeights only = DeviceMoeWeights::upload(layer.host, DeviceWeightsOptions::tiled_only());
     ClassicalMoe moe(real, B);
     ASSERT_EQ(ClassicalConfig::for_batch(real, B, f).gemm, ClassicalGemm::kStream);
-    const ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, B, true);
+    const ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, B, true, WeightFormat::kBF16);
     ASSERT_TRUE(c.reads_tiled(real, f)) << c.label();
     const auto [x, r] = unambiguous_inputs(layer.host.view(), B, fresh_seed);
     DeviceBuffer<uint16_t> dx(x);

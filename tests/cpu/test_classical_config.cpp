@@ -136,7 +136,8 @@ TEST(ClassicalConfig, TiledCopiesTakeTheTmaGemmWithSiluFused) {
       EXPECT_FALSE(w8a8.reads_tiled(s, WeightFormat::kMXFP8)) << w8a8.label();
     }
     for (int B : {1, 2, 5, 16, 32, 64, 128, 1024, 4096}) {
-      const ClassicalConfig c = ClassicalConfig::for_tiled_copies(s, B, true), d = ClassicalConfig::for_batch(s, B, f, true);
+      const ClassicalConfig c = ClassicalConfig::for_tiled_copies(s, B, true, f);
+      const ClassicalConfig d = ClassicalConfig::for_batch(s, B, f, true);
       EXPECT_EQ(c.gemm, ClassicalGemm::kTma) << preset << " B=" << B;
       EXPECT_TRUE(c.fuse_silu) << preset << " B=" << B;
       EXPECT_TRUE(c.reads_tiled(s, f)) << preset << " B=" << B << " " << c.label();
@@ -151,8 +152,8 @@ TEST(ClassicalConfig, TiledCopiesTakeTheTmaGemmWithSiluFused) {
   }
   const MoeShape real = preset_shape("qwen3-30b-a3b");
   EXPECT_EQ(ClassicalConfig::for_batch(real, 5, WeightFormat::kBF16, true).gemm, ClassicalGemm::kStream);
-  EXPECT_EQ(ClassicalConfig::for_tiled_copies(real, 5, true).label(), "t8/tma/silu/pdl");
-  ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, 256, true);
+  EXPECT_EQ(ClassicalConfig::for_tiled_copies(real, 5, true, WeightFormat::kBF16).label(), "t8/tma/silu/pdl");
+  ClassicalConfig c = ClassicalConfig::for_tiled_copies(real, 256, true, WeightFormat::kBF16);
   ASSERT_TRUE(c.reads_tiled(real, WeightFormat::kBF16));
   c.fuse_silu = false;
   EXPECT_FALSE(c.reads_tiled(real, WeightFormat::kBF16));
