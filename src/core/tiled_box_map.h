@@ -162,6 +162,18 @@ WD_HD void gate_up_tiled_box_coords(int k, int row, int I, int (&c)[5], int elem
   const GateUpTiledRow g = gate_up_tiled_row(row, I);
   c[0] = 0, c[1] = 0, c[2] = g.up, c[3] = g.item_row, c[4] = k * elem_bytes / 64;
 }
+// The TMA tile producer's weight box over a tiled copy
+// (classical_tma_gemm.cu, kTiledW): box `box` of the slot (fused gate_up: 0
+// the gate rows, 1 the up rows; down: 0) from item row item_row, K slot kt
+// (the two 64-byte units 2·kt, 2·kt + 1: 128 bytes of K a slot row). These
+// are the coordinates of the box's canonical corner above
+// (TiledBoxMap.ProducerBoxCoordsAreItsCanonicalCorner), and the ones the
+// slot emulation lands (TiledBoxMap.W8a16Slot*). Down's map is rank 4 (c[4]
+// is 0).
+WD_HD constexpr void tiled_w_box_coords(bool fused, int box, int item_row, int kt, int (&c)[5]) {
+  c[0] = 0, c[1] = 0;
+  c[2] = fused ? box : item_row, c[3] = fused ? item_row : 2 * kt, c[4] = fused ? 2 * kt : 0;
+}
 WD_HD void down_tiled_scale_box_coords(int k, int row, int (&c)[5]) {
   c[0] = 0, c[1] = row / 16, c[2] = k / 64, c[3] = 0, c[4] = 0;
 }

@@ -175,19 +175,28 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // item row. Fused: the gate box, then the up box (kShareW: block
         // rank's, into both blocks); else the tile's rows in one box
         // (kShareW: block rank's half, kRows / 32 item rows on).
+        // (Coordinates: tiled_w_box_coords, core/tiled_box_map.h.)
+        int c[5];
         if (fused) {
-          if constexpr (kShareW)
-            tma::load_5d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, 0, 0, int(rank), wrow,
-                                   2 * kt, full, 0x3);
-          else {
-            tma::load_5d(base + L::w(s), &p.w_map, 0, 0, 0, wrow, 2 * kt, full);
-            tma::load_5d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, 0, 0, 1, wrow, 2 * kt, full);
+          if constexpr (kShareW) {
+            const uint32_t dst = base + L::w(s) + rank * (kRows / 2) * kRowBytes;
+            tiled_w_box_coords(true, int(rank), wrow, kt, c);
+            tma::load_5d_multicast(dst, &p.w_map, c[0], c[1], c[2], c[3], c[4], full, 0x3);
+          } else {
+            const uint32_t dst = base + L::w(s);
+            tiled_w_box_coords(true, 0, wrow, kt, c);
+            tma::load_5d(dst, &p.w_map, c[0], c[1], c[2], c[3], c[4], full);
+            tiled_w_box_coords(true, 1, wrow, kt, c);
+            tma::load_5d(dst + (kRows / 2) * kRowBytes, &p.w_map, c[0], c[1], c[2], c[3], c[4], full);
           }
         } else if constexpr (kShareW) {
-          tma::load_4d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, 0, 0,
-                                 wrow + int(rank) * (kRows / 32), 2 * kt, full, 0x3);
+          const uint32_t dst = base + L::w(s) + rank * (kRows / 2) * kRowBytes;
+          tiled_w_box_coords(false, 0, wrow + int(rank) * (kRows / 32), kt, c);
+          tma::load_4d_multicast(dst, &p.w_map, c[0], c[1], c[2], c[3], full, 0x3);
         } else {
-          tma::load_4d(base + L::w(s), &p.w_map, 0, 0, wrow, 2 * kt, full);
+          const uint32_t dst = base + L::w(s);
+          tiled_w_box_coords(false, 0, wrow, kt, c);
+          tma::load_4d(dst, &p.w_map, c[0], c[1], c[2], c[3], full);
         }
       } else if constexpr (kSwap && kSiluQuant) {
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's

@@ -224,6 +224,36 @@ TEST(TiledBoxMap, Mxfp8GateUpBoxesAreThePackedCanonicalHalves) {
   }
 }
 
+// The TMA tile producer's weight boxes (tiled_w_box_coords, what
+// classical_tma_gemm.cu passes to its loads) are the maps' boxes at their
+// canonical corners: down rows expert·H + n0 (+ a cluster rank's half),
+// fused gate_up box b the gate (b = 0) or up (b = 1) rows of neurons n0..,
+// K slot kt = 128 bytes, BF16 and MXFP8. A swapped coordinate fails here.
+TEST(TiledBoxMap, ProducerBoxCoordsAreItsCanonicalCorner) {
+  const int E = 6, H = 512, I = 384;
+  for (int eb : {1, 2})
+    for (int box_rows : {64, 128, 256})
+      for (int expert : {0, 1, E - 1})
+        for (int kt : {0, 1, 3}) {
+          const int k = kt * 128 / eb;
+          for (int n0 = 0; n0 + box_rows <= H; n0 += box_rows / 2) {  // down: N = H, K = I
+            int want[5], got[5];
+            if (k >= I) continue;
+            down_tiled_box_coords(k, expert * H + n0, want, eb);
+            tiled_w_box_coords(false, 0, (expert * H + n0) / 16, kt, got);
+            for (int d = 0; d < 5; ++d) ASSERT_EQ(got[d], want[d]) << "down eb " << eb << " n0 " << n0 << " dim " << d;
+          }
+          for (int n0 = 0; n0 + box_rows / 2 <= I; n0 += 16)  // fused gate_up: K = H, boxes of box_rows / 2 rows
+            for (int b : {0, 1}) {
+              int want[5], got[5];
+              gate_up_tiled_box_coords(k, expert * 2 * I + b * I + n0, I, want, eb);
+              tiled_w_box_coords(true, b, (expert * I + n0) / 16, kt, got);
+              for (int d = 0; d < 5; ++d)
+                ASSERT_EQ(got[d], want[d]) << "gate_up eb " << eb << " n0 " << n0 << " box " << b << " dim " << d;
+            }
+        }
+}
+
 // The W8A16 TMA tile's slot over tiled MXFP8 copies, emulated on the host
 // (classical_tma_gemm.cu, kTiledW with kA16): the producer's TMA loads land
 // each weight box (tma_box: dense box order) under the 64-byte swizzle, and
@@ -255,7 +285,8 @@ W8a16Slot land_w8a16_slot(const std::vector<uint8_t>& q_tiled, const std::vector
                  std::vector<int>(size_t(rows) * 128), std::vector<int>(size_t(rows) * 4)};
   const int wrow = (expert * (fused ? N / 2 : N) + n0) / 16;  // the producer's item row (w_row)
   for (int b = 0; b < boxes; ++b) {
-    const int c[5] = {0, 0, fused ? b : wrow, fused ? wrow : 2 * kt, fused ? 2 * kt : 0};
+    int c[5];
+    tiled_w_box_coords(fused, b, wrow, kt, c);  // the producer's (classical_tma_gemm.cu)
     const std::vector<uint8_t> box = tma_box(q_tiled, m, c);
     EXPECT_EQ(box.size(), size_t(box_rows) * 128);
     for (uint32_t i = 0; i < box.size(); ++i) {
