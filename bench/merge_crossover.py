@@ -7,15 +7,20 @@ order, the first input's header, and every input's command line.
     python3 bench/merge_crossover.py OUT.json IN.json [IN.json ...]
 
 Exits 2 when an input is missing or holds no entries, or when two inputs
-measured the same shape, format, activations and warp weights.
+measured the same shape, format, activations, warp weights and (tiled-only
+entries) classical read.
 """
 import json
 import sys
 
 
 def key(entry):
+    warp_weights = entry.get("warp_weights", "default")
+    # Tiled-only entries: how the classical side read the weights ("tiled",
+    # or "untiled", the default) is a kind of its own (CrossoverEntry).
+    reads = entry.get("classical_reads", "untiled") if warp_weights == "tiled-only" else ""
     return (entry["hidden"], entry["intermediate"], entry["experts"], entry["top_k"], entry["format"],
-            entry.get("activations", "default"), entry.get("warp_weights", "default"))
+            entry.get("activations", "default"), warp_weights, reads)
 
 
 def main(argv):

@@ -43,7 +43,8 @@
 #            MoeDispatch::untile_tiled_only): their
 #            GPU tests (also under memcheck), then bench-moe --tune-untiled per preset
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
-#            UNTILED_BATCHES, UNTILED_BF16_BATCHES; about 4-5 minutes) merged into
+#            UNTILED_BATCHES, UNTILED_BF16_BATCHES; UNTILED_UNTILE=1 un-tiles on
+#            sm_90a too, for the table's un-tiled entries; about 4-5 minutes) merged into
 #            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
 #            what reading the tiled copies costs the classical path is an `ab` of
 #            two uploads (below)
@@ -157,9 +158,11 @@ crossover_tune() {
   note "tune merged   rc=$? -> $OUT/h200-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
 }
 # The tiled-only crossover (warp decode against the classical path on
-# tiled-only weights: BF16 read as they are on sm_90a, MXFP8 un-tiled
-# first), one preset and format a run (each its own ladder: BF16's crossover
-# is the tiled copies' neighbourhood, MXFP8's past the un-tiling), merged.
+# tiled-only weights: on sm_90a BF16, and MXFP8 in W8A16, read as they are;
+# elsewhere, or with UNTILED_UNTILE=1, un-tiled first: the table's
+# "classical_reads": "untiled" entries, past B = 384 on the H200, so give
+# UNTILED_BATCHES, e.g. 352,384,416,448,480,512,1024), one preset and format
+# a run, merged.
 untiled_tune() {
   local t0 p f ladder files=()
   for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
@@ -170,7 +173,7 @@ untiled_tune() {
       ladder=${UNTILED_BATCHES:-48,64,80,96,112,128,160,192,256,384}
       [ "$f" = bf16 ] && ladder=${UNTILED_BF16_BATCHES:-$ladder}
       timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune-untiled --preset "$p" --format "$f" \
-        --replays 10 --tune-batch "$ladder" \
+        --replays 10 --tune-batch "$ladder" $([ "${UNTILED_UNTILE:-0}" = 1 ] && echo --untile) \
         --tune-json "$LOG/tune-untiled-$p-$f.json" >"$LOG/tune-untiled-$p-$f.log" 2>&1
       note "tune-untiled  $p $f rc=$? ($(( $(date +%s) - t0 )) s)"
       [ -s "$LOG/tune-untiled-$p-$f.json" ] && files+=("$LOG/tune-untiled-$p-$f.json")
