@@ -91,6 +91,7 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("bench-moe --batch 1-64:0", "batch '1-64:0'");
   expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
   expect_error("bench-moe --routing zipf", "zipf not in {uniform,balanced}");
+  expect_error("bench-moe --untile", "--untile requires --tune-untiled");
 #endif
   expect_error("dispatch --upload fancy", "--upload 'fancy'");
   expect_error("dispatch --policy slowest", "--policy 'slowest'");
