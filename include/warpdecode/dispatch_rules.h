@@ -77,6 +77,14 @@ struct CrossoverEntry {
 //   kUntiles      from the dispatch's un-tiling scratch
 //                 (MoeDispatch::untile_tiled_only)
 enum class TiledOnlyClassical { kNot, kReadsTiled, kUntiles };
+// The kind a call takes: read as they are where the classical path does
+// (classical_reads_tiled_only; a held scratch then goes unused), else from
+// an un-tiling scratch of the format where one is held, else kNot.
+inline TiledOnlyClassical tiled_only_classical(bool reads_tiled, bool has_scratch) {
+  return reads_tiled ? TiledOnlyClassical::kReadsTiled
+         : has_scratch ? TiledOnlyClassical::kUntiles
+                       : TiledOnlyClassical::kNot;
+}
 
 // The crossover a measured ladder gives: the smallest batch from which the
 // classical path is faster at every larger batch measured, by at least
@@ -211,10 +219,9 @@ ClassicalConfig dispatch_classical_config(const CrossoverTable& table, const Moe
 // Whether the classical path reads tiled-only weights of this format and
 // shape as they are, on a device with (sm90a) or without the sm_90a kernels:
 // BF16, and MXFP8 in W8A16, on the TMA GEMM (ClassicalConfig::reads_tiled).
-// MoeDispatch then
-// sends them to it from the table's tiled-only crossover on, with no
-// un-tiling; other tiled-only weights need MoeDispatch::untile_tiled_only
-// for the classical path.
+// MoeDispatch then sends them to it from the table's tiled-only crossover
+// on, with no un-tiling; other tiled-only weights need
+// MoeDispatch::untile_tiled_only for the classical path.
 bool classical_reads_tiled_only(const MoeShape& shape, WeightFormat f, bool sm90a);
 
 }  // namespace wd

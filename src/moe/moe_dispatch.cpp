@@ -22,10 +22,8 @@ MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) cons
   // Tiled-only weights: the classical path takes them where it reads them
   // as they are (the TMA GEMM: BF16, MXFP8 in W8A16) or with an un-tiling
   // scratch, each from its own crossover.
-  const TiledOnlyClassical takes = reads_tiled_only(f) ? TiledOnlyClassical::kReadsTiled
-                                   : untiles(f)        ? TiledOnlyClassical::kUntiles
-                                                       : TiledOnlyClassical::kNot;
-  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies, takes);
+  return choose_path(table_, shape_, f, batch, warp_->max_batch(), policy_, w8a16, copies,
+                     tiled_only_classical(reads_tiled_only(f), untiles(f)));
 }
 
 void MoeDispatch::untile_tiled_only(WeightFormat f) {

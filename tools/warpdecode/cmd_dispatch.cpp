@@ -70,14 +70,12 @@ void run(const DispatchOptions& o) {
   for (WeightFormat f : formats)
     for (const Upload& up : uploads) {
       // Tiled-only weights: the classical path takes them where it reads them
-      // as they are (BF16 on sm_90a; a held un-tiling scratch is then left
+      // as they are (BF16, MXFP8 in W8A16, on sm_90a; a held scratch is left
       // unused) or from the scratch ("untiled"), from the table's tiled-only
       // crossover on (MoeDispatch::choose).
       const bool direct = up.copies == WeightCopies::kTiledOnly && classical_reads_tiled_only(shape, f, sm90a);
       const bool untile = up.untile || direct;  // the classical path takes tiled-only weights
-      const TiledOnlyClassical takes = direct   ? TiledOnlyClassical::kReadsTiled
-                                       : untile ? TiledOnlyClassical::kUntiles
-                                                : TiledOnlyClassical::kNot;
+      const TiledOnlyClassical takes = tiled_only_classical(direct, up.untile);
       const WeightCopies u = up.copies;
       // FP8 block-128: warp decode does not stream it, so no crossover and no tiled copies.
       const bool warp_format = warp_decode_streams(f);
