@@ -1,8 +1,10 @@
-// The TMA tile of the classical grouped GEMM: its kernel (tma_gemm_kernel)
-// and launchers (tma_gemm). Its design — warp roles, slot layout, clusters,
-// swapped operands, tiled weights, numerics — and the measurements behind
-// each choice are kernels/classical_tma_tile.cuh, with its geometry (Warps,
-// Tile, Params).
+// The TMA tile of the classical grouped GEMM: its kernel (tma_gemm_kernel:
+// the barriers, the consumers' MMAs and their epilogues) and launchers
+// (tma_gemm). Its design — warp roles, slot layout, clusters, swapped
+// operands, tiled weights, numerics — and the measurements behind each
+// choice are kernels/classical_tma_tile.cuh, with its geometry (Warps, Tile,
+// Params, TileWalk); the producer's loads are kernels/classical_tma_producer.cuh,
+// the epilogue's stores kernels/classical_tma_epilogue.cuh.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
 
@@ -10,6 +12,8 @@
 
 #include "core/cuda_check.h"
 #include "kernels/classical_gemm.cuh"
+#include "kernels/classical_tma_epilogue.cuh"
+#include "kernels/classical_tma_producer.cuh"
 #include "kernels/classical_tma_tile.cuh"
 #include "kernels/classical_wgmma.cuh"
 #include "kernels/common.cuh"
@@ -25,24 +29,6 @@ namespace wd::kernels {
 namespace {
 
 using namespace tma_tile;
-
-// The 4 × 4 transpose of 4-byte words across the four lanes of a quad (lane
-// t4 = lane & 3): on entry v[x] is word x of lane t4, on return word t4 of
-// lane x. Two shuffle rounds of two words: lanes t4 ^ 2 trade the
-// off-diagonal 2 × 2 blocks, then lanes t4 ^ 1 transpose each block. The
-// swapped-operand epilogues use it to turn a lane's words of four column
-// groups into one group's four consecutive words (a 16-byte store).
-[[maybe_unused]] __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4) {
-  const bool b1 = t4 & 2, b0 = t4 & 1;
-  uint32_t r0 = __shfl_xor_sync(kFullMask, b1 ? v[0] : v[2], 2);
-  uint32_t r1 = __shfl_xor_sync(kFullMask, b1 ? v[1] : v[3], 2);
-  if (b1) v[0] = r0, v[1] = r1;
-  else v[2] = r0, v[3] = r1;
-  r0 = __shfl_xor_sync(kFullMask, b0 ? v[0] : v[1], 1);
-  r1 = __shfl_xor_sync(kFullMask, b0 ? v[2] : v[3], 1);
-  if (b0) v[0] = r0, v[2] = r1;
-  else v[1] = r0, v[3] = r1;
-}
 
 template <WeightFormat F, bool kA16, int kT, int kCluster, bool kGather, bool kSiluQuant, bool kShareW, bool kTiledW>
 __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(const __grid_constant__ Params p) {
@@ -111,238 +97,17 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   if constexpr (kCluster > 1) tma::cluster_sync();  // the other block multicasts into our slots
   else __syncthreads();
 
-  // Tile t's expert; its weight rows start at row expert·N + n0 of the (E·N,
-  // K) weight matrix.
-  // Tile t's expert block (token tile) and weight tile: t = block · ntn +
-  // weight tile; with kShareW, t = (block pair · ntn + weight tile) · 2 +
-  // member, the two members (t and t + 1: the two blocks of a cluster, the
-  // grid being even) the pair's two blocks, one expert's (align pairs them).
-  auto tile_block = [&](int t) { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; };
-  auto tile_n = [&](int t) { return kShareW ? (t >> 1) % ntn : t % ntn; };
-  auto tile_expert = [&](int t) { return g.block_expert != nullptr ? __ldcg(g.block_expert + tile_block(t)) : 0; };
   // SiLU·up fused (BF16, W8A16; W8A8 with kSiluQuant): a tile is kRows / 2
-  // neurons, its gate rows then its up rows; weight tile nt starts at row
-  // nt · kRows / 2 of the expert's gate rows, its up rows N / 2 further.
+  // neurons, its gate rows then its up rows (TileWalk).
   const bool fused = kSiluQuant || (!kW8A8 && g.fuse_silu != 0);
   const int tile_rows = fused ? kRows / 2 : kRows;  // weight rows a tile advances
-  // The row the producer's weight loads start from: row expert·N + n0 of the
-  // (E·N, K) weights, or, tiled (kTiledW), the 16-row item row of the tiled
-  // copy's map (core/tiled_box_map.h): down's row / 16, fused gate_up's
-  // (expert·I + n0) / 16, n0 counted in neurons.
-  auto w_row = [&](int expert, int n0) {
-    if constexpr (kTiledW) return (expert * (fused ? N / 2 : N) + n0) / 16;
-    else return expert * N + n0;
-  };
+  const TileWalk<kRows, kShareW, kTiledW> walk{g, N, K, k_tiles, ntn, tiles, fused, tile_rows};
   if (warp >= 4) {
     // The consumers: their outputs may be what an earlier kernel still reads.
     wait_for_previous_kernel();
     allow_next_kernel();
   } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(W::kProducerRegs));
-    // Warp 0 loads (gathering, the whole warpgroup); its wait below keeps
-    // the block from completing first.
-    if constexpr (!kGather) {
-      if (warp != 0) return;
-    }
-    const uint32_t rank = kCluster > 1 ? tma::cluster_rank() : 0;
-    // The token-split tile in clusters sharing its token tile (kSkipPad):
-    // where the tile's second 64 rows are all padding (an expert's last
-    // block; consumer 1 skips them: row_entries), block 1 of the cluster does
-    // not load them and both slots expect half the token bytes (pad_hi, set
-    // per tile). Why: with uniform routing about half the experts end in
-    // such a block, whose tile costs its whole loads for a few rows (session
-    // 39 run 4: the same layer on balanced routing, no such blocks, is 11-19
-    // % faster at 2048-4096 tokens). Measured (run 5, 2048 / 4096 tokens, µs
-    // of the layer): qwen3-30b-a3b 285.6 -> 282.4 / 444.2 -> 442.7,
-    // qwen3-235b-a22b 951.9 -> 939.8 / 1539.7 -> 1525.5.
-    constexpr bool kSkipPad = kTokSplit && kCluster == 2 && !kShareW;
-    // (Spelled as the rows in use: the same test spelled as padding made
-    // ptxas spill a register of the 40-register producer of the fused tile.)
-    auto second_half_used = [&](int t) {
-      return !kSkipPad || g.row_entries == nullptr || __ldcg(g.row_entries + tile_block(t) * kT + kT / 2) >= 0;
-    };
-    bool pad_hi = false;
-    // Lane 0: slot s expects the weight tile and the whole token tile (or,
-    // gathering, the weight tile alone), and the weight tile (rows wrow.., K
-    // block kt) is issued; with kShareW this block's half of it (fused: the
-    // gate rows or the up rows; else rows [rank, rank + 1) · kRows / 2), into
-    // both blocks of the cluster, whose other block sends the other half.
-    auto load_w = [&](int s, int kt, int wrow) {
-      const uint32_t full = base + L::full(s);
-      tma::arrive_expect_tx(full, L::kWTileBytes + (kGather ? 0 : pad_hi ? L::kATileBytes / 2 : L::kATileBytes));
-      if constexpr (kTiledW) {
-        // Tiled copies: boxes of two K halves (units 2kt, 2kt + 1), wrow an
-        // item row. Fused: the gate box, then the up box (kShareW: block
-        // rank's, into both blocks); else the tile's rows in one box
-        // (kShareW: block rank's half, kRows / 32 item rows on).
-        // (Coordinates: tiled_w_box_coords, core/tiled_box_map.h.)
-        int c[5];
-        if (fused) {
-          if constexpr (kShareW) {
-            const uint32_t dst = base + L::w(s) + rank * (kRows / 2) * kRowBytes;
-            tiled_w_box_coords(true, int(rank), wrow, kt, c);
-            tma::load_5d_multicast(dst, &p.w_map, c[0], c[1], c[2], c[3], c[4], full, 0x3);
-          } else {
-            const uint32_t dst = base + L::w(s);
-            tiled_w_box_coords(true, 0, wrow, kt, c);
-            tma::load_5d(dst, &p.w_map, c[0], c[1], c[2], c[3], c[4], full);
-            tiled_w_box_coords(true, 1, wrow, kt, c);
-            tma::load_5d(dst + (kRows / 2) * kRowBytes, &p.w_map, c[0], c[1], c[2], c[3], c[4], full);
-          }
-        } else if constexpr (kShareW) {
-          const uint32_t dst = base + L::w(s) + rank * (kRows / 2) * kRowBytes;
-          tiled_w_box_coords(false, 0, wrow + int(rank) * (kRows / 32), kt, c);
-          tma::load_4d_multicast(dst, &p.w_map, c[0], c[1], c[2], c[3], full, 0x3);
-        } else {
-          const uint32_t dst = base + L::w(s);
-          tiled_w_box_coords(false, 0, wrow, kt, c);
-          tma::load_4d(dst, &p.w_map, c[0], c[1], c[2], c[3], full);
-        }
-      } else if constexpr (kSwap && kSiluQuant) {
-        // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
-        // neurons, then their up rows (four 64-row boxes; with kShareW,
-        // block rank loads consumer rank's two, into both blocks).
-#pragma unroll
-        for (int q = kShareW ? 2 * int(rank) : 0; q < (kShareW ? 2 * int(rank) + 2 : 4); ++q) {
-          const uint32_t dst = base + L::w(s) + q * 64 * kRowBytes;
-          const int row = wrow + (q >> 1) * 64 + (q & 1) * (N / 2);
-          if constexpr (kShareW) tma::load_2d_multicast(dst, &p.w_map, kt * kStageK, row, full, 0x3);
-          else tma::load_2d(dst, &p.w_map, kt * kStageK, row, full);
-        }
-      } else if constexpr (kShareW) {
-        const int grow = wrow + int(rank) * (fused ? N / 2 : kRows / 2);
-        tma::load_2d_multicast(base + L::w(s) + rank * (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, grow, full,
-                               0x3);
-      } else {
-        tma::load_2d(base + L::w(s), &p.w_map, kt * kStageK, wrow, full);
-        if (fused) tma::load_2d(base + L::w(s) + (kRows / 2) * kRowBytes, &p.w_map, kt * kStageK, wrow + N / 2, full);
-      }
-    };
-    // Lane 0: the token tile of slot s (with a cluster sharing it, this
-    // block's half, into both blocks).
-    auto load_a = [&](int s, int kt, int row0) {
-      const uint32_t full = base + L::full(s);
-      if constexpr (kCluster == 1 || kShareW) {
-#pragma unroll
-        for (int h = 0; h < L::kAHalves; ++h)
-          tma::load_2d(base + L::a(s) + h * kT * kRowBytes, &p.a_map, kt * kStageK + h * (kStageK / L::kAHalves), row0,
-                       full);
-      } else {
-        constexpr int kHalf = kT / 2;
-        if (!(pad_hi && rank == 1))
-          tma::load_2d_multicast(base + L::a(s) + rank * kHalf * kRowBytes, &p.a_map, kt * kStageK,
-                                 row0 + int(rank) * kHalf, full, 0x3);
-      }
-    };
-    // Before the PDL wait, the producer issues the weight tiles of the first
-    // kEarlySlots slots (free at the start): they depend only on the layer's
-    // weights and the block table. Their barriers expect the token tile's
-    // bytes too, loaded after the wait.
-    int early = 0;  // slots whose weight tile is already in flight
-    for (int t = blockIdx.x, kt = 0; early < std::min(kStages, kEarlySlots) && t < tiles; ++early) {
-      if constexpr (kGather) break;  // the wait is behind us
-      pad_hi = !second_half_used(t);
-      if (lane == 0) load_w(early, kt, w_row(tile_expert(t), tile_n(t) * tile_rows));
-      if (++kt == k_tiles) kt = 0, t += gridDim.x;
-    }
-    // The token tiles are the previous kernel's output.
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    // The loads (warp 0; lane 0 issues the TMA copies): every slot, in the
-    // consumers' order, once every consumer thread has released it, so the
-    // loads run kStages slots ahead across tile boundaries. The tile's
-    // expert is read once per tile: one L2 round trip per slot made the
-    // producer, not the MMAs, set the pace of the W8A8 tile (run 4).
-    // Gathering: the tile's rows' tokens (L::tokens()); thread tid copies
-    // 16-byte chunk tid % 8 of rows tid / 8, tid / 8 + 16, ...
-    int* s_tok = reinterpret_cast<int*>(const_cast<uint8_t*>(base_ptr) + L::tokens());
-    auto gather_a = [&](int s, int kt) {
-      const int chunk = tid % 8, col = kt * kStageK + 8 * chunk;  // the chunk's first K element
-      const uint16_t* x = static_cast<const uint16_t*>(g.a);
-#pragma unroll
-      for (int r = tid / 8; r < kT; r += 16) {
-        const int tok = s_tok[r];
-        const bool ok = tok >= 0 && col < K;  // padding rows and K past its end: zeros
-        cp_async16(base + L::a(s) + r * kRowBytes + ((chunk ^ (r % 8)) << 4), ok ? x + size_t(tok) * K + col : x, ok);
-      }
-    };
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int row0 = tile_block(t) * kT, n0 = tile_n(t) * tile_rows;
-      const int expert = tile_expert(t), wrow = w_row(expert, n0);
-      pad_hi = !second_half_used(t);
-      if constexpr (kGather) {
-        // The tile's tokens into the table, between two barriers of the
-        // producer warpgroup (the previous tile's copies were issued).
-        named_barrier_sync(1, 128);
-        for (int r = tid; r < kT; r += 128) {
-          const int e = __ldcg(g.a_rows + row0 + r);
-          s_tok[r] = e < 0 ? -1 : e / g.a_rows_div;
-        }
-        named_barrier_sync(1, 128);
-      }
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const uint32_t full = base + L::full(stage);
-        if (early > 0) {
-          --early;  // the first slots: weight tile in flight since before the wait
-        } else {
-          tma::wait(base + L::empty(stage), phase ^ 1);
-          if (lane == 0 && (!kGather || warp == 0)) load_w(stage, kt, wrow);
-        }
-        if constexpr (kGather) gather_a(stage, kt);
-        else if (lane == 0) load_a(stage, kt, row0);
-        if constexpr (kFp8) {
-          // Slot = 128-K block kt: the weight scales and (W8A8) the rows'
-          // activation scales, landing on the same barrier.
-          const int kblocks = K / 128;
-          if constexpr (kW8A8) {
-            for (int i = lane; i < kT; i += 32) {
-              const bool ok = row0 + i < g.rows;
-              cp_async4(base + L::a_scales(stage) + 4 * i,
-                        ok ? g.a_scales + size_t(row0 + i) * kblocks + kt : g.a_scales, ok);
-            }
-          }
-          if constexpr (kMx && kTiledW) {
-            // Tiled scales (core/tiled_box_map.h): for each box (fused: the
-            // gate box, then the up box), unit u < 2 (blocks 4kt + 2u, + 1)
-            // and item row j of the box, the item's 32 bytes (gate_up: its
-            // gate or up half), as two 16-byte chunks, into
-            // [box][u][j][32 bytes] (tiled_scale_box_offset). wrow is the
-            // tile's first item row; past the last one, zeros.
-            const int box_rows = fused ? kRows / 2 : kRows;
-            const int item_rows = g.experts * (fused ? N / 2 : N) / 16, units = K / 64;
-            for (int i = lane; i < kRows / 4; i += 32) {
-              const W8a16ScaleChunk ch = w8a16_tiled_scale_chunk(i, box_rows, fused, wrow, item_rows, units, kt);
-              cp_async16(base + L::w_scale(stage) + ch.dst, ch.ok ? g.w_mx_scales + ch.src : g.w_mx_scales, ch.ok);
-            }
-          } else if constexpr (kMx) {
-            const size_t rows_all = size_t(g.experts) * N;
-            for (int i = lane; i < kRows; i += 32) {
-              // Fused SiLU·up: tile rows [kRows/2, kRows) are the up rows.
-              const size_t row = size_t(wrow) + i + (fused && i >= kRows / 2 ? size_t(N / 2 - kRows / 2) : 0);
-              const bool ok = row < rows_all;
-              cp_async4(base + L::w_scale(stage) + 4 * i, ok ? g.w_mx_scales + row * (K / 32) + 4 * kt : g.w_mx_scales,
-                        ok);
-            }
-          } else if (lane < kRows / 128) {
-            // Block row n0/128 + lane of the expert (fused: the gate rows'
-            // block, then the up rows', I/128 blocks further); past its N (a
-            // tile reading the next expert's rows, not stored) zeros.
-            const int boff = fused ? lane * (N / 256) : lane;
-            const bool ok = n0 / 128 + boff < N / 128;
-            cp_async4(base + L::w_scale(stage) + 4 * lane,
-                      ok ? g.w_block_scales + (size_t(expert) * (N / 128) + n0 / 128 + boff) * kblocks + kt
-                         : g.w_block_scales,
-                      ok);
-          }
-          tma::arrive_on_cp_async(full);
-        }
-        if constexpr (kGather) tma::arrive_on_cp_async(full);
-        if (++stage == kStages) stage = 0, phase ^= 1;
-      }
-    }
-    if constexpr (kGather) cp_async_wait<0>();  // no thread exits with its copies in flight
+    tma_producer<F, kA16, kT, kCluster, kGather, kSiluQuant, kShareW, kTiledW>(p, walk, base, base_ptr, tid, warp, lane);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(W::kConsumerRegs));
@@ -698,7 +463,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   constexpr bool kNarrowIssue = kA16 && kNarrowRows < kT;
   auto issue_rows = [&](int t) {
     if (!kNarrowIssue || g.row_entries == nullptr) return kT;
-    const int row0 = tile_block(t) * kT;
+    const int row0 = walk.block(t) * kT;
     int used = 0;
 #pragma unroll
     for (int r0 = 0; r0 < kT; r0 += 32) {
@@ -869,7 +634,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // is all padding). Read a tile ahead: the next tile's first slot runs
   // during this tile's epilogue (look_ahead) where its half is in use.
   auto half_active = [&](int t) {
-    const int r = tile_block(t) * kT + 64 * c;
+    const int r = walk.block(t) * kT + 64 * c;
     return warp_uniform(t < tiles && (g.row_entries == nullptr || (r < g.rows && __ldcg(g.row_entries + r) >= 0)));
   };
   bool active_next = kTokSplit && half_active(blockIdx.x), active = active_next;
@@ -942,157 +707,9 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       for (int kt = 0; kt < k_tiles; ++kt) slot_fp8();
     }
 
-    // Epilogue: straight from the registers, an m64 block v of output
-    // columns [col0, col0 + 64) of an (rows, ncols) output. Element 4i + 2h
-    // + b of v is weight row (output column) 16w4 + g8 + 8h, token 8i + 2t4
-    // + b. Lanes g8 and g8 ^ 1 swap one value so that each holds two
-    // adjacent columns of one token (the even lane token 8i + 2t4, the odd
-    // one the next: an FP32 output stores these 8 bytes); BF16, lanes g8 and
-    // g8 ^ 2 then swap one packed pair so that each holds four adjacent
-    // columns (a quad, 8 bytes), and (kOcts: an even number of n8 groups, T
-    // >= 16) lanes g8 and g8 ^ 4 trade the quads of two n8 groups i and i +
-    // 1, so that each holds eight adjacent columns (16 bytes) of one token:
-    // a warp's store is 8 tokens × 32 bytes (quads) or 4 tokens × 2 × 32
-    // bytes, whole sectors either way. History: quads against 4-byte
-    // stores (half sectors), session 21 run 1: down −2.3 / −2.5 % at 1024
-    // tokens (T = 128), +1.0 / +2.1 % at T = 144, which kept the 4-byte
-    // stores; the swapped FP8 down with 16-byte stores against the
-    // unswapped one with quads, session 22 run 4: −31 / −22 % at 4096 tokens.
-    constexpr bool kOcts = kN8 % 2 == 0;
-    const int row0 = tile_block(t) * kT, odd = g8 & 1, hi2 = (g8 >> 1) & 1, hi4 = (g8 >> 2) & 1;
-    // Columns 8h + (g8 & ~1), + 1 of token 8i + 2t4 + odd, for h = 0, 1.
-    auto pairs_of = [&](const float(&v)[kT / 2], int i, float2(&pair)[2]) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float mine0 = v[4 * i + 2 * h], mine1 = v[4 * i + 2 * h + 1];
-        const float got = __shfl_xor_sync(kFullMask, odd ? mine0 : mine1, 4);
-        pair[h] = odd ? make_float2(got, mine1) : make_float2(mine0, got);
-      }
-    };
-    // BF16 columns (g8 & ~3) + 8·hi2 + 0..3 of token 8i + 2t4 + odd: hi2 = 0
-    // keeps columns (g8 & ~3) + 0, 1 and takes + 2, 3; hi2 = 1 takes 8 +
-    // (g8 & ~3) + 0, 1 and keeps + 2, 3.
-    auto quad_from = [&](const float2(&pair)[2]) {
-      const uint32_t p0 = pack_bf16x2(pair[0].x, pair[0].y), p1 = pack_bf16x2(pair[1].x, pair[1].y);
-      const uint32_t got = __shfl_xor_sync(kFullMask, hi2 ? p0 : p1, 8);
-      return hi2 ? make_uint2(got, p1) : make_uint2(p0, got);
-    };
-    auto quad_of = [&](const float(&v)[kT / 2], int i) {
-      float2 pair[2];
-      pairs_of(v, i, pair);
-      return quad_from(pair);
-    };
-    // FP32: the pairs of n8 group i. T = 8 (no octs) takes the pairs before
-    // it tests the output type, as its code did before the 16-byte stores:
-    // with the test first, the T = 8 BF16 gate_up took 16.1 -> 16.8 µs at B
-    // = 1 (qwen3-30b-a3b, session 23 run 6).
-    auto store_pairs = [&](const float2(&pair)[2], int i, int col0, int ncols) {
-      const int row = row0 + 8 * i + 2 * t4 + odd;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int col = col0 + 16 * w4 + g8 + 8 * h - odd;
-        if (row < g.rows && col < ncols)
-          *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * ncols + col) = pair[h];
-      }
-    };
-    auto store = [&](const float(&v)[kT / 2], int col0, int ncols) {
-      if constexpr (!kOcts) {
-#pragma unroll
-        for (int i = 0; i < kN8; ++i) {
-          float2 pair[2];
-          pairs_of(v, i, pair);
-          if (g.out_fp32) {
-            store_pairs(pair, i, col0, ncols);
-          } else {
-            // Quads (T = 8).
-            const uint2 quad = quad_from(pair);
-            const int row = row0 + 8 * i + 2 * t4 + odd, col = col0 + 16 * w4 + (g8 & ~3) + 8 * hi2;
-            if (row < g.rows && col < ncols)
-              *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = quad;
-          }
-        }
-      } else if (g.out_fp32) {
-#pragma unroll
-        for (int i = 0; i < kN8; ++i) {
-          float2 pair[2];
-          pairs_of(v, i, pair);
-          store_pairs(pair, i, col0, ncols);
-        }
-      } else {
-        // hi4 = 0 keeps group i's token and takes the partner's quad of it
-        // (columns + 4..7); hi4 = 1 keeps group i + 1's, its quad being
-        // columns + 4..7 of it.
-        const int col = col0 + 16 * w4 + 8 * hi2;
-#pragma unroll
-        for (int i = 0; i < kN8; i += 2) {
-          const uint2 q0 = quad_of(v, i), q1 = quad_of(v, i + 1);
-          const uint2 send = hi4 ? q0 : q1;
-          const uint2 got = make_uint2(__shfl_xor_sync(kFullMask, send.x, 16), __shfl_xor_sync(kFullMask, send.y, 16));
-          const uint4 oct = hi4 ? make_uint4(got.x, got.y, q1.x, q1.y) : make_uint4(q0.x, q0.y, got.x, got.y);
-          const int row = row0 + 8 * (i + hi4) + 2 * t4 + odd;
-          if (row < g.rows && col < ncols)
-            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * ncols + col) = oct;
-        }
-      }
-    };
-    // The swapped tiles (kSwap, kTokSplit), a plain GEMM (down): 128 output
-    // columns col0.. of tokens tok0 and tok0 + 8 from 64 accumulators,
-    // element 4i + 2h + b being token tok0 + 8h, column col0 + 8i + 2t4 + b.
-    // BF16: the quad's four lanes transpose their packed pairs of four
-    // consecutive i (a 4 × 4 transpose of 4-byte words, two shuffle rounds
-    // of two), so that lane t4 holds columns 32q + 8t4 .. + 7 of one token:
-    // 16-byte stores, a warp's store 8 tokens × 64 bytes (whole sectors; the
-    // 4-byte pair stores wrote half sectors: session 21 run 5 lost 7-18 %
-    // so).
-    auto store_swapped = [&](const float(&af)[64], int tok0, int col0) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = tok0 + 8 * h;
-        const bool ok = row < g.rows && col0 < N;
-        if (g.out_fp32) {
-#pragma unroll
-          for (int i = 0; i < 16; ++i)
-            if (ok)
-              *reinterpret_cast<float2*>(static_cast<float*>(g.out) + size_t(row) * N + col0 + 8 * i + 2 * t4) =
-                  make_float2(af[4 * i + 2 * h], af[4 * i + 2 * h + 1]);
-          continue;
-        }
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          uint32_t v[4];  // v[x]: columns 32q + 8x + 2t4, + 1
-#pragma unroll
-          for (int x = 0; x < 4; ++x) v[x] = pack_bf16x2(af[4 * (4 * q + x) + 2 * h], af[4 * (4 * q + x) + 2 * h + 1]);
-          quad_transpose(v, t4);  // v[x]: lane x's columns 32q + 8t4 + 2x, + 1
-          if (ok)
-            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(g.out) + size_t(row) * N + col0 + 32 * q + 8 * t4) =
-                make_uint4(v[0], v[1], v[2], v[3]);
-        }
-      }
-    };
-    // The swapped tiles' fused gate_up: E4M3 codes of h · r for 64 neurons
-    // (hv[4i + 2h + b], i < 8: neuron 8i + 2t4 + b of token tok0 + 8h) at
-    // byte n0 + off of the row, one 16-byte store a lane: the codes of neurons 8i
-    // + 2t4, + 1 are paired into words k = neurons 16k + 2t4, + 1 (low half)
-    // and 16k + 8 + 2t4, + 1 (high half); after the quad's transpose lane t4
-    // holds those of neurons 16t4 .. + 15 (word x: 2x, + 1 and 8 + 2x, + 1),
-    // which two byte permutes per pair of words put in order (session 22:
-    // one 16-byte store a token where the quad's lanes stored 2 bytes per i,
-    // as for down's BF16).
-    auto store_codes = [&](const float* hv, int h, float r, int row, int n0, int off) {
-      uint32_t q[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        q[i] = __nv_cvt_float2_to_fp8x2(make_float2(hv[4 * i + 2 * h] * r, hv[4 * i + 2 * h + 1] * r), __NV_SATFINITE,
-                                        __NV_E4M3);
-      uint32_t v[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v[k] = (q[2 * k] & 0xFFFFu) | (q[2 * k + 1] << 16);
-      quad_transpose(v, t4);
-      if (row < g.rows)
-        *reinterpret_cast<uint4*>(static_cast<uint8_t*>(g.out) + size_t(row) * (N / 2) + n0 + off + 16 * t4) =
-            make_uint4(__byte_perm(v[0], v[1], 0x5410), __byte_perm(v[2], v[3], 0x5410),
-                       __byte_perm(v[0], v[1], 0x7632), __byte_perm(v[2], v[3], 0x7632));
-    };
+    // Epilogue: straight from the registers (TileStores).
+    const int row0 = walk.block(t) * kT, odd = g8 & 1;
+    const TileStores<kT> st{g, N, row0, w4, g8, t4, odd, (g8 >> 1) & 1, (g8 >> 2) & 1};
     if constexpr (kTokSplit && !kSiluQuant) {
       // The token-split tile, a plain GEMM (down): half h of the consumer's
       // accumulators is output columns 128h.. of the tile for its 64 tokens.
@@ -1101,11 +718,11 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // (Clusters: both halves stored before half 1 goes out; between the
       // stores, the next tile's half 0 beside acc[1] and the partial sums in
       // flight made ptxas spill a register.)
-      const int tok0 = row0 + 64 * c + 16 * w4 + g8, col0 = tile_n(t) * kRows;
+      const int tok0 = row0 + 64 * c + 16 * w4 + g8, col0 = walk.n(t) * kRows;
       look_ahead(0);
-      if (warp_uniform(active)) store_swapped(acc[0], tok0, col0);
+      if (warp_uniform(active)) st.store_swapped(acc[0], tok0, col0);
       if constexpr (kCluster == 1) look_ahead(1);
-      if (warp_uniform(active)) store_swapped(acc[1], tok0, col0 + 128);
+      if (warp_uniform(active)) st.store_swapped(acc[1], tok0, col0 + 128);
       if constexpr (kCluster > 1) look_ahead(1);
       look_ahead(2);
     } else if constexpr (kTokSplit) {
@@ -1117,7 +734,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // epilogue below does.
       // h goes to acc[1], so that acc[0] is free for the next tile's first
       // half-slot (look_ahead, as in down above).
-      const int n0 = tile_n(t) * tile_rows;
+      const int n0 = walk.n(t) * tile_rows;
       float m[2] = {0.0f, 0.0f};
       look_ahead(0);
       if (active) {
@@ -1138,7 +755,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           const float r = 1.0f / sc;
           if (t4 == 0 && row < g.rows) g.out_scales[size_t(row) * (N / 256) + n0 / 128] = sc;
 #pragma unroll
-          for (int half = 0; half < 2; ++half) store_codes(&acc[1][32 * half], h, r, row, n0, 64 * half);
+          for (int half = 0; half < 2; ++half) st.store_codes(&acc[1][32 * half], h, r, row, n0, 64 * half);
         }
       }
       look_ahead(2);
@@ -1146,7 +763,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // Swapped operands, a plain GEMM (down): element 4i + j of the flat
       // accumulators is token 16w4 + g8 + 8(j >> 1) of the tile, output
       // column 8i + 2t4 + (j & 1) of the consumer's 128.
-      store_swapped(*reinterpret_cast<float(*)[64]>(&acc[0][0]), row0 + 16 * w4 + g8, tile_n(t) * kRows + 128 * c);
+      st.store_swapped(*reinterpret_cast<float(*)[64]>(&acc[0][0]), row0 + 16 * w4 + g8, walk.n(t) * kRows + 128 * c);
     } else if constexpr (kSwap) {
       // Swapped operands: element 4i + j of the flat accumulators is token
       // 16w4 + g8 + 8(j >> 1) of the tile, column 8i + 2t4 + (j & 1) of the
@@ -1159,7 +776,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // two consumer warpgroups (shared memory between two barriers).
       float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [2][kT]
       float* s_rcp = s_amax + 8 * kT;                                                         // [kT]: 1 / s
-      const int n0 = tile_n(t) * tile_rows;
+      const int n0 = walk.n(t) * tile_rows;
       float m[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int i = 0; i < kT / 8; ++i)
@@ -1185,7 +802,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int tok = 16 * w4 + g8 + 8 * h;
-        store_codes(af, h, s_rcp[tok], row0 + tok, n0, 64 * c);  // the consumer's 64 neurons of the token
+        st.store_codes(af, h, s_rcp[tok], row0 + tok, n0, 64 * c);  // the consumer's 64 neurons of the token
       }
     } else if constexpr (kSiluQuant) {
       // W8A8: h = silu(gate)·up of neurons n0 + 64c.. (m64 block 0 gate, 1
@@ -1206,7 +823,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // every read of this one's scales).
       float* s_amax = reinterpret_cast<float*>(const_cast<uint8_t*>(base_ptr) + L::quant());  // [8 warps][kT]
       float* s_rcp = s_amax + 8 * kT;                                                         // [kT]: 1 / s
-      const int n0 = tile_n(t) * tile_rows;
+      const int n0 = walk.n(t) * tile_rows;
 #pragma unroll
       for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu_fast(acc[0][i]) * acc[1][i];
 #pragma unroll
@@ -1253,7 +870,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
       // the down GEMM's activations: K in a16_k_position order.
 #pragma unroll
       for (int mb = 0; mb < kMB; ++mb) {
-        const int n = a16_k_position(tile_n(t) * (kRows / 2) + row_of(mb));
+        const int n = a16_k_position(walk.n(t) * (kRows / 2) + row_of(mb));
 #pragma unroll
         for (int i = 0; i < kN8; ++i)
 #pragma unroll
@@ -1265,15 +882,15 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
           }
       }
     } else if (fused) {
-      // h = silu(gate) · up of neurons tile_n(t)·128 + 64c.. from the FP32
+      // h = silu(gate) · up of neurons walk.n(t)·128 + 64c.. from the FP32
       // accumulators: element x of both blocks is one neuron and token.
 #pragma unroll
       for (int i = 0; i < kT / 2; ++i) acc[0][i] = silu(acc[0][i]) * acc[kMB - 1][i];
-      store(acc[0], tile_n(t) * (kRows / 2) + 64 * c, N / 2);
+      st.store(acc[0], walk.n(t) * (kRows / 2) + 64 * c, N / 2);
     } else {
       // m64 block q = c · kMB + mb: output columns 64q.. of the tile.
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) store(acc[mb], tile_n(t) * kRows + 64 * (c * kMB + mb), N);
+      for (int mb = 0; mb < kMB; ++mb) st.store(acc[mb], walk.n(t) * kRows + 64 * (c * kMB + mb), N);
     }
   }
   // Nothing is in flight here (the last tile issued no next MMAs), but

@@ -326,6 +326,43 @@ struct Params {
   CUtensorMap a_map;
   GroupedGemmParams g;
 };
+// The persistent walk's tiles: tile t = blockIdx.x + j·gridDim.x of the
+// nb·ntn tiles is expert block (token tile) block(t) against weight tile
+// n(t): t = block · ntn + weight tile, or, with weight-sharing clusters
+// (kShareW), t = (block pair · ntn + weight tile) · 2 + member, the two
+// members (t and t + 1: the two blocks of a cluster, the grid being even)
+// the pair's two blocks, one expert's (align pairs them). A weight tile
+// advances tile_rows weight rows: kRows, or, SiLU·up fused (BF16, W8A16;
+// W8A8 with kSiluQuant), kRows / 2 neurons, its gate rows then its up rows
+// (N / 2 further).
+template <int kRows, bool kShareW, bool kTiledW>
+struct TileWalk {
+  const GroupedGemmParams& g;
+  int N;          // g.n: weight rows an expert
+  int K;          // g.k: the GEMM's K, k_tiles slots of Tile::kStageK a tile
+  int k_tiles;
+  int ntn;        // weight tiles of an expert block, ceil(N / kRows)
+  int tiles;      // nb · ntn
+  bool fused;     // SiLU·up fused: N is 2I, a tile kRows / 2 neurons
+  int tile_rows;  // weight rows (fused: neurons) a weight tile advances
+
+  __device__ __forceinline__ int block(int t) const { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; }
+  __device__ __forceinline__ int n(int t) const { return kShareW ? (t >> 1) % ntn : t % ntn; }
+  // The block table comes from the align stage (L2-coherent loads: an L1
+  // line from an earlier call could be stale).
+  __device__ __forceinline__ int expert(int t) const {
+    return g.block_expert != nullptr ? __ldcg(g.block_expert + block(t)) : 0;
+  }
+  // The row the producer's weight loads start from: row expert·N + n0 of the
+  // (E·N, K) weights, or, tiled (kTiledW), the 16-row item row of the tiled
+  // copy's map (core/tiled_box_map.h): down's row / 16, fused gate_up's
+  // (expert·I + n0) / 16, n0 counted in neurons.
+  __device__ __forceinline__ int w_row(int expert, int n0) const {
+    if constexpr (kTiledW) return (expert * (fused ? N / 2 : N) + n0) / 16;
+    else return expert * N + n0;
+  }
+};
+
 // Slots whose weight tile the producer issues before the PDL wait. One:
 // the first slot streams while the previous stage (permute before gate_up,
 // silu_mul before down) still runs; all kStages slots flooded the memory
