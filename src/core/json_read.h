@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "warpdecode/error.h"
 
@@ -62,5 +63,46 @@ inline std::string string(const Json& v, const std::string& source, const std::s
   if (!v.is_string()) throw FormatError(source + ": '" + key + "' must be a string, got " + shown(v));
   return v.get<std::string>();
 }
+
+// A JSON object read field by field, every error naming `source` (the file,
+// or the file and the entry). A field that is absent or null is missing:
+// config.json writes null for an unset optional field.
+class Object {
+ public:
+  Object(const Json& root, std::string source) : root_(root), source_(std::move(source)) {}
+
+  bool has(const char* key) const { return root_.contains(key) && !root_.at(key).is_null(); }
+  const Json& at(const char* key) const { return root_.at(key); }
+  // The field, or FormatError("<source>: required field '<key>' is missing").
+  const Json& required(const char* key) const {
+    if (!has(key)) throw FormatError(source_ + ": required field '" + key + "' is missing");
+    return at(key);
+  }
+
+  int64_t integer(const char* key, int64_t lo, int64_t hi) const {
+    return json_read::integer(required(key), source_, key, lo, hi);
+  }
+  int64_t integer_or(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
+    return has(key) ? json_read::integer(at(key), source_, key, lo, hi) : fallback;
+  }
+  bool boolean_or(const char* key, bool fallback) const {
+    return has(key) ? json_read::boolean(at(key), source_, key) : fallback;
+  }
+  std::string string(const char* key) const { return json_read::string(required(key), source_, key); }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    return has(key) ? json_read::string(at(key), source_, key) : fallback;
+  }
+  double positive_number(const Json& v, const std::string& key) const {
+    const double x = json_read::number(v, source_, key);
+    if (!(x > 0)) throw FormatError(source_ + ": '" + key + "' = " + shown(v) + " must be > 0");
+    return x;
+  }
+  [[noreturn]] void refuse(const std::string& what) const { throw FormatError(source_ + ": " + what); }
+  const std::string& source() const { return source_; }
+
+ private:
+  const Json& root_;
+  std::string source_;
+};
 
 }  // namespace wd::json_read

@@ -16,44 +16,11 @@ constexpr int64_t kMaxDim = 1 << 20;      // any hidden/intermediate size of a r
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxVocab = 1 << 24;
 
-class Reader {
- public:
-  Reader(const Json& root, std::string source) : root_(root), source_(std::move(source)) {}
-
-  bool has(const char* key) const { return root_.contains(key) && !root_.at(key).is_null(); }
-  const Json& at(const char* key) const { return root_.at(key); }
-
-  int64_t integer(const char* key, int64_t lo, int64_t hi) const {
-    if (!has(key)) throw FormatError(source_ + ": required field '" + key + "' is missing");
-    return json_read::integer(at(key), source_, key, lo, hi);
-  }
-  int64_t integer_or(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
-    return has(key) ? json_read::integer(at(key), source_, key, lo, hi) : fallback;
-  }
-  bool boolean_or(const char* key, bool fallback) const {
-    return has(key) ? json_read::boolean(at(key), source_, key) : fallback;
-  }
-  std::string string_or(const char* key, const std::string& fallback) const {
-    return has(key) ? json_read::string(at(key), source_, key) : fallback;
-  }
-  double positive_number(const Json& v, const std::string& key) const {
-    const double x = json_read::number(v, source_, key);
-    if (!(x > 0)) throw FormatError(source_ + ": '" + key + "' = " + json_read::shown(v) + " must be > 0");
-    return x;
-  }
-  [[noreturn]] void refuse(const std::string& what) const {
-    throw FormatError(source_ + ": " + what);
-  }
-  const std::string& source() const { return source_; }
-
- private:
-  const Json& root_;
-  std::string source_;
-};
+using json_read::Object;
 
 // rope_scaling (4.x) or rope_parameters (5.x): only the unscaled "default"
 // RoPE is implemented; rope_theta may live inside rope_parameters.
-void read_rope(const Reader& r, ModelConfig& c) {
+void read_rope(const Object& r, ModelConfig& c) {
   if (r.has("rope_theta")) c.rope_theta = r.positive_number(r.at("rope_theta"), "rope_theta");
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     if (!r.has(key)) continue;
@@ -81,7 +48,7 @@ void read_rope(const Reader& r, ModelConfig& c) {
     r.refuse("partial_rotary_factor != 1 is not supported (RoPE on the whole head)");
 }
 
-void read_quantization(const Reader& r, ModelConfig& c) {
+void read_quantization(const Object& r, ModelConfig& c) {
   if (!r.has("quantization_config")) return;
   const Json& q = r.at("quantization_config");
   const std::string& src = r.source();
@@ -110,7 +77,7 @@ void read_quantization(const Reader& r, ModelConfig& c) {
   c.quant_block_cols = int(json_read::integer(b[1], src, "weight_block_size[1]", 1, kMaxDim));
 }
 
-void read_attention_kind(const Reader& r) {
+void read_attention_kind(const Object& r) {
   if (r.boolean_or("attention_bias", false)) r.refuse("attention_bias = true is not supported (Qwen3 has no biases)");
   if (r.boolean_or("use_sliding_window", false))
     r.refuse("use_sliding_window = true is not supported (full causal attention only)");
@@ -157,7 +124,7 @@ MoeShape ModelConfig::moe_shape() const {
 ModelConfig parse_config(const std::string& json_text, const std::string& source) {
   const Json root = json_read::parse(json_text, source);
   if (!root.is_object()) throw FormatError(source + ": the top level must be a JSON object");
-  const Reader r(root, source);
+  const Object r(root, source);
   ModelConfig c;
 
   const std::string type = r.string_or("model_type", "qwen3_moe");

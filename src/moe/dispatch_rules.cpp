@@ -129,37 +129,31 @@ int batch_field(const json_read::Json& v, const std::string& where, const std::s
 
 CrossoverEntry parse_entry(const json_read::Json& j, const std::string& where) {
   if (!j.is_object()) throw FormatError(where + ": an entry must be a JSON object, got " + json_read::shown(j));
-  auto at = [&](const char* key) -> const json_read::Json& {
-    if (!j.contains(key)) throw FormatError(where + ": required field '" + key + "' is missing");
-    return j.at(key);
-  };
-  auto string_or = [&](const char* key, const char* fallback) {
-    return j.contains(key) ? json_read::string(j.at(key), where, key) : std::string(fallback);
-  };
+  const json_read::Object r(j, where);
   CrossoverEntry e;
-  e.preset = string_or("preset", "");
-  e.hidden = int(json_read::integer(at("hidden"), where, "hidden", 1, kMaxTableDim));
-  e.intermediate = int(json_read::integer(at("intermediate"), where, "intermediate", 1, kMaxTableDim));
-  e.experts = int(json_read::integer(at("experts"), where, "experts", 1, kMaxTableExperts));
-  e.top_k = int(json_read::integer(at("top_k"), where, "top_k", 1, e.experts));
-  const std::string format = json_read::string(at("format"), where, "format");
+  e.preset = r.string_or("preset", "");
+  e.hidden = int(r.integer("hidden", 1, kMaxTableDim));
+  e.intermediate = int(r.integer("intermediate", 1, kMaxTableDim));
+  e.experts = int(r.integer("experts", 1, kMaxTableExperts));
+  e.top_k = int(r.integer("top_k", 1, e.experts));
+  const std::string format = r.string("format");
   try {
     e.format = parse_weight_format(format);
   } catch (const InvalidArgument& ex) {
-    throw FormatError(where + ": " + ex.what());
+    r.refuse(ex.what());
   }
-  e.crossover = batch_field(at("crossover"), where, "crossover");
-  const std::string act = string_or("activations", "default");
+  e.crossover = batch_field(r.required("crossover"), where, "crossover");
+  const std::string act = r.string_or("activations", "default");
   if (act != "default" && act != "bf16")
     throw FormatError(where + ": activations '" + act + "' (allowed: bf16, default)");
   e.bf16_activations = act == "bf16";
-  const std::string ww = string_or("warp_weights", "default");
+  const std::string ww = r.string_or("warp_weights", "default");
   if (ww != "default" && ww != "tiled" && ww != "tiled-only")
     throw FormatError(where + ": warp_weights '" + ww + "' (allowed: default, tiled, tiled-only)");
   e.tiled_warp = ww != "default";
   e.untiled = ww == "tiled-only";
-  if (j.contains("classical_reads")) {
-    const std::string reads = json_read::string(j.at("classical_reads"), where, "classical_reads");
+  if (r.has("classical_reads")) {
+    const std::string reads = r.string("classical_reads");
     if (reads != "tiled" && reads != "untiled")
       throw FormatError(where + ": classical_reads '" + reads + "' (allowed: tiled, untiled)");
     if (!e.untiled)
@@ -167,8 +161,8 @@ CrossoverEntry parse_entry(const json_read::Json& j, const std::string& where) {
                         "' (allowed on \"warp_weights\": \"tiled-only\" entries)");
     e.classical_reads_tiled = reads == "tiled";
   }
-  if (j.contains("w8a16_from")) {
-    e.w8a16_from = batch_field(j.at("w8a16_from"), where, "w8a16_from");
+  if (r.has("w8a16_from")) {
+    e.w8a16_from = batch_field(r.at("w8a16_from"), where, "w8a16_from");
     if (e.w8a16_from != CrossoverEntry::kNever && !e.bf16_activations)
       throw FormatError(where + ": w8a16_from " + std::to_string(e.w8a16_from) +
                         " (allowed on \"activations\": \"bf16\" entries: >= 1, or -1 for never)");

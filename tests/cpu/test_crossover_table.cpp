@@ -103,6 +103,10 @@ TEST(CrossoverTable, FieldsAreTypedAndBounded) {
        "'classical_reads' must be a string"},
       {entry(R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "crossover": 64)"),
        "entry 1: required field 'format' is missing"},
+      // null is missing (json_read::Object, as config.json's optional fields).
+      {entry(shape + R"("crossover": null)"), "entry 1: required field 'crossover' is missing"},
+      {entry(R"("hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "fp4", "crossover": 64)"),
+       "entry 1: unknown weight format 'fp4'"},
   };
   for (const auto& b : bad) {
     try {
