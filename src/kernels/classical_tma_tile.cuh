@@ -326,25 +326,22 @@ struct Params {
   CUtensorMap a_map;
   GroupedGemmParams g;
 };
+
 // The persistent walk's tiles: tile t = blockIdx.x + j·gridDim.x of the
 // nb·ntn tiles is expert block (token tile) block(t) against weight tile
 // n(t): t = block · ntn + weight tile, or, with weight-sharing clusters
 // (kShareW), t = (block pair · ntn + weight tile) · 2 + member, the two
 // members (t and t + 1: the two blocks of a cluster, the grid being even)
-// the pair's two blocks, one expert's (align pairs them). A weight tile
-// advances tile_rows weight rows: kRows, or, SiLU·up fused (BF16, W8A16;
-// W8A8 with kSiluQuant), kRows / 2 neurons, its gate rows then its up rows
-// (N / 2 further).
+// the pair's two blocks, one expert's (align pairs them). SiLU·up fused
+// (BF16, W8A16; W8A8 with kSiluQuant), a weight tile is kRows / 2 neurons,
+// its gate rows then their up rows N / 2 further, so n0 counts neurons.
+// The producer and the consumers walk the same tiles in the same order.
 template <int kRows, bool kShareW, bool kTiledW>
 struct TileWalk {
   const GroupedGemmParams& g;
-  int N;          // g.n: weight rows an expert
-  int K;          // g.k: the GEMM's K, k_tiles slots of Tile::kStageK a tile
-  int k_tiles;
-  int ntn;        // weight tiles of an expert block, ceil(N / kRows)
-  int tiles;      // nb · ntn
-  bool fused;     // SiLU·up fused: N is 2I, a tile kRows / 2 neurons
-  int tile_rows;  // weight rows (fused: neurons) a weight tile advances
+  int N;       // g.n: weight rows an expert
+  int ntn;     // weight tiles of an expert block, ceil(N / kRows)
+  bool fused;  // SiLU·up fused: N is 2I, a tile kRows / 2 neurons
 
   __device__ __forceinline__ int block(int t) const { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; }
   __device__ __forceinline__ int n(int t) const { return kShareW ? (t >> 1) % ntn : t % ntn; }
