@@ -706,42 +706,12 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // Word w of the thread's row r (fragment rows g8, g8 + row2) of m64
         // block mb in step ks: bytes 4t4 .. 4t4 + 3 of the row's 16 bytes of
         // the step, the codes of K-permuted activations' positions 2t4, + 1
-        // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order).
-        // The integer decode (kIntDecode): the low pair's codes are bytes
-        // sel_lo of lo, the high pair's bytes sel_hi of hi (the selectors of
-        // e4m3x2_to_bf16x2_shift120). The convert decode: each pair in the
-        // low half of lo, hi. Either leaves the values × 2^-kBias; the scale
-        // follows in one multiply (narrow) or two. The two decodes keep their
-        // own branches: merged, the T = 8 kernel's PTX comes out in another
-        // order, a form never measured on the device.
+        // (low half) and 2t4 + 8, + 9 (high half) (a16_k_order), decoded by
+        // a16_fragment_row (mma.cuh) into fragment words r and 2 + r.
         auto decode = [&](int ks, int mb, int r, uint32_t lo, uint32_t sel_lo, uint32_t hi, uint32_t sel_hi,
                           uint32_t (&fr)[kMB][4]) {
-          const uint32_t code = (codes[mb][r] >> (8 * (ks >> 1))) & 0xFFu;
-          if constexpr (kIntDecode) {
-            // Tiled copies: packed words (warpdecode/packed_e4m3.h), the
-            // same two words in fewer instructions.
-            const uint32_t v_lo = kTiledW ? packed_e4m3_lo(lo) : e4m3x2_to_bf16x2_shift120(lo, sel_lo);
-            const uint32_t v_hi = kTiledW ? packed_e4m3_hi(hi) : e4m3x2_to_bf16x2_shift120(hi, sel_hi);
-            if constexpr (kNarrow) {
-              const uint32_t m = narrow_scale_factor<kBias>(codes[mb][r], ks >> 1);
-              fr[mb][r] = bf16x2_mul(v_lo, m);
-              fr[mb][2 + r] = bf16x2_mul(v_hi, m);
-            } else {
-              uint32_t m_lo, m_hi;
-              scale_factors<kBias>(code, m_lo, m_hi);
-              fr[mb][r] = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
-              fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
-            }
-          } else if constexpr (kNarrow) {
-            const uint32_t m = narrow_scale_factor<kBias>(codes[mb][r], ks >> 1);
-            fr[mb][r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
-            fr[mb][2 + r] = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
-          } else {
-            uint32_t m_lo, m_hi;
-            scale_factors<kBias>(code, m_lo, m_hi);
-            fr[mb][r] = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m_lo), m_hi);
-            fr[mb][2 + r] = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m_lo), m_hi);
-          }
+          a16_fragment_row<kIntDecode, kTiledW, kNarrow, kBias>(codes[mb][r], ks >> 1, lo, sel_lo, hi, sel_hi,
+                                                                fr[mb][r], fr[mb][2 + r]);
         };
         // The words of rows r = 0, 1 of block mb in steps ks0 .. ks0 + kSteps
         // - 1 (w[r + 2s]) by one ldmatrix of the E4M3 rows as 16-bit

@@ -170,6 +170,46 @@ __device__ __forceinline__ void packed_e4m3x4_to_bf16x2x2(uint32_t w, uint32_t c
   hi = bf16x2_mul(packed_e4m3_hi(w), m);
 }
 
+// The W8A16 TMA tile's A fragments (classical_tma_gemm.cu): the two BF16x2
+// words of one fragment row from its words lo and hi, scaled by the row's
+// E8M0 code of 32-K block j (byte j of row_codes). The integer decode
+// (kIntDecode): the low pair's codes are bytes sel_lo of lo, the high
+// pair's bytes sel_hi of hi (e4m3x2_to_bf16x2_shift120's selectors), or,
+// kPacked, the tiled copies' packed words (the same two words in fewer
+// instructions). The convert decode: each pair in the low half of lo, hi.
+// Either leaves the values × 2^-kBias; the scale follows in one multiply
+// (kNarrow) or two. The two decodes keep their own branches: merged, the
+// T = 8 kernel's PTX comes out in another order, a form never measured on
+// the device.
+template <bool kIntDecode, bool kPacked, bool kNarrow, uint32_t kBias>
+__device__ __forceinline__ void a16_fragment_row(uint32_t row_codes, int j, uint32_t lo, uint32_t sel_lo, uint32_t hi,
+                                                 uint32_t sel_hi, uint32_t& out_lo, uint32_t& out_hi) {
+  const uint32_t code = (row_codes >> (8 * j)) & 0xFFu;
+  if constexpr (kIntDecode) {
+    const uint32_t v_lo = kPacked ? packed_e4m3_lo(lo) : e4m3x2_to_bf16x2_shift120(lo, sel_lo);
+    const uint32_t v_hi = kPacked ? packed_e4m3_hi(hi) : e4m3x2_to_bf16x2_shift120(hi, sel_hi);
+    if constexpr (kNarrow) {
+      const uint32_t m = narrow_scale_factor<kBias>(row_codes, j);
+      out_lo = bf16x2_mul(v_lo, m);
+      out_hi = bf16x2_mul(v_hi, m);
+    } else {
+      uint32_t m_lo, m_hi;
+      scale_factors<kBias>(code, m_lo, m_hi);
+      out_lo = bf16x2_mul(bf16x2_mul(v_lo, m_lo), m_hi);
+      out_hi = bf16x2_mul(bf16x2_mul(v_hi, m_lo), m_hi);
+    }
+  } else if constexpr (kNarrow) {
+    const uint32_t m = narrow_scale_factor<kBias>(row_codes, j);
+    out_lo = bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m);
+    out_hi = bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m);
+  } else {
+    uint32_t m_lo, m_hi;
+    scale_factors<kBias>(code, m_lo, m_hi);
+    out_lo = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(lo), m_lo), m_hi);
+    out_hi = bf16x2_mul(bf16x2_mul(e4m3x2_to_bf16x2_pow2(hi), m_lo), m_hi);
+  }
+}
+
 // kPacked: the words are the tiled copies' packed words
 // (warpdecode/packed_e4m3.h), which give the same two BF16x2 words (values ×
 // 2^-120) with one LOP3 and with two shifts and a LOP3: four integer
