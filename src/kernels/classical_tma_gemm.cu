@@ -1,9 +1,10 @@
 // The TMA tile of the classical grouped GEMM: its kernel (tma_gemm_kernel:
-// the barriers, the producer's loads, the consumers' MMAs and epilogues) and launchers
-// (tma_gemm). Its design — warp roles, slot layout, clusters, swapped
-// operands, tiled weights, numerics — and the measurements behind each
-// choice are kernels/classical_tma_tile.cuh, with its geometry (Warps, Tile,
-// Params, TileWalk); the epilogue's stores are kernels/classical_tma_epilogue.cuh.
+// the barriers, the producer's loads, the consumers' MMAs and epilogues)
+// and launchers (tma_gemm). Its design — warp roles, slot layout, clusters,
+// swapped operands, tiled weights, numerics — and the measurements behind
+// each choice are kernels/classical_tma_tile.cuh, with its geometry (Warps,
+// Tile, Params, TileWalk); the epilogue's stores are
+// kernels/classical_tma_epilogue.cuh.
 #include <cuda.h>  // CUtensorMap and the encoder's types (the entry point comes from the runtime)
 #include <cuda_runtime.h>
 
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
         // Slot rows 128c.. are consumer c's: gate rows 64c.. of the tile's
         // neurons, then their up rows (four 64-row boxes; with kShareW,
         // block rank loads consumer rank's two, into both blocks).
-  #pragma unroll
+#pragma unroll
         for (int q = kShareW ? 2 * int(rank) : 0; q < (kShareW ? 2 * int(rank) + 2 : 4); ++q) {
           const uint32_t dst = base + L::w(s) + q * 64 * kRowBytes;
           const int row = wrow + (q >> 1) * 64 + (q & 1) * (N / 2);
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     auto load_a = [&](int s, int kt, int row0) {
       const uint32_t full = base + L::full(s);
       if constexpr (kCluster == 1 || kShareW) {
-  #pragma unroll
+#pragma unroll
         for (int h = 0; h < L::kAHalves; ++h)
           tma::load_2d(base + L::a(s) + h * kT * kRowBytes, &p.a_map, kt * kStageK + h * (kStageK / L::kAHalves), row0,
                        full);
@@ -226,7 +227,7 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
     auto gather_a = [&](int s, int kt) {
       const int chunk = tid % 8, col = kt * kStageK + 8 * chunk;  // the chunk's first K element
       const uint16_t* x = static_cast<const uint16_t*>(g.a);
-  #pragma unroll
+#pragma unroll
       for (int r = tid / 8; r < kT; r += 16) {
         const int tok = s_tok[r];
         const bool ok = tok >= 0 && col < K;  // padding rows and K past its end: zeros
