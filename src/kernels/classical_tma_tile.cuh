@@ -339,9 +339,13 @@ struct Params {
 template <int kRows, bool kShareW, bool kTiledW>
 struct TileWalk {
   const GroupedGemmParams& g;
-  int N;       // g.n: weight rows an expert
-  int ntn;     // weight tiles of an expert block, ceil(N / kRows)
-  bool fused;  // SiLU·up fused: N is 2I, a tile kRows / 2 neurons
+  int N;          // g.n: weight rows an expert
+  int K;          // g.k: the GEMM's K, k_tiles slots of Tile::kStageK a tile
+  int k_tiles;
+  int ntn;        // weight tiles of an expert block, ceil(N / kRows)
+  int tiles;      // nb · ntn
+  bool fused;     // SiLU·up fused: N is 2I, a tile kRows / 2 neurons
+  int tile_rows;  // weight rows (fused: neurons) a weight tile advances
 
   __device__ __forceinline__ int block(int t) const { return kShareW ? (t >> 1) / ntn * 2 + (t & 1) : t / ntn; }
   __device__ __forceinline__ int n(int t) const { return kShareW ? (t >> 1) % ntn : t % ntn; }
