@@ -436,6 +436,10 @@ __global__ void __launch_bounds__(Warps<kA16, kT>::kThreads, 1) tma_gemm_kernel(
   // packed words the decode takes.)
   constexpr bool kIntDecode = kT != 8 || kTiledW;
   // Tiled copies: rows of a weight box (fused: the gate box, then the up box).
+  // The slot loop's offsets divide by it at run time (w8a16_tiled_chunk_offset,
+  // w8a16_tiled_scale_pair_offset). Masks or a compare instead (session 56)
+  // made ptxas keep the cheaper offsets live across the loop: the T = 144
+  // and T = 80 MXFP8 kernels then spill (24-124 bytes) at 232 registers.
   const int a16_box_rows = fused ? kRows / 2 : kRows;
   constexpr uint32_t kBias = kIntDecode ? kIntBias : kConvertBias;  // the decoded values are × 2^-kBias
   uint32_t f[2][kGroupK][kMB][4];
