@@ -1,7 +1,6 @@
 #include "warpdecode/gate_up_tiling.h"
 
 #include "core/mxfp8_tiling.h"
-#include "warpdecode/error.h"
 
 namespace wd {
 
@@ -12,36 +11,23 @@ bool gate_up_tiling_fits(const MoeShape& s) {
 
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled) {
-  WD_CHECK(gate_up_tiling_fits(s), "tile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  WD_CHECK(q && scales && q_tiled && scales_tiled, "tile_mxfp8_gate_up: a pointer is null");
-  const GateUpTiling t{size_t(s.hidden), size_t(s.intermediate)};
-  tile_on_host(t, s.experts, q, scales, q_tiled, scales_tiled);
+  tile_on_host(gate_up_walk(s, 1, "tile_mxfp8_gate_up", {q, scales, q_tiled, scales_tiled}), s.experts, q, scales,
+               q_tiled, scales_tiled);
 }
 
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled) {
-  WD_CHECK(gate_up_tiling_fits(s), "tile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  WD_CHECK(w && w_tiled, "tile_bf16_gate_up: a pointer is null");
-  const GateUpTiling t{2 * size_t(s.hidden), size_t(s.intermediate)};  // rows of 2H bytes
-  tile_on_host(t, s.experts, reinterpret_cast<const uint8_t*>(w), nullptr, reinterpret_cast<uint8_t*>(w_tiled),
-               nullptr);
+  tile_on_host(gate_up_walk(s, 2, "tile_bf16_gate_up", {w, w_tiled}), s.experts, reinterpret_cast<const uint8_t*>(w),
+               nullptr, reinterpret_cast<uint8_t*>(w_tiled), nullptr);
 }
 
 void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
                           uint8_t* scales) {
-  WD_CHECK(gate_up_tiling_fits(s), "untile_mxfp8_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  WD_CHECK(q_tiled && scales_tiled && q && scales, "untile_mxfp8_gate_up: a pointer is null");
-  untile_on_host(GateUpTiling{size_t(s.hidden), size_t(s.intermediate)}, s.experts, q_tiled, scales_tiled, q,
-                 scales);
+  untile_on_host(gate_up_walk(s, 1, "untile_mxfp8_gate_up", {q_tiled, scales_tiled, q, scales}), s.experts, q_tiled,
+                 scales_tiled, q, scales);
 }
 
 void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w) {
-  WD_CHECK(gate_up_tiling_fits(s), "untile_bf16_gate_up: H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  WD_CHECK(w_tiled && w, "untile_bf16_gate_up: a pointer is null");
-  untile_on_host(GateUpTiling{2 * size_t(s.hidden), size_t(s.intermediate)}, s.experts,
+  untile_on_host(gate_up_walk(s, 2, "untile_bf16_gate_up", {w_tiled, w}), s.experts,
                  reinterpret_cast<const uint8_t*>(w_tiled), nullptr, reinterpret_cast<uint8_t*>(w), nullptr);
 }
 

@@ -15,8 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #include "warpdecode/down_tiling.h"
+#include "warpdecode/error.h"
 #include "warpdecode/formats.h"
 #include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/packed_e4m3.h"
@@ -84,6 +86,27 @@ struct GateUpTiling {
     j0 = 2 * c;
   }
 };
+
+// A shape's projection as the walk's byte tensor (elem_bytes: 1 MXFP8, 2
+// BF16), once the shape is one the layout takes and no pointer a tiling
+// function was given is null: the one check of every host and device tiling
+// function (who: its name, for the error).
+inline void check_tiling_pointers(const char* who, std::initializer_list<const void*> pointers) {
+  for (const void* ptr : pointers) WD_CHECK(ptr != nullptr, who, ": a pointer is null");
+}
+inline DownTiling down_walk(const MoeShape& s, size_t elem_bytes, const char* who,
+                            std::initializer_list<const void*> pointers) {
+  WD_CHECK(down_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate, " need H % 16 == 0 and I % 64 == 0");
+  check_tiling_pointers(who, pointers);
+  return DownTiling{size_t(s.hidden), elem_bytes * size_t(s.intermediate)};
+}
+inline GateUpTiling gate_up_walk(const MoeShape& s, size_t elem_bytes, const char* who,
+                                 std::initializer_list<const void*> pointers) {
+  WD_CHECK(gate_up_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate,
+           " need H % 64 == 0 and I % 16 == 0");
+  check_tiling_pointers(who, pointers);
+  return GateUpTiling{elem_bytes * size_t(s.hidden), size_t(s.intermediate)};
+}
 
 // Number of indices the walk takes: the code pieces, more than the scale bytes.
 template <typename Tiling>

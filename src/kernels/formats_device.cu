@@ -132,54 +132,50 @@ void launch_tiling(const Tiling& t, size_t E, const void* q, const uint8_t* scal
   WD_CUDA_CHECK_LAUNCH();
 }
 
-// The walks over a shape's projections, as byte tensors (elem_bytes: 1
-// MXFP8, 2 BF16), once the shape is one the tiling takes.
-DownTiling down_walk(const MoeShape& s, size_t elem_bytes, const char* who) {
-  WD_CHECK(down_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate, " need H % 16 == 0 and I % 64 == 0");
-  return DownTiling{size_t(s.hidden), elem_bytes * size_t(s.intermediate)};
-}
-GateUpTiling gate_up_walk(const MoeShape& s, size_t elem_bytes, const char* who) {
-  WD_CHECK(gate_up_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate,
-           " need H % 64 == 0 and I % 16 == 0");
-  return GateUpTiling{elem_bytes * size_t(s.hidden), size_t(s.intermediate)};
-}
-
 }  // namespace
 
 void tile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                         uint8_t* scales_tiled, cudaStream_t stream) {
-  launch_tiling<false>(gate_up_walk(s, 1, "tile_mxfp8_gate_up"), s.experts, q, scales, q_tiled, scales_tiled, stream);
+  launch_tiling<false>(gate_up_walk(s, 1, "tile_mxfp8_gate_up", {q, scales, q_tiled, scales_tiled}),
+                       s.experts, q, scales, q_tiled, scales_tiled, stream);
 }
 
 void tile_mxfp8_down(const MoeShape& s, const uint8_t* q, const uint8_t* scales, uint8_t* q_tiled,
                      uint8_t* scales_tiled, cudaStream_t stream) {
-  launch_tiling<false>(down_walk(s, 1, "tile_mxfp8_down"), s.experts, q, scales, q_tiled, scales_tiled, stream);
+  launch_tiling<false>(down_walk(s, 1, "tile_mxfp8_down", {q, scales, q_tiled, scales_tiled}),
+                       s.experts, q, scales, q_tiled, scales_tiled, stream);
 }
 
 void tile_bf16_down(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
-  launch_tiling<false>(down_walk(s, 2, "tile_bf16_down"), s.experts, w, nullptr, w_tiled, nullptr, stream);
+  launch_tiling<false>(down_walk(s, 2, "tile_bf16_down", {w, w_tiled}),
+                       s.experts, w, nullptr, w_tiled, nullptr, stream);
 }
 
 void tile_bf16_gate_up(const MoeShape& s, const uint16_t* w, uint16_t* w_tiled, cudaStream_t stream) {
-  launch_tiling<false>(gate_up_walk(s, 2, "tile_bf16_gate_up"), s.experts, w, nullptr, w_tiled, nullptr, stream);
+  launch_tiling<false>(gate_up_walk(s, 2, "tile_bf16_gate_up", {w, w_tiled}),
+                       s.experts, w, nullptr, w_tiled, nullptr, stream);
 }
 
 void untile_mxfp8_gate_up(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
                           uint8_t* scales, cudaStream_t stream) {
-  launch_tiling<true>(gate_up_walk(s, 1, "untile_mxfp8_gate_up"), s.experts, q_tiled, scales_tiled, q, scales, stream);
+  launch_tiling<true>(gate_up_walk(s, 1, "untile_mxfp8_gate_up", {q_tiled, scales_tiled, q, scales}),
+                      s.experts, q_tiled, scales_tiled, q, scales, stream);
 }
 
 void untile_mxfp8_down(const MoeShape& s, const uint8_t* q_tiled, const uint8_t* scales_tiled, uint8_t* q,
                        uint8_t* scales, cudaStream_t stream) {
-  launch_tiling<true>(down_walk(s, 1, "untile_mxfp8_down"), s.experts, q_tiled, scales_tiled, q, scales, stream);
+  launch_tiling<true>(down_walk(s, 1, "untile_mxfp8_down", {q_tiled, scales_tiled, q, scales}),
+                      s.experts, q_tiled, scales_tiled, q, scales, stream);
 }
 
 void untile_bf16_down(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
-  launch_tiling<true>(down_walk(s, 2, "untile_bf16_down"), s.experts, w_tiled, nullptr, w, nullptr, stream);
+  launch_tiling<true>(down_walk(s, 2, "untile_bf16_down", {w_tiled, w}),
+                      s.experts, w_tiled, nullptr, w, nullptr, stream);
 }
 
 void untile_bf16_gate_up(const MoeShape& s, const uint16_t* w_tiled, uint16_t* w, cudaStream_t stream) {
-  launch_tiling<true>(gate_up_walk(s, 2, "untile_bf16_gate_up"), s.experts, w_tiled, nullptr, w, nullptr, stream);
+  launch_tiling<true>(gate_up_walk(s, 2, "untile_bf16_gate_up", {w_tiled, w}),
+                      s.experts, w_tiled, nullptr, w, nullptr, stream);
 }
 
 void e4m3_decode(const uint8_t* in, float* out, size_t n, cudaStream_t stream) {

@@ -70,6 +70,12 @@ TEST(DownTiling, RefusesShapesItCannotTile) {
   EXPECT_FALSE(down_tiling_fits(shape(32, 96, 2)));    // I % 64
   std::vector<uint8_t> b(40 * 128 * 2);
   EXPECT_THROW(tile_mxfp8_down(shape(40, 128, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
+  // A shape it takes, a pointer null: MXFP8 without its scales would
+  // otherwise be tiled as bytes, its words not packed.
+  EXPECT_THROW(tile_mxfp8_down(shape(32, 128, 2), b.data(), nullptr, b.data(), b.data()), InvalidArgument);
+  std::vector<uint16_t> w(size_t(32) * 128 * 2);
+  EXPECT_THROW(tile_bf16_down(shape(32, 128, 2), w.data(), nullptr), InvalidArgument);
+  EXPECT_THROW(untile_bf16_down(shape(32, 128, 2), nullptr, w.data()), InvalidArgument);
 }
 
 // A view's tiled down weights: MXFP8 (weights and scales together) or BF16

@@ -70,6 +70,12 @@ TEST(GateUpTiling, RefusesShapesItCannotTile) {
   EXPECT_FALSE(gate_up_tiling_fits(shape(128, 40, 2)));  // I % 16
   std::vector<uint8_t> b(96 * 64 * 2);
   EXPECT_THROW(tile_mxfp8_gate_up(shape(96, 32, 2), b.data(), b.data(), b.data(), b.data()), InvalidArgument);
+  // A shape it takes, a pointer null.
+  std::vector<uint8_t> q(size_t(2) * 32 * 64 * 2);
+  EXPECT_THROW(tile_mxfp8_gate_up(shape(64, 16, 2), q.data(), nullptr, q.data(), q.data()), InvalidArgument);
+  EXPECT_THROW(untile_mxfp8_gate_up(shape(64, 16, 2), q.data(), q.data(), nullptr, q.data()), InvalidArgument);
+  std::vector<uint16_t> w(size_t(2) * 32 * 64 * 2);
+  EXPECT_THROW(tile_bf16_gate_up(shape(64, 16, 2), nullptr, w.data()), InvalidArgument);
 }
 
 // A view's tiled gate_up weights: MXFP8 (weights and scales together) or BF16
