@@ -1022,7 +1022,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // TmaTileReadsTiledOnlyBf16Weights has the shapes it reads); MXFP8 "tiny"
 // (on sm_90a the classical path reads every tiled-only MXFP8 shape it takes,
 // so the MXFP8 cases skip there).
-// (Session 51; the BF16 shape not yet run on a device.)
 MoeShape untileable_shape(WeightFormat f) {
   return f == WeightFormat::kBF16 ? make_shape(256, 192, 16, 4) : preset_shape("tiny");
 }
@@ -1406,7 +1405,6 @@ TEST(Classical, TmaTileReadsTiledOnlyBf16Weights) {
 // with the same configuration and within 1e-2 of the exact layer; the calls
 // without a configuration take for_tiled_copies (W8A16); the dispatch runs
 // the classical path on them from the table's tiled-only crossover.
-// Written in session 51 on a branch; not yet run on a device.
 TEST(Classical, TmaTileReadsTiledOnlyMxfp8InW8A16) {
   WD_REQUIRE_GPU();
   if (!ClassicalMoe::wgmma_available()) GTEST_SKIP() << "no sm_90a device";
