@@ -87,13 +87,14 @@ struct GateUpTiling {
   }
 };
 
-// A shape's projection as the walk's byte tensor (elem_bytes: 1 MXFP8, 2
-// BF16), once the shape is one the layout takes and no pointer a tiling
-// function was given is null: the one check of every host and device tiling
-// function (who: its name, for the error).
+// Throws unless every pointer a tiling function was given is set (who: its
+// name, for the error).
 inline void check_tiling_pointers(const char* who, std::initializer_list<const void*> pointers) {
   for (const void* ptr : pointers) WD_CHECK(ptr != nullptr, who, ": a pointer is null");
 }
+// A shape's projection as the walk's byte tensor (elem_bytes: 1 MXFP8, 2
+// BF16), once the shape is one the layout takes and no pointer is null: the
+// one check of every host and device tiling function.
 inline DownTiling down_walk(const MoeShape& s, size_t elem_bytes, const char* who,
                             std::initializer_list<const void*> pointers) {
   WD_CHECK(down_tiling_fits(s), who, ": H = ", s.hidden, ", I = ", s.intermediate, " need H % 16 == 0 and I % 64 == 0");
