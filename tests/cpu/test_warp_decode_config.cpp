@@ -95,6 +95,10 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, false).label(), "tc/deep/ef/pdl/tiled");
   EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, true).label(), "tc/ef/pdl/tiled/tgu");
   EXPECT_EQ(tc(large, 1, WeightFormat::kMXFP8, true).label(), "tc/deep/ef/pdl/tiled/tgu");
+  // down's paired walk shows in the label.
+  WarpDecodeConfig paired = tc(small, 32, WeightFormat::kMXFP8, true);
+  paired.tc_down_pairs = true;
+  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
