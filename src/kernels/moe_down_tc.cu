@@ -784,8 +784,10 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
 
 // Whether a launch takes the paired general walk (kPair = 2): asked for,
 // tiled MXFP8 weights with narrow scales, one unit a warp and the general
-// walk. (BF16's general walk, eight-token tiles with hi and lo chains,
-// spills at the 80 registers of 24 warps an SM.)
+// walk (with narrow scales and one unit: B > 16, register_tokens();
+// down_tc_pairs_fit() says the same from the shape). BF16's general walk,
+// eight-token tiles with hi and lo chains, spills at the 80 registers of 24
+// warps an SM.
 bool paired_walk(const DownParams& p, int units, int reg_tok, bool mx8) {
   return p.pair_warps && p.tiled && mx8 && p.scales_narrow && units == 1 && reg_tok == 0;
 }
@@ -866,6 +868,11 @@ int down_tc_slices(int hidden, int intermediate) {
   for (int u = 1; u <= n; ++u)
     if (n % u == 0 && n / u <= kMaxSlices) return n / u;
   return 0;
+}
+
+bool down_tc_pairs_fit(int hidden, int intermediate, int batch) {
+  const int slices = down_tc_slices(hidden, intermediate);
+  return slices > 0 && intermediate / kUnit / slices == 1 && batch > 16;
 }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {

@@ -101,6 +101,28 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
 }
 
+// down's paired walk (PERF_LOG session 58): MXFP8 on the tiled down copy,
+// one unit of I a warp (qwen3-30b-a3b), B = 17-48; nowhere else.
+TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
+  const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b");
+  auto pairs = [](const MoeShape& s, int B, WeightFormat f, KernelFamily fam = KernelFamily::kTensorCores) {
+    return WarpDecodeConfig::for_batch(s, B, f, fam).tc_down_pairs;
+  };
+  for (int B : {1, 8, 16, 49, 64, 96, 256}) EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8)) << B;
+  for (int B : {17, 32, 48}) {
+    EXPECT_TRUE(pairs(s30, B, WeightFormat::kMXFP8)) << B;
+    EXPECT_EQ(WarpDecodeConfig::for_batch(s30, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).label(),
+              "tc/ef/pdl/tiled/pairs");
+    EXPECT_FALSE(pairs(s30, B, WeightFormat::kBF16)) << B;
+    EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8, KernelFamily::kScalar)) << B;
+    EXPECT_FALSE(pairs(s235, B, WeightFormat::kMXFP8)) << B;  // four units a warp
+  }
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, 17));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 16));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(4096, 1536, 32));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));  // no tensor-core shape
+}
+
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
 // default at every B (where the weights keep them); the tiled gate_up copy
 // where the weights hold it (v13); BF16 both where the weights hold them
