@@ -130,9 +130,10 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   registers save: level to +1.6 % at B = 20-32 (PERF_LOG session 27).
 //
 // kPair = 2, the paired general walk (paired_walk(): tiled MXFP8 with
-// narrow scales, one unit a warp, B > 16): two warps a K slice, the even
-// tiles to the first, the odd to the second, so that an SM runs 24 warps at
-// <= 80 registers (a ring of two items) instead of 12 at up to 168. It is
+// narrow scales, 1, 4 or 10 units a warp, the general walk's batches): two
+// warps a K slice, the even tiles to the first, the odd to the second, so
+// that an SM runs twice the warps at <= 80 registers (a ring of two items)
+// instead of up to 168 (24 warps an SM on qwen3-30b-a3b instead of 12). It is
 // the split walk (four-token tiles) at every batch, duplicates included,
 // and folds into the slice's one set of shared-memory accumulators in tile
 // order, in turns (pair_turn below), with the same FMAs as the one-warp
@@ -140,8 +141,9 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0, int kPair = 1>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize * kPair, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int group) {
-  static_assert(kPair == 1 || (kPair == 2 && kMx8 && kTiled && kRegTok == 0 && kUnits == 1 && kNarrowOnly),
-                "kPair = 2: tiled MXFP8 weights with narrow scales, one unit a warp, the general walk");
+  static_assert(kPair == 1 || (kPair == 2 && kMx8 && kTiled && kRegTok == 0 && kNarrowOnly &&
+                                (kUnits == 1 || kUnits == 4 || kUnits == 10)),
+                "kPair = 2: tiled MXFP8 weights with narrow scales, 1, 4 or 10 units a warp, the general walk");
   const int units = kUnits > 0 ? kUnits : units_arg;
   // The general walk folds each tile one tile late (below), except in the
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
@@ -783,13 +785,14 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
 }
 
 // Whether a launch takes the paired general walk (kPair = 2): asked for,
-// tiled MXFP8 weights with narrow scales, one unit a warp and the general
-// walk (with narrow scales and one unit: B > 16, register_tokens();
-// down_tc_pairs_fit() says the same from the shape). BF16's general walk,
-// eight-token tiles with hi and lo chains, spills at the 80 registers of 24
-// warps an SM.
+// tiled MXFP8 weights with narrow scales, a unit count with a fixed-count
+// general walk of its own (1, 4, 10: kFixedCounts but two, whose general
+// walk is the runtime count's), and the general walk (register_tokens() 0:
+// B > 16, ten units B > 4). BF16's general walk, eight-token tiles with hi
+// and lo chains, spills at the paired walk's 80 registers.
+constexpr bool paired_units(int units) { return units == 1 || units == 4 || units == 10; }
 bool paired_walk(const DownParams& p, int units, int reg_tok, bool mx8) {
-  return p.pair_warps && p.tiled && mx8 && p.scales_narrow && units == 1 && reg_tok == 0;
+  return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units) && reg_tok == 0;
 }
 
 size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group, bool paired) {
@@ -847,7 +850,9 @@ void launch(const DownParams& p, int slices, int reg_tok, bool paired, int group
   int pair = 1;
   if constexpr (kMx8 && kTiled) {
     if (paired) {
-      k = &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2>;
+      k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2>
+          : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 2>
+                       : &moe_down_tc_kernel<kMx8, kTiled, 10, true, 0, 2>;
       pair = 2;
     }
   }
@@ -872,7 +877,12 @@ int down_tc_slices(int hidden, int intermediate) {
 
 bool down_tc_pairs_fit(int hidden, int intermediate, int batch) {
   const int slices = down_tc_slices(hidden, intermediate);
-  return slices > 0 && intermediate / kUnit / slices == 1 && batch > 16;
+  if (slices <= 0 || batch < 1) return false;
+  DownParams p{};
+  p.batch = batch;
+  p.scales_narrow = p.pair_warps = p.tiled = 1;
+  const int units = intermediate / kUnit / slices;
+  return paired_walk(p, units, register_tokens(p, units, true), true);
 }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {

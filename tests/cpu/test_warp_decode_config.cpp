@@ -101,8 +101,10 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
 }
 
-// down's paired walk (PERF_LOG session 58): MXFP8 on the tiled down copy,
-// one unit of I a warp (qwen3-30b-a3b), B = 17-48; nowhere else.
+// down's paired walk (PERF_LOG session 58): by default MXFP8 on the tiled
+// down copy, one unit of I a warp (qwen3-30b-a3b), B = 17-48; nowhere else
+// (the kernel also takes four and ten units, which were not measured
+// faster).
 TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b");
   auto pairs = [](const MoeShape& s, int B, WeightFormat f, KernelFamily fam = KernelFamily::kTensorCores) {
@@ -119,8 +121,12 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   }
   EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, 17));
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 16));
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(4096, 1536, 32));
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));  // no tensor-core shape
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536, 32));   // four units: the kernel takes it ...
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(4096, 1536, 16));  // (its register walks to 16)
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560, 5));    // ten units: the general walk from 5
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(6144, 2560, 4));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896, 32));    // two units: the runtime count's walk
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));     // no tensor-core shape
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
