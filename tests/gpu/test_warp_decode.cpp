@@ -786,7 +786,7 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   }
   for (const MoeShape& s2 : {make_shape(256, 896, 20, 6), make_shape(256, 2560, 20, 6), make_shape(256, 7040, 20, 6)}) {
     const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
-    WarpDecodeMoe moe(s2, 16);
+    WarpDecodeMoe moe(s2, 32);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true),
                                         tc_config(true, true, false, true, true, true)})
       for (int B : {1, 9, 16, 32}) {
