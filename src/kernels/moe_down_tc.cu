@@ -481,7 +481,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     for (int j = 0; j < kRegs; ++j) racc[0][j] = racc[1][j] = 0.0f;
     // The general walk's pending tile: tile + tile_lo of tile pn, not yet
     // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
-    // the accumulators unchanged.
+    // the accumulators unchanged. The paired walk: none (-1), since every
+    // fold takes a turn of the pair (pair_turn).
     int pn = kPair > 1 ? -1 : 0;
     // acc[row][token] += w · v for rows g, g + 8 of the token in column
     // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
@@ -645,7 +646,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // 1-16 (register walks, h still one ahead) and −10 to −14 % at B = 24-64
     // (general walk, h as deep as the weights); five, at the 168-register
     // cap, lost it. With one unit a warp (qwen3-30b-a3b, 159 registers) a
-    // fourth was level to +3 % on down (PERF_LOG session 29).
+    // fourth was level to +3 % on down (PERF_LOG session 29). The paired
+    // walk: two, within its 80 registers (a third spills 68 bytes).
     constexpr int kRing = kPair > 1 ? 2 : kUnits >= 4 ? 4 : 3;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
@@ -713,7 +715,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     const int pair_turns = (tiles + kPair - 1) / kPair;
     if (kPair > 1 && part == 1) pair_barrier();
     if (kPair == 1 && dup) {
-      if constexpr (kPair == 1) walk(std::integral_constant<int, kWalkDup>{});
+      if constexpr (kPair == 1) walk(std::integral_constant<int, kWalkDup>{});  // the paired walk: split, below
     } else if (registers) {
       walk(std::integral_constant<int, kWalkRegisters>{});
 #pragma unroll
