@@ -66,6 +66,7 @@ struct DownParams {
   int stage_h;             // 1: each block stages its token's h (K·I FP32) in shared memory
   int tiled;               // moe_down_tc, MXFP8: weights and scales in the tiled layout (warpdecode/down_tiling.h)
   int scales_narrow;       // moe_down_tc, MXFP8: every scale code <= kMxNarrowMaxCode (MoeWeightsView::mx_scales_narrow)
+  int pair_warps;          // moe_down_tc: two warps a K slice in the general walk where it takes them (paired_walk())
 };
 
 // The most shared memory moe_down stages h in (bytes).

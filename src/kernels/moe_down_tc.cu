@@ -128,17 +128,33 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   (predicated FMAs): down −10 to −12 % at B = 12-16. With eight tokens a
 //   lane (batch <= 32) the fold's 32 predicated FMAs cost what the
 //   registers save: level to +1.6 % at B = 20-32 (PERF_LOG session 27).
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0>
-__global__ void __launch_bounds__(kMaxSlices * kWarpSize, 1)
+//
+// kPair = 2, the paired general walk (paired_walk(): tiled MXFP8 with
+// narrow scales, 1, 4 or 10 units a warp, the general walk's batches): two
+// warps a K slice, the even tiles to the first, the odd to the second, so
+// that an SM runs twice the warps at <= 80 registers (a ring of two items)
+// instead of up to 168 (24 warps an SM on qwen3-30b-a3b instead of 12). It is
+// the split walk (four-token tiles) at every batch, duplicates included,
+// and folds into the slice's one set of shared-memory accumulators in tile
+// order, in turns (pair_turn below), with the same FMAs as the one-warp
+// walks: the same bits, so that a launch may take either walk.
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0, int kPair = 1>
+__global__ void __launch_bounds__(kMaxSlices * kWarpSize * kPair, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int group) {
+  static_assert(kPair == 1 || (kPair == 2 && kMx8 && kTiled && kRegTok == 0 && kNarrowOnly &&
+                                (kUnits == 1 || kUnits == 4 || kUnits == 10)),
+                "kPair = 2: tiled MXFP8 weights with narrow scales, 1, 4 or 10 units a warp, the general walk");
   const int units = kUnits > 0 ? kUnits : units_arg;
   // The general walk folds each tile one tile late (below), except in the
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
   // where it measured +9 to +15 % on down (PERF_LOG session 26).
   constexpr bool kLateFold = !(kMx8 && kUnits == 0);
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int slices = blockDim.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize, warp_id = threadIdx.x / kWarpSize;
+  const int slices = blockDim.x / kWarpSize / kPair;
+  // The warp's K slice, and which of the slice's tiles it walks: n = part,
+  // part + kPair, ...
+  const int warp = kPair > 1 ? warp_id % slices : warp_id, part = kPair > 1 ? warp_id / slices : 0;
   const int g = lane / 4, q = lane % 4;
   const int d0 = blockIdx.x * kTile;
   const int kw = warp * units * kUnit;  // the warp's K range starts here
@@ -196,7 +212,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   // The split general walk: tiles of at most four tokens (split_walk; the
   // runtime-count MXFP8 kernel, which folds at once, keeps eight).
   constexpr bool kCanSplit = kMx8 && kRegTok == 0 && kLateFold;
-  const bool split_batch = kCanSplit && split_walk(p.batch, kRegTok, kMx8);
+  // The paired walk is the split walk at every batch (the same bits as the
+  // eight-token tiles; split_walk()), duplicates included: its registers
+  // hold no other walk.
+  const bool split_batch = kCanSplit && (kPair > 1 || split_walk(p.batch, kRegTok, kMx8));
   const int t_max = max_tiles(ne_max, na_max, kRegTok, split_batch);
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
@@ -251,7 +270,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // by-token walk: a tile an expert (two with a pair t, t ^ 4), column = token.
     const bool quad = kQuad && !dup;
     const bool by_token = kRegTok == 2 && !dup;
-    const bool split = split_batch && !dup;
+    const bool split = split_batch && (kPair > 1 || !dup);
     // 4. The distinct experts in ascending id, with their token counts (the
     // quad and by-token walks: their tile counts).
     for (int e = threadIdx.x; e < E; e += blockDim.x)
@@ -334,7 +353,17 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // The split walk.
     for (int i = threadIdx.x; i < ne && split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
-      const int pos = tokens_below(s_tokmask[e], t);
+      int pos;
+      if constexpr (kPair > 1) {
+        // Any group size, and duplicates: positions as the general walk's.
+        pos = tokens_below(s_tokmask[e], words_a_mask > 1 ? s_tokmask[E + e] : 0ull, t);
+        if (dup) {
+          pos = 0;
+          for (int m = 0; m < i; ++m) pos += s_ids[m] == e;
+        }
+      } else {
+        pos = tokens_below(s_tokmask[e], t);
+      }
       const TileSlot ts = ranked_slot(pos, 4);
       const int j = rank(e), n = s_tfirst[j] + ts.tile(), slot = n * 8 + ts.col();
       if (pos % 4 == 0) {
@@ -365,13 +394,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     __syncthreads();
 
     // The warp's walk: items (tile n, unit u) in order, two in flight ahead
-    // of the one being computed.
-    const int tiles = s_tiles, items = tiles * units;
-    int ln = 0, lu = 0;  // the next item to load
+    // of the one being computed (the paired walk: its own tiles, one ahead).
+    const int tiles = s_tiles;
+    const int items = (kPair == 1 ? tiles : tiles > part ? (tiles - part + kPair - 1) / kPair : 0) * units;
+    int ln = kPair > 1 ? min(part, tiles - 1) : 0, lu = 0;  // the next item to load
     auto advance = [&]() {
       if (++lu == units) {
         lu = 0;
-        ln = min(ln + 1, tiles - 1);  // past the last item: stays there (loads of it are dummies)
+        ln = min(ln + kPair, tiles - 1);  // past the last item: stays there (loads of it are dummies)
       }
     };
     // Loads are unconditional: past the last item they re-read the last
@@ -451,8 +481,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     for (int j = 0; j < kRegs; ++j) racc[0][j] = racc[1][j] = 0.0f;
     // The general walk's pending tile: tile + tile_lo of tile pn, not yet
     // folded. Before the first tile, zeros "of tile 0": acc (+0) + w·0 = +0,
-    // the accumulators unchanged.
-    int pn = 0;
+    // the accumulators unchanged. The paired walk: none (-1), since every
+    // fold takes a turn of the pair (pair_turn).
+    int pn = kPair > 1 ? -1 : 0;
     // acc[row][token] += w · v for rows g, g + 8 of the token in column
     // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
     // of a tile: c is row g + 8·(c/2), column 2q + c%2.
@@ -470,11 +501,36 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // The walks with hi and lo in one tile: column x's hi + column x ^ 4's lo
     // (lane q ^ 2), the same sum as tile + tile_lo. All lanes call it.
     auto hi_plus_lo = [&](int c) { return tile[c] + __shfl_xor_sync(kFullMask, tile[c], 2); };
+    // The paired walk's turns: tile n's fold runs between the pair's
+    // barriers n and n + 1 (named barrier 1 + warp, both warps), so that
+    // folds run in tile order, n after n - 1, and a warp's fold of tile n
+    // waits only for its partner's fold of n - 1. Each warp runs its own
+    // tiles' turns and, to pair every barrier, one more: the second warp's
+    // barrier 0 before its walk, the first warp's barrier 2R after it, and an
+    // empty turn for a tile past the last (R = ceil(tiles / 2) turns each).
+    auto pair_barrier = [&]() {
+      if constexpr (kPair > 1) named_barrier_sync(1 + warp, kPair * kWarpSize);
+    };
+    auto pair_turn = [&](auto fold_it) {
+      pair_barrier();
+      fold_it();
+      __syncwarp();  // a token's column, hence its lane, may differ in the next tile
+      pair_barrier();
+    };
     // The split walk's pending fold; the lanes of columns 4-7 fold junk columns.
     auto fold_pending_split = [&]() {
       float v[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) v[c] = hi_plus_lo(c);
+      if (kPair > 1 && dup) {
+        // Two of the tile's columns may be one token: one column at a time
+        // (the hi columns 0-3, lanes q = 0, 1), in the duplicate walk's order.
+        for (int col = 0; col < 4; ++col) {
+          if (q == col / 2) fold_shared(pn, col % 2, [&](int c) { return v[c]; });
+          __syncwarp();
+        }
+        return;
+      }
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
     };
@@ -491,7 +547,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         // the fold's FMAs read MMA results issued a step earlier instead of
         // waiting for the tile's own MMA chains. The same FMAs in the same
         // order, so the same bits (PERF_LOG session 26: down −1 to −5 %).
-        if (first) {
+        if constexpr (kPair > 1) {
+          // The paired walk has no zero tile pending before its first.
+          if (first && pn >= 0) pair_turn(fold_pending_split);
+        } else if (first) {
           if constexpr (kSplitShared) fold_pending_split();
           else fold_pending();
           __syncwarp();  // a token's column, hence its lane, may differ in the next tile
@@ -587,8 +646,9 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // 1-16 (register walks, h still one ahead) and −10 to −14 % at B = 24-64
     // (general walk, h as deep as the weights); five, at the 168-register
     // cap, lost it. With one unit a warp (qwen3-30b-a3b, 159 registers) a
-    // fourth was level to +3 % on down (PERF_LOG session 29).
-    constexpr int kRing = kUnits >= 4 ? 4 : 3;
+    // fourth was level to +3 % on down (PERF_LOG session 29). The paired
+    // walk: two, within its 80 registers (a third spills 68 bytes).
+    constexpr int kRing = kPair > 1 ? 2 : kUnits >= 4 ? 4 : 3;
     // One step of the walk: the loads of the item kRing - 1 ahead, then the
     // compute of this one.
     // The register walks load h one item ahead (next), not as far as the
@@ -649,8 +709,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         if (n + decltype(i)::value < items) ring_step(i, walk_kind);
       });
     };
-    if (dup) {
-      walk(std::integral_constant<int, kWalkDup>{});
+    // The paired walk's unpaired barriers (pair_turn): the second warp's
+    // first; after the walk, an empty turn where the warp had a tile fewer,
+    // then the first warp's last.
+    const int pair_turns = (tiles + kPair - 1) / kPair;
+    if (kPair > 1 && part == 1) pair_barrier();
+    if (kPair == 1 && dup) {
+      if constexpr (kPair == 1) walk(std::integral_constant<int, kWalkDup>{});  // the paired walk: split, below
     } else if (registers) {
       walk(std::integral_constant<int, kWalkRegisters>{});
 #pragma unroll
@@ -662,11 +727,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     } else if (kCanSplit && split) {
       if constexpr (kCanSplit) {
         walk(Split{});
-        fold_pending_split();
+        if constexpr (kPair > 1) {
+          if (pn >= 0) pair_turn(fold_pending_split);
+        } else {
+          fold_pending_split();
+        }
       }
-    } else {
+    } else if constexpr (kPair == 1) {
       walk(Shared{});
       if constexpr (kLateFold) fold_pending();
+    }
+    if constexpr (kPair > 1) {
+      if (items / units < pair_turns) pair_turn([] {});
+      if (part == 0) pair_barrier();
     }
     __syncthreads();
 
@@ -713,8 +786,19 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
   return p.batch <= 8 ? 2 : p.batch <= 16 ? 4 : 0;
 }
 
-size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group) {
-  const bool split = split_walk(p.batch, reg_tok, mx8);
+// Whether a launch takes the paired general walk (kPair = 2): asked for,
+// tiled MXFP8 weights with narrow scales, a unit count with a fixed-count
+// general walk of its own (1, 4, 10: kFixedCounts but two, whose general
+// walk is the runtime count's), and the general walk (register_tokens() 0:
+// B > 16, ten units B > 4). BF16's general walk, eight-token tiles with hi
+// and lo chains, spills at the paired walk's 80 registers.
+constexpr bool paired_units(int units) { return units == 1 || units == 4 || units == 10; }
+bool paired_walk(const DownParams& p, int units, int reg_tok, bool mx8) {
+  return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units) && reg_tok == 0;
+}
+
+size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group, bool paired) {
+  const bool split = paired || split_walk(p.batch, reg_tok, mx8);
   const int G = p.batch < group ? p.batch : group, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
@@ -727,8 +811,8 @@ size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int gr
 // one group either way). Measured (PERF_LOG session 49 run 5, tiled-only,
 // against groups of 64): layer −15 to −20 % at B = 96, −11 to −17 % at 128
 // and 256 (down −22 to −42 %); B = 64 level.
-int group_tokens(const DownParams& p, int slices, int reg_tok, bool mx8) {
-  return p.batch > kGroup && smem_bytes(p, slices, reg_tok, mx8, kMaxGroup) <= kMaxSmem ? kMaxGroup : kGroup;
+int group_tokens(const DownParams& p, int slices, int reg_tok, bool mx8, bool paired) {
+  return p.batch > kGroup && smem_bytes(p, slices, reg_tok, mx8, kMaxGroup, paired) <= kMaxSmem ? kMaxGroup : kGroup;
 }
 
 // kUnits units a warp (fixed_count): the register walk reg_tok, or the
@@ -752,10 +836,11 @@ auto* fixed_units_kernel(int reg_tok) {
   }
 }
 
-// slices: down_tc_slices(H, I); reg_tok: register_tokens(); group:
-// group_tokens(); smem: smem_bytes() (moe_down_tc checked it).
+// slices: down_tc_slices(H, I); reg_tok: register_tokens(); paired:
+// paired_walk(); group: group_tokens(); smem: smem_bytes() (moe_down_tc
+// checked it).
 template <bool kMx8, bool kTiled>
-void launch(const DownParams& p, int slices, int reg_tok, int group, size_t smem, cudaStream_t stream) {
+void launch(const DownParams& p, int slices, int reg_tok, bool paired, int group, size_t smem, cudaStream_t stream) {
   const int units = p.intermediate / kUnit / slices;
   auto* k = &moe_down_tc_kernel<kMx8, kTiled, 0>;
   if (!kMx8 || p.scales_narrow)
@@ -764,9 +849,18 @@ void launch(const DownParams& p, int slices, int reg_tok, int group, size_t smem
       if constexpr (fixed_count(kCount, kMx8))
         if (units == kCount) k = fixed_units_kernel<kMx8, kTiled, kCount>(reg_tok);
     });
+  int pair = 1;
+  if constexpr (kMx8 && kTiled) {
+    if (paired) {
+      k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2>
+          : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 2>
+                       : &moe_down_tc_kernel<kMx8, kTiled, 10, true, 0, 2>;
+      pair = 2;
+    }
+  }
   ensure_dynamic_smem(k, smem);
-  launch_kernel(k, dim3(p.hidden / kTile), dim3(slices * kWarpSize), smem, stream, p.programmatic_launch != 0, p,
-                units, group);
+  launch_kernel(k, dim3(p.hidden / kTile), dim3(pair * slices * kWarpSize), smem, stream, p.programmatic_launch != 0,
+                p, units, group);
 }
 
 }  // namespace
@@ -783,6 +877,16 @@ int down_tc_slices(int hidden, int intermediate) {
   return 0;
 }
 
+bool down_tc_pairs_fit(int hidden, int intermediate, int batch) {
+  const int slices = down_tc_slices(hidden, intermediate);
+  if (slices <= 0 || batch < 1) return false;
+  DownParams p{};
+  p.batch = batch;
+  p.scales_narrow = p.pair_warps = p.tiled = 1;
+  const int units = intermediate / kUnit / slices;
+  return paired_walk(p, units, register_tokens(p, units, true), true);
+}
+
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(p.batch >= 1, "moe_down_tc: batch = ", p.batch, " must be >= 1");
   WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_down_tc: H = ", p.hidden, ", I = ",
@@ -794,18 +898,19 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  const int slices = down_tc_slices(p.hidden, p.intermediate);
-  const int reg_tok = register_tokens(p, p.intermediate / kUnit / slices, format == WeightFormat::kMXFP8);
   const bool mx8 = format == WeightFormat::kMXFP8;
-  const int group = group_tokens(p, slices, reg_tok, mx8);
-  const size_t smem = smem_bytes(p, slices, reg_tok, mx8, group);
+  const int slices = down_tc_slices(p.hidden, p.intermediate), units = p.intermediate / kUnit / slices;
+  const int reg_tok = register_tokens(p, units, mx8);
+  const bool paired = paired_walk(p, units, reg_tok, mx8);
+  const int group = group_tokens(p, slices, reg_tok, mx8, paired);
+  const size_t smem = smem_bytes(p, slices, reg_tok, mx8, group, paired);
   WD_CHECK(smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
   auto* go = format == WeightFormat::kBF16 ? (p.tiled ? &launch<false, true> : &launch<false, false>)
                                            : (p.tiled ? &launch<true, true> : &launch<true, false>);
-  go(p, slices, reg_tok, group, smem, stream);
+  go(p, slices, reg_tok, paired, group, smem, stream);
 }
 
 }  // namespace wd::kernels

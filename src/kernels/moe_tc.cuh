@@ -62,6 +62,12 @@ namespace wd::kernels {
 // Warps (K ranges of I) per moe_down_tc block for a shape; 0 if none fits.
 int down_tc_slices(int hidden, int intermediate);
 
+// Whether moe_down_tc can take its paired general walk (DownParams::
+// pair_warps) at this shape and batch: 1, 4 or 10 units of I a warp and the
+// general walk (B > 16; ten units B > 4), given MXFP8 weights from the tiled
+// copy with narrow scales (which the launch checks).
+bool down_tc_pairs_fit(int hidden, int intermediate, int batch);
+
 bool tensor_core_shape_ok(int hidden, int intermediate);
 
 // Whether moe_gate_up_tc runs its deep MXFP8 rounds (GateUpParams::deep_loads)

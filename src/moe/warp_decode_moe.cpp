@@ -270,6 +270,15 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // H = 2048 at B = 2-16 (3-6 %), level at 32, 3 % slower at B = 1 and 64;
     // on the tiled copy shallow rounds are level or faster everywhere (2-4 %
     // on H = 2048, 7.5 % at B = 16 on H = 4096) except B = 1 on H >= 4096 (3 %).
+    // down's paired walk (two warps a K slice, the same bits), MXFP8 on the
+    // tiled down copy where the shape gives a warp one unit of I (qwen3-30b-
+    // a3b), from the general walk's first batch (17) to 48. Measured (PERF_LOG
+    // session 58, an H100, two rounds): down −3.5 to −4.5 % and the layer
+    // −0.3 to −1.4 % at B = 17-48; at 64 down +4.4 % (its four-token tiles,
+    // where the one-warp walk takes eight), at 96-256 +21 to +32 %.
+    c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch <= 48 &&
+                      kernels::down_tc_slices(shape.hidden, shape.intermediate) * 64 == shape.intermediate &&
+                      kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate, batch);
     const bool large = shape.hidden >= 4096;
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
                       (c.tc_tiled_gate_up ? large && batch == 1 : large || (batch >= 2 && batch <= 16));
@@ -314,7 +323,8 @@ std::string WarpDecodeConfig::label() const {
   auto pf = [](int n) { return n > 0 ? "p" + std::to_string(n) : std::string(); };
   if (tensor_cores)
     return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
-           (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "");
+           (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "") +
+           (tc_down_pairs ? "/pairs" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
@@ -447,6 +457,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.evict_first = config.evict_first ? 1 : 0;
   d.stage_h = config.down_stage_h ? 1 : 0;
   d.scales_narrow = w.mx_scales_narrow ? 1 : 0;
+  d.pair_warps = config.tensor_cores && config.tc_down_pairs ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   if (config.tensor_cores) {

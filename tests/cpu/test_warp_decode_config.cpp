@@ -95,6 +95,38 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, false).label(), "tc/deep/ef/pdl/tiled");
   EXPECT_EQ(tc(small, 2, WeightFormat::kMXFP8, true).label(), "tc/ef/pdl/tiled/tgu");
   EXPECT_EQ(tc(large, 1, WeightFormat::kMXFP8, true).label(), "tc/deep/ef/pdl/tiled/tgu");
+  // down's paired walk shows in the label.
+  WarpDecodeConfig paired = tc(small, 32, WeightFormat::kMXFP8, true);
+  paired.tc_down_pairs = true;
+  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
+}
+
+// down's paired walk (PERF_LOG session 58): by default MXFP8 on the tiled
+// down copy, one unit of I a warp (qwen3-30b-a3b), B = 17-48; nowhere else
+// (the kernel also takes four and ten units, which were not measured
+// faster).
+TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
+  const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b");
+  auto pairs = [](const MoeShape& s, int B, WeightFormat f, KernelFamily fam = KernelFamily::kTensorCores) {
+    return WarpDecodeConfig::for_batch(s, B, f, fam).tc_down_pairs;
+  };
+  for (int B : {1, 8, 16, 49, 64, 96, 256}) EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8)) << B;
+  for (int B : {17, 32, 48}) {
+    EXPECT_TRUE(pairs(s30, B, WeightFormat::kMXFP8)) << B;
+    EXPECT_EQ(WarpDecodeConfig::for_batch(s30, B, WeightFormat::kMXFP8, KernelFamily::kTensorCores).label(),
+              "tc/ef/pdl/tiled/pairs");
+    EXPECT_FALSE(pairs(s30, B, WeightFormat::kBF16)) << B;
+    EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8, KernelFamily::kScalar)) << B;
+    EXPECT_FALSE(pairs(s235, B, WeightFormat::kMXFP8)) << B;  // four units a warp
+  }
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, 17));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 16));
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536, 32));   // four units: the kernel takes it ...
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(4096, 1536, 16));  // (its register walks to 16)
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560, 5));    // ten units: the general walk from 5
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(6144, 2560, 4));
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896, 32));    // two units: the runtime count's walk
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));     // no tensor-core shape
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8

@@ -113,8 +113,9 @@ const char* name(WeightFormat f) { return to_string(f); }
 // which DeviceMoeWeights keeps for MXFP8; the same bits either way.
 // tiled_gu: MXFP8 gate_up weights from the tiled copy (warpdecode/gate_up_tiling.h).
 WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool tiled = false,
-                           bool tiled_gu = false) {
+                           bool tiled_gu = false, bool pairs = false) {
   WarpDecodeConfig c;
+  c.tc_down_pairs = pairs;
   c.tensor_cores = true;
   c.programmatic_launch = pdl;
   c.evict_first = evict_first;
@@ -693,14 +694,64 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
-                          tc_config(true, true, false, true, true), tc_config(true, true, true, true, false)},
+                          tc_config(true, true, false, true, true), tc_config(true, true, true, true, false),
+                          tc_config(true, true, false, true, true, true)},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80, 130, 200});
   // Two, four and ten units a warp (I = 896, 2560, 7040): MXFP8's register
   // walks up to B = 16 (ten units: 4), its general walk of four-token tiles
   // to B = 32.
   for (const MoeShape& s : {make_shape(512, 896, 128, 8), make_shape(256, 2560, 64, 8), make_shape(256, 7040, 32, 8)})
-    check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false)},
+    check_batch_invariance({tc_config(true, false, true, true, true), tc_config(true, true, true, true, false),
+                            tc_config(true, true, false, true, true, true)},
                            {1, 8, 9, 16, 17, 32, 33, 64}, s);
+}
+
+// moe_down_tc's paired general walk (tc_down_pairs: two warps a K slice
+// that fold into one set of accumulators in turns) against the one-warp
+// walks, on weights it takes (tiled MXFP8 with narrow scales; one unit of I
+// a warp: 3 K slices of H = 512, I = 192, 12 of qwen3-30b-a3b; four units:
+// I = 2560; ten: I = 7040): the same bits, FP32 and BF16 outputs, from B =
+// 17 (below it the register walks run; ten units from 5) through one and two
+// mask words and two walks of 128, on uniform routing, with tokens routed
+// twice to one expert (its column-at-a-time fold), and with every token on
+// the same K experts (B tokens an expert); FP32 output against the FP64
+// reference on the small shapes.
+TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(256, 2560, 64, 8), make_shape(256, 7040, 32, 8),
+                            preset_shape("qwen3-30b-a3b")}) {
+    const bool small = s.hidden <= 512;
+    SCOPED_TRACE("H=" + std::to_string(s.hidden) + " I=" + std::to_string(s.intermediate));
+    const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+    ASSERT_TRUE(layer.dev.view().mx_scales_narrow) << "the paired walk needs narrow scales";
+    ASSERT_NE(layer.dev.view().down_tiled, nullptr);
+    WarpDecodeMoe moe(s, 200);
+    const WarpDecodeConfig one = tc_config(true, true, false, true, true);
+    const WarpDecodeConfig two = tc_config(true, true, false, true, true, true);
+    ASSERT_NE(two.label().find("/pairs"), std::string::npos) << two.label();
+    const std::vector<int> batches = s.intermediate == 192 || !small
+                                         ? std::vector<int>{17, 20, 31, 32, 33, 48, 64, 65, 70, 100, 128, 130, 200}
+                                         : std::vector<int>{5, 9, 17, 32, 64, 70};
+    for (int B : batches)
+      for (int routing = 0; routing < 3; ++routing) {
+        const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+        if (routing == 1) {  // duplicates in the first token and the last (past 64 and 128: later mask words, walks)
+          r.ids[1] = r.ids[0];
+          r.ids[size_t(B - 1) * s.top_k + 2] = r.ids[size_t(B - 1) * s.top_k];
+        } else if (routing == 2) {
+          for (int t = 0; t < B; ++t)
+            for (int k = 0; k < s.top_k; ++k) r.ids[size_t(t) * s.top_k + k] = (3 * k + 1) % s.experts;
+        }
+        const std::string what = "B=" + std::to_string(B) + " routing " + std::to_string(routing);
+        for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
+          const auto y_one = run_experts(moe, layer, x, r, B, type, &one);
+          const auto y_two = run_experts(moe, layer, x, r, B, type, &two);
+          EXPECT_EQ(y_two, y_one) << what << (type == OutputType::kFP32 ? " FP32" : " BF16");
+          if (small && type == OutputType::kFP32) expect_close(reference_y(layer, x, r, B), y_two, 2e-5, what);
+        }
+      }
+  }
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
@@ -710,7 +761,11 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // B = 16 its quad walk and B = 32 MXFP8's four-token general walk (I = 192:
 // one unit a warp; I = 896, 2560 and 7040, MXFP8, B = 1, 9, 16: two, four and
 // ten units, the last with the four-token general walk from B = 5). Shallow
-// and deep loads (H = 512: MXFP8 gate_up's deep rounds apply).
+// and deep loads (H = 512: MXFP8 gate_up's deep rounds apply). The last
+// configuration asks for down's paired walk: MXFP8 at B = 32, 70 (with its
+// duplicate) and 140 take it, and in the second loop four units at B = 32
+// and ten at B = 9 (with a duplicate) and 32, so racecheck sees the pairs'
+// turns.
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
@@ -718,7 +773,8 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
     const Layer layer = Layer::make(s, f, fresh_seed());
     WarpDecodeMoe moe(s, 140);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
-                                        tc_config(true, true, true, true, true), tc_config(true, true, false, true, true)}) {
+                                        tc_config(true, true, true, true, true), tc_config(true, true, false, true, true),
+                                        tc_config(true, true, false, true, true, true)}) {
       for (int B : {1, 5, 8, 9, 16, 32, 70, 140}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
@@ -730,9 +786,10 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
   }
   for (const MoeShape& s2 : {make_shape(256, 896, 20, 6), make_shape(256, 2560, 20, 6), make_shape(256, 7040, 20, 6)}) {
     const Layer layer = Layer::make(s2, WeightFormat::kMXFP8, fresh_seed());
-    WarpDecodeMoe moe(s2, 16);
-    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true)})
-      for (int B : {1, 9, 16}) {
+    WarpDecodeMoe moe(s2, 32);
+    for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, false, true),
+                                        tc_config(true, true, false, true, true, true)})
+      for (int B : {1, 9, 16, 32}) {
         const auto x = synthetic_input(B, s2.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s2.experts, s2.top_k, fresh_seed());
         if (B == 9) r.ids[1] = r.ids[0];

@@ -99,6 +99,8 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.tc_tiled_gate_up = d.tc_tiled_gate_up;
         add(c);
       }
+  // The tensor cores: down's paired general walk on and off.
+  if (d.tensor_cores) { auto c = d; c.tc_down_pairs = !d.tc_down_pairs; add(c); }
   // MXFP8: the default without the tiled down weights.
   if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
   // MXFP8 with --tiled-gate-up: gate_up on the tiled copy and on the canonical.
