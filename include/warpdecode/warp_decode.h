@@ -150,7 +150,7 @@ struct WarpDecodeConfig {
                                      // weights (warpdecode/gate_up_tiling.h) where it has them
   bool tc_down_pairs = false;        // tensor cores: moe_down_tc's general walk with two warps a K slice where
                                      // it takes them (MXFP8 on the tiled copy with narrow scales, 1, 4 or 10
-                                     // units of I a warp: kernels::down_tc_pairs_fit); the same bits
+                                     // units of I a warp, any B: kernels::down_tc_pairs_fit); the same bits
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::

@@ -130,7 +130,7 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 //   registers save: level to +1.6 % at B = 20-32 (PERF_LOG session 27).
 //
 // kPair = 2, the paired general walk (paired_walk(): tiled MXFP8 with
-// narrow scales, 1, 4 or 10 units a warp, the general walk's batches): two
+// narrow scales, 1, 4 or 10 units a warp, at any batch): two
 // warps a K slice, the even tiles to the first, the odd to the second, so
 // that an SM runs twice the warps at <= 80 registers (a ring of two items)
 // instead of up to 168 (24 warps an SM on qwen3-30b-a3b instead of 12). It is
@@ -787,14 +787,15 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
 }
 
 // Whether a launch takes the paired general walk (kPair = 2): asked for,
-// tiled MXFP8 weights with narrow scales, a unit count with a fixed-count
-// general walk of its own (1, 4, 10: kFixedCounts but two, whose general
-// walk is the runtime count's), and the general walk (register_tokens() 0:
-// B > 16, ten units B > 4). BF16's general walk, eight-token tiles with hi
-// and lo chains, spills at the paired walk's 80 registers.
+// tiled MXFP8 weights with narrow scales, and a unit count with a
+// fixed-count general walk of its own (1, 4, 10: kFixedCounts but two, whose
+// general walk is the runtime count's). At any batch: where the register
+// walks would run (B <= 16), the paired walk then runs instead (the same
+// bits). BF16's general walk, eight-token tiles with hi and lo chains,
+// spills at the paired walk's 80 registers.
 constexpr bool paired_units(int units) { return units == 1 || units == 4 || units == 10; }
-bool paired_walk(const DownParams& p, int units, int reg_tok, bool mx8) {
-  return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units) && reg_tok == 0;
+bool paired_walk(const DownParams& p, int units, bool mx8) {
+  return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units);
 }
 
 size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group, bool paired) {
@@ -884,7 +885,7 @@ bool down_tc_pairs_fit(int hidden, int intermediate, int batch) {
   p.batch = batch;
   p.scales_narrow = p.pair_warps = p.tiled = 1;
   const int units = intermediate / kUnit / slices;
-  return paired_walk(p, units, register_tokens(p, units, true), true);
+  return paired_walk(p, units, true);
 }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
@@ -900,8 +901,8 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights and h must be 16-byte aligned");
   const bool mx8 = format == WeightFormat::kMXFP8;
   const int slices = down_tc_slices(p.hidden, p.intermediate), units = p.intermediate / kUnit / slices;
-  const int reg_tok = register_tokens(p, units, mx8);
-  const bool paired = paired_walk(p, units, reg_tok, mx8);
+  const bool paired = paired_walk(p, units, mx8);
+  const int reg_tok = paired ? 0 : register_tokens(p, units, mx8);
   const int group = group_tokens(p, slices, reg_tok, mx8, paired);
   const size_t smem = smem_bytes(p, slices, reg_tok, mx8, group, paired);
   WD_CHECK(smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,

@@ -276,7 +276,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // session 58, an H100, two rounds): down −3.5 to −4.5 % and the layer
     // −0.3 to −1.4 % at B = 17-48; at 64 down +4.4 % (its four-token tiles,
     // where the one-warp walk takes eight), at 96-256 +21 to +32 %.
-    c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch <= 48 &&
+    c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch >= 17 && batch <= 48 &&
                       kernels::down_tc_slices(shape.hidden, shape.intermediate) * 64 == shape.intermediate &&
                       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate, batch);
     const bool large = shape.hidden >= 4096;

@@ -119,12 +119,12 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
     EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8, KernelFamily::kScalar)) << B;
     EXPECT_FALSE(pairs(s235, B, WeightFormat::kMXFP8)) << B;  // four units a warp
   }
-  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, 17));
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 16));
-  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536, 32));   // four units: the kernel takes it ...
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(4096, 1536, 16));  // (its register walks to 16)
-  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560, 5));    // ten units: the general walk from 5
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(6144, 2560, 4));
+  for (int B : {1, 8, 16, 17, 256}) {  // instead of the register walks too
+    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, B)) << B;
+    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536, B)) << B;  // four units: the kernel takes it
+    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560, B)) << B;  // ten units
+  }
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 0));
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896, 32));    // two units: the runtime count's walk
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));     // no tensor-core shape
 }
