@@ -878,11 +878,10 @@ int down_tc_slices(int hidden, int intermediate) {
   return 0;
 }
 
-bool down_tc_pairs_fit(int hidden, int intermediate, int batch) {
+bool down_tc_pairs_fit(int hidden, int intermediate) {
   const int slices = down_tc_slices(hidden, intermediate);
-  if (slices <= 0 || batch < 1) return false;
+  if (slices <= 0) return false;
   DownParams p{};
-  p.batch = batch;
   p.scales_narrow = p.pair_warps = p.tiled = 1;
   const int units = intermediate / kUnit / slices;
   return paired_walk(p, units, true);

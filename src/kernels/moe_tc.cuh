@@ -63,10 +63,10 @@ namespace wd::kernels {
 int down_tc_slices(int hidden, int intermediate);
 
 // Whether moe_down_tc can take its paired general walk (DownParams::
-// pair_warps) at this shape and batch: 1, 4 or 10 units of I a warp (at any
-// batch, instead of the register walks too), given MXFP8 weights from the
-// tiled copy with narrow scales (which the launch checks).
-bool down_tc_pairs_fit(int hidden, int intermediate, int batch);
+// pair_warps) at this shape: 1, 4 or 10 units of I a warp, at any batch
+// (instead of the register walks too), given MXFP8 weights from the tiled
+// copy with narrow scales (which the launch checks).
+bool down_tc_pairs_fit(int hidden, int intermediate);
 
 bool tensor_core_shape_ok(int hidden, int intermediate);
 

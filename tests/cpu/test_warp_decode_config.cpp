@@ -119,14 +119,11 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
     EXPECT_FALSE(pairs(s30, B, WeightFormat::kMXFP8, KernelFamily::kScalar)) << B;
     EXPECT_FALSE(pairs(s235, B, WeightFormat::kMXFP8)) << B;  // four units a warp
   }
-  for (int B : {1, 8, 16, 17, 256}) {  // instead of the register walks too
-    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768, B)) << B;
-    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536, B)) << B;  // four units: the kernel takes it
-    EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560, B)) << B;  // ten units
-  }
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(2048, 768, 0));
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896, 32));    // two units: the runtime count's walk
-  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96, 32));     // no tensor-core shape
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(2048, 768));
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(4096, 1536));  // four units: the kernel takes it
+  EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560));  // ten units
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896));   // two units: the runtime count's walk
+  EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8

@@ -16,6 +16,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/bandwidth.cuh"
+#include "kernels/moe_tc.cuh"
 #include "classical_path.h"
 #include "moe_bench.h"
 #include "tools/warpdecode/batch_list.h"
@@ -99,8 +100,14 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.tc_tiled_gate_up = d.tc_tiled_gate_up;
         add(c);
       }
-  // The tensor cores: down's paired general walk on and off.
-  if (d.tensor_cores) { auto c = d; c.tc_down_pairs = !d.tc_down_pairs; add(c); }
+  // The tensor cores: down's paired general walk on and off, where the kernel
+  // takes it (elsewhere "/pairs" would label the one-warp walk).
+  if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
+      kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
+    auto c = d;
+    c.tc_down_pairs = !d.tc_down_pairs;
+    add(c);
+  }
   // MXFP8: the default without the tiled down weights.
   if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
   // MXFP8 with --tiled-gate-up: gate_up on the tiled copy and on the canonical.
