@@ -28,6 +28,12 @@
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
+#     pairs: no tests: down's paired walk beside the one-warp walk, MXFP8 tiled-only,
+#            qwen3-30b-a3b at B = 1-64 and (PAIRS_PRESETS_BIG, empty for none) the two
+#            larger presets, two rounds (PAIRS_ROUNDS) of each binary in PAIRS_BINS
+#            ("main=.gpu-bin/warpdecode nw=.gpu-bin/warpdecode_nw": the chain-only
+#            diagnostic of bench/results/warp/s59/nw-diagnostic.patch beside it), the
+#            table in $OUT/pairs.md (scripts/pairs_summary.py)
 #     everyb: bench-moe at every batch (EVERYB_BATCHES, default 1-64; EVERYB_PRESETS,
 #            default qwen3-30b-a3b; EVERYB_FORMATS, default mxfp8,bf16), tiled-only,
 #            no tests: % of the read bandwidth per B, and every B slower than a larger
@@ -90,8 +96,8 @@ SUMMARY=()
 START=$(date +%s)
 # The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
 # PDL hand-off, wgmma FP8 accumulation): every mode but quick, which must fit
-# in one device call, and tune; MICRO=1 or 0 overrides.
-MICRO=${MICRO:-$([ "$MODE" = quick ] || [ "$MODE" = tune ] && echo 0 || echo 1)}
+# in one device call, tune and pairs; MICRO=1 or 0 overrides.
+MICRO=${MICRO:-$(case "$MODE" in quick | tune | pairs) echo 0 ;; *) echo 1 ;; esac)}
 note() { SUMMARY+=("$1"); }
 # The warp-decode GPU tests alone (sweep and compare modes).
 warp_tests() {
@@ -423,6 +429,35 @@ if [ "$MODE" = everyb ]; then
   note "every-b       rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/every-b.json"
   grep -E "^# measured" "$LOG/every-b.log"
   python3 scripts/every_b_summary.py "$OUT/every-b.json"
+  finish
+fi
+
+if [ "$MODE" = pairs ]; then
+  # down's paired walk beside the one-warp walk (docs/PERF_LOG.md, sessions
+  # 58-59), MXFP8 tiled-only: each default with its /pairs twin, PAIRS_ROUNDS
+  # (default 2) interleaved rounds of every binary in PAIRS_BINS ("label=path
+  # ...", default this build's), then scripts/pairs_summary.py -> $OUT/pairs.md.
+  runs=()
+  for r in $(seq 1 "${PAIRS_ROUNDS:-2}"); do
+    for spec in ${PAIRS_BINS:-main=$BIN/warpdecode}; do
+      label=${spec%%=*} exe=${spec#*=} t0=$(date +%s)
+      "$exe" bench-moe --preset qwen3-30b-a3b --format mxfp8 --tiled-only --no-classical --no-router --stages --sweep \
+        --sweep-filter tc/ef/pdl/tiled/tgu --batch "${PAIRS_BATCHES_30B:-1,8,16,17,24,32,40,48,56,64}" \
+        --json "$LOG/pairs-$label-30b-$r.json" >"$LOG/pairs-$label-30b-$r.log" 2>&1
+      note "pairs 30b     $label round $r rc=$? ($(( $(date +%s) - t0 )) s)"
+      runs+=("$label=$LOG/pairs-$label-30b-$r.json")
+      [ -n "${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}" ] || continue
+      t0=$(date +%s)
+      "$exe" bench-moe --preset "${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}" --format mxfp8 --tiled-only \
+        --no-classical --no-router --stages --sweep --sweep-filter /pairs --batch "${PAIRS_BATCHES_BIG:-1,8,16,32,64}" \
+        --json "$LOG/pairs-$label-big-$r.json" >"$LOG/pairs-$label-big-$r.log" 2>&1
+      note "pairs big     $label round $r rc=$? ($(( $(date +%s) - t0 )) s)"
+      runs+=("$label=$LOG/pairs-$label-big-$r.json")
+    done
+  done
+  existing=()
+  for run in "${runs[@]}"; do [ -s "${run#*=}" ] && existing+=("$run"); done
+  python3 scripts/pairs_summary.py "${existing[@]}" | tee "$OUT/pairs.md"
   finish
 fi
 
