@@ -437,7 +437,7 @@ if [ "$MODE" = pairs ]; then
   # 58-59), MXFP8 tiled-only: each default with its /pairs twin, PAIRS_ROUNDS
   # (default 2) interleaved rounds of every binary in PAIRS_BINS ("label=path
   # ...", default this build's), then scripts/pairs_summary.py -> $OUT/pairs.md.
-  runs=()
+  runs=() big=${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}
   for r in $(seq 1 "${PAIRS_ROUNDS:-2}"); do
     for spec in ${PAIRS_BINS:-main=$BIN/warpdecode}; do
       label=${spec%%=*} exe=${spec#*=} t0=$(date +%s)
@@ -446,9 +446,9 @@ if [ "$MODE" = pairs ]; then
         --json "$LOG/pairs-$label-30b-$r.json" >"$LOG/pairs-$label-30b-$r.log" 2>&1
       note "pairs 30b     $label round $r rc=$? ($(( $(date +%s) - t0 )) s)"
       runs+=("$label=$LOG/pairs-$label-30b-$r.json")
-      [ -n "${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}" ] || continue
+      [ -n "$big" ] || continue
       t0=$(date +%s)
-      "$exe" bench-moe --preset "${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}" --format mxfp8 --tiled-only \
+      "$exe" bench-moe --preset "$big" --format mxfp8 --tiled-only \
         --no-classical --no-router --stages --sweep --sweep-filter /pairs --batch "${PAIRS_BATCHES_BIG:-1,8,16,32,64}" \
         --json "$LOG/pairs-$label-big-$r.json" >"$LOG/pairs-$label-big-$r.log" 2>&1
       note "pairs big     $label round $r rc=$? ($(( $(date +%s) - t0 )) s)"

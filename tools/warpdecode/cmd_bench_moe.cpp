@@ -100,8 +100,8 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.tc_tiled_gate_up = d.tc_tiled_gate_up;
         add(c);
       }
-  // The tensor cores: down's paired general walk on and off, where the kernel
-  // shape takes it (elsewhere "/pairs" would label the one-warp walk).
+  // The tensor cores: down's paired general walk on and off, where the shape
+  // takes it (elsewhere "/pairs" would label the one-warp walk).
   if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
     auto c = d;
