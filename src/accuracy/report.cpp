@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/read_file.h"
 #include "warpdecode/error.h"
 
 extern char** environ;
@@ -317,10 +318,9 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }  // namespace
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in.good()) throw FormatError(detail::concat("cannot read '", path, "'"));
+  const std::string text = read_file(path);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw FormatError(detail::concat("'", path, "' is not valid JSON: ", e.what()));
   }

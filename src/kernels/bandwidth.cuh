@@ -5,8 +5,8 @@
 // grid-stride walk was timed, and on some cards warp decode's own reads ran
 // up to 5 % faster than it: that ceiling was too low); a streaming write
 // (16-byte stores of a non-zero pattern, every byte once) and a
-// device-to-device copy. The write ceiling is the one
-// the classical path's permute stage (one row read, K rows written) answers to.
+// device-to-device copy. The write ceiling is the one the classical path's
+// permute stage (one row read, K rows written) answers to.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -65,8 +65,8 @@ struct GroupedGemmParams {
   // decoded to BF16 (exactly, scale included) on their way into the MMAs:
   // no activation quantization, a_scales unused.
   int a_bf16;
-  // TMA kernel, BF16 weights: when set, A is the
-  // tokens' own (tokens, K) matrix x and the kernel gathers the sorted rows
+  // TMA kernel, BF16 weights: when set, A is the tokens' own (tokens, K)
+  // matrix x and the kernel gathers the sorted rows
   // itself (stage 4 folded into the GEMM's loads): sorted row r is x row
   // a_rows[r] / a_rows_div, or zeros where a_rows[r] < 0 (padding).
   // a_rows holds every row of the blocks in use (the align stage's

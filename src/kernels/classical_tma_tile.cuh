@@ -1,8 +1,8 @@
 // The TMA tile of the classical grouped GEMM (GemmKernel::kTma,
 // classical_gemm.cuh): T = 8, 16, 32, 64, 80, 128 or (BF16) 144 token
-// rows, BF16, W8A8 (FP8
-// block-128 or MXFP8 weights) or W8A16 (MXFP8 weights decoded to BF16 by the
-// consumers, BF16 activations; GroupedGemmParams::a_bf16), sm_90a. Built
+// rows, BF16, W8A8 (FP8 block-128 or MXFP8 weights) or W8A16 (MXFP8
+// weights decoded to BF16 by the consumers, BF16 activations;
+// GroupedGemmParams::a_bf16), sm_90a. Built
 // for prefill (T = 128); with T sized to the tokens per expert it is the
 // default at decode batches too (ClassicalConfig::for_batch): there the
 // producer warp keeps 100-200 KB of weights in flight per SM with two TMA

@@ -3,10 +3,9 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "core/json_read.h"
+#include "core/read_file.h"
 #include "warpdecode/error.h"
 
 namespace wd::model {
@@ -19,14 +18,6 @@ constexpr uint64_t kMaxIndexBytes = 256u << 20;
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string read_small_file(const std::string& path, uint64_t limit) {
-  const MappedFile f(path);
-  if (f.size() > limit)
-    throw FormatError(path + ": " + std::to_string(f.size()) + " bytes is larger than the " +
-                      std::to_string(limit) + "-byte limit for this file");
-  return std::string(reinterpret_cast<const char*>(f.data()), f.size());
 }
 
 // A shard name from the index must be a plain file in the directory.
@@ -49,7 +40,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   c.dir_ = dir;
   const std::string index_path = dir + "/" + kIndexName;
   if (exists(index_path)) {
-    const auto index = json_read::parse(read_small_file(index_path, kMaxIndexBytes), index_path);
+    const auto index = json_read::parse(read_file(index_path, kMaxIndexBytes), index_path);
     if (!index.is_object() || !index.contains("weight_map") || !index.at("weight_map").is_object())
       throw FormatError(index_path + ": must be an object with a 'weight_map' object");
     const auto& map = index.at("weight_map");

@@ -2,10 +2,9 @@
 #include "warpdecode/model/config.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/json_read.h"
+#include "core/read_file.h"
 
 namespace wd::model {
 namespace {
@@ -201,11 +200,13 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
 
 ModelConfig load_config(const std::string& dir) {
   const std::string path = dir + "/config.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError("cannot open " + path + " (is '" + dir + "' a Hugging Face model directory?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path);
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (is '" + dir + "' a Hugging Face model directory?)");
+  }
+  return parse_config(text, path);
 }
 
 }  // namespace wd::model

@@ -16,10 +16,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw FormatError("cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    throw FormatError(path + ": not a regular file" + (err ? std::string(": ") + std::strerror(err) : ""));
+    throw FormatError("cannot stat " + path + ": " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {  // a directory opens read-only on Linux; errno says nothing here
+    ::close(fd);
+    throw FormatError(path + ": not a regular file");
   }
   size_ = size_t(st.st_size);
   if (size_ > 0) {  // mmap of 0 bytes fails; an empty file maps to nothing

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <limits>
-#include <sstream>
 
 #include "core/json_read.h"
+#include "core/read_file.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -106,11 +105,13 @@ CrossoverTable CrossoverTable::built_in() {
 }
 
 CrossoverTable CrossoverTable::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in.good()) throw FormatError("crossover table: cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  CrossoverTable t = parse(text.str(), "crossover table '" + path + "'");
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const FormatError& e) {
+    throw FormatError(std::string("crossover table: ") + e.what());
+  }
+  CrossoverTable t = parse(text, "crossover table '" + path + "'");
   t.source_ = path;
   return t;
 }

@@ -10,9 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
+#include "core/read_file.h"
 #include "warpdecode/error.h"
 
 namespace wd::tok {
@@ -45,16 +44,6 @@ bool starts_with(const std::string& s, const std::string& p) { return s.compare(
 bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError(detail::concat("cannot open ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 
 json read_json(const std::string& path) {
   try {
@@ -211,7 +200,7 @@ TokenizerConfig parse_tokenizer_config(const json& j, const std::string& path) {
   }
   const size_t slash = path.find_last_of('/');
   const std::string jinja = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "chat_template.jinja";
-  if (!c.chat_template && file_exists(jinja)) c.chat_template = read_file(jinja);
+  if (!c.chat_template && is_regular_file(jinja)) c.chat_template = read_file(jinja);
   return c;
 }
 
@@ -243,11 +232,11 @@ std::vector<TokenId> TextInterface::encode_chat(const std::vector<ChatMessage>& 
 TextInterface load_text_interface(const std::string& dir) {
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   TextInterface ti{Tokenizer::from_file(base + "tokenizer.json"), {}, {}, {}};
-  if (file_exists(base + "tokenizer_config.json")) ti.tokenizer_config = read_tokenizer_config(base + "tokenizer_config.json");
+  if (is_regular_file(base + "tokenizer_config.json")) ti.tokenizer_config = read_tokenizer_config(base + "tokenizer_config.json");
   if (ti.tokenizer_config.chat_template) ti.chat_template = classify_chat_template(*ti.tokenizer_config.chat_template);
   if (ti.tokenizer_config.add_bos_token)
     throw FormatError(detail::concat(base, "tokenizer_config.json: add_bos_token=true is not supported (Qwen adds none)"));
-  if (file_exists(base + "generation_config.json")) ti.generation = read_generation_config(base + "generation_config.json");
+  if (is_regular_file(base + "generation_config.json")) ti.generation = read_generation_config(base + "generation_config.json");
   ti.stop_token_ids = ti.generation.eos_token_ids;
   if (ti.tokenizer_config.eos_token) {
     const auto id = ti.tokenizer.token_to_id(*ti.tokenizer_config.eos_token);

@@ -4,11 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 
+#include "core/read_file.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
@@ -119,12 +118,14 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError(detail::concat("cannot open tokenizer file ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::string text;
   try {
-    return from_json(ss.str());
+    text = read_file(path);
+  } catch (const FormatError& e) {
+    throw FormatError(detail::concat("tokenizer: ", e.what()));
+  }
+  try {
+    return from_json(text);
   } catch (const FormatError& e) {
     throw FormatError(detail::concat(path, ": ", e.what()));
   }

@@ -79,8 +79,7 @@ TEST(DownTiling, RefusesShapesItCannotTile) {
 }
 
 // A view's tiled down weights: MXFP8 (weights and scales together) or BF16
-// (no scales), on a
-// shape the layout takes.
+// (no scales), on a shape the layout takes.
 TEST(DownTiling, ViewsCheckTheirTiledTensors) {
   const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
   std::vector<uint8_t> qt(w.down_q.size()), st(w.down_scales.size());

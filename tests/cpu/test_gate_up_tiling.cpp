@@ -79,8 +79,7 @@ TEST(GateUpTiling, RefusesShapesItCannotTile) {
 }
 
 // A view's tiled gate_up weights: MXFP8 (weights and scales together) or BF16
-// (no scales), on
-// a shape the layout takes.
+// (no scales), on a shape the layout takes.
 TEST(GateUpTiling, ViewsCheckTheirTiledTensors) {
   const auto w = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{}).to_mxfp8();
   std::vector<uint8_t> qt(w.gate_up_q.size()), st(w.gate_up_scales.size());

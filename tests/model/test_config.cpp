@@ -233,8 +233,8 @@ TEST(Config, LoadsFromADirectory) {
     load_config(dir + "/nope");
     FAIL();
   } catch (const FormatError& e) {
-    EXPECT_EQ(std::string(e.what()), "cannot open " + dir + "/nope/config.json (is '" + dir +
-                                         "/nope' a Hugging Face model directory?)");
+    EXPECT_EQ(std::string(e.what()), "cannot read '" + dir + "/nope/config.json': No such file or directory (is '" +
+                                         dir + "/nope' a Hugging Face model directory?)");
   }
 }
 

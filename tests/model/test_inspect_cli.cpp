@@ -137,8 +137,8 @@ TEST(InspectCli, ErrorsAreOneLineAndNonZero) {
   const std::string empty = testing::make_temp_dir("inspect_empty");
   Result r = run("inspect " + empty);
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.output, "warpdecode: error: cannot open " + empty + "/config.json (is '" + empty +
-                          "' a Hugging Face model directory?)\n");
+  EXPECT_EQ(r.output, "warpdecode: error: cannot read '" + empty + "/config.json': No such file or directory (is '" +
+                          empty + "' a Hugging Face model directory?)\n");
   testing::write_file(empty + "/config.json", testing::tiny_config_json({}));
   r = run("inspect " + empty);
   EXPECT_EQ(r.status, 1);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <dirent.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 
@@ -177,6 +178,38 @@ TEST(Safetensors, CorruptedAndTruncatedFilesGetOneClearError) {
   EXPECT_EQ(header_error(testing::raw_safetensors(
                 R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 6)),
             "(accepted)");
+}
+
+// A path that is not a readable regular file gets one clear FormatError
+// naming it, and only the reason that applies: a directory (which opens
+// read-only) must not carry a stale errno's text from an earlier call.
+// An empty file maps to nothing, and release() ignores ranges outside the
+// mapping.
+TEST(MappedFile, PathsThatAreNotRegularFilesGetOneClearError) {
+  const std::string dir = testing::make_temp_dir("mapped_file");
+  auto error_of = [](const std::string& path) -> std::string {
+    try {
+      MappedFile m(path);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  errno = ENOENT;  // what an earlier failed call would leave behind
+  EXPECT_EQ(error_of(dir), dir + ": not a regular file");
+  EXPECT_EQ(error_of(dir + "/missing"), "cannot open " + dir + "/missing: " + std::strerror(ENOENT));
+  testing::write_file(dir + "/empty", "");
+  const MappedFile empty(dir + "/empty");
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(empty.data(), nullptr);
+  empty.release(nullptr, 0);
+  testing::write_file(dir + "/bytes", "abcdefgh");
+  const MappedFile bytes(dir + "/bytes");
+  ASSERT_EQ(bytes.size(), 8u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()), 8), "abcdefgh");
+  bytes.release(bytes.data() + 4, 8);  // past the end: ignored
+  bytes.release(bytes.data(), 8);      // less than a page: nothing to drop, the bytes stay readable
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()), 8), "abcdefgh");
 }
 
 TEST(Safetensors, TheCommittedFuzzCorpusNeverCrashes) {

@@ -20,8 +20,8 @@
 // rounding, and the unrounded ones for comparison). Everything else is FP64.
 //
 // The expert stacks are converted (once, at construction, unless
-// cache_experts is off) to the format the GPU path would read (bf16: exact for a BF16 checkpoint; mxfp8; fp8-block
-// for FP8 checkpoints). The model
+// cache_experts is off) to the format the GPU path would read (bf16: exact
+// for a BF16 checkpoint; mxfp8; fp8-block for FP8 checkpoints). The model
 // reads every other weight from the mapped checkpoint: the ModelWeights and
 // its Checkpoint must outlive the model.
 #pragma once
