@@ -66,11 +66,10 @@ struct GroupedGemmParams {
   // no activation quantization, a_scales unused.
   int a_bf16;
   // TMA kernel, BF16 weights: when set, A is the tokens' own (tokens, K)
-  // matrix x and the kernel gathers the sorted rows
-  // itself (stage 4 folded into the GEMM's loads): sorted row r is x row
-  // a_rows[r] / a_rows_div, or zeros where a_rows[r] < 0 (padding).
-  // a_rows holds every row of the blocks in use (the align stage's
-  // sorted_entries, a_rows_div = K).
+  // matrix x and the kernel gathers the sorted rows itself (stage 4 folded
+  // into the GEMM's loads): sorted row r is x row a_rows[r] / a_rows_div,
+  // or zeros where a_rows[r] < 0 (padding). a_rows holds every row of the
+  // blocks in use (the align stage's sorted_entries, a_rows_div = K).
   const int32_t* a_rows;
   int a_rows_div;
   // TMA kernel, W8A16 and FP8 block-128 W8A8 at T = 128: when set, the

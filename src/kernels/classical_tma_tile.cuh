@@ -2,12 +2,11 @@
 // classical_gemm.cuh): T = 8, 16, 32, 64, 80, 128 or (BF16) 144 token
 // rows, BF16, W8A8 (FP8 block-128 or MXFP8 weights) or W8A16 (MXFP8
 // weights decoded to BF16 by the consumers, BF16 activations;
-// GroupedGemmParams::a_bf16), sm_90a. Built
-// for prefill (T = 128); with T sized to the tokens per expert it is the
-// default at decode batches too (ClassicalConfig::for_batch): there the
-// producer warp keeps 100-200 KB of weights in flight per SM with two TMA
-// instructions a slot, which the register-streaming tiles cannot
-// (docs/CLASSICAL.md, session 11).
+// GroupedGemmParams::a_bf16), sm_90a. Built for prefill (T = 128); with T
+// sized to the tokens per expert it is the default at decode batches too
+// (ClassicalConfig::for_batch): there the producer warp keeps 100-200 KB of
+// weights in flight per SM with two TMA instructions a slot, which the
+// register-streaming tiles cannot (docs/CLASSICAL.md, session 11).
 //
 // Why: the shared-memory wgmma tile (classical_gemm_impl.cuh) has every
 // thread issue cp.async copies between its MMAs and two block barriers per

@@ -3,7 +3,6 @@
 
 #include <sys/stat.h>
 
-
 #include "core/json_read.h"
 #include "core/read_file.h"
 #include "warpdecode/error.h"
