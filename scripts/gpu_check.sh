@@ -247,10 +247,11 @@ if [ "$MODE" = ab ]; then
   finish
 fi
 prebuilt_ok() {
-  # The modes without tests run the CLI alone: a .gpu-bin of warpdecode.xz
-  # (and the other side's) is enough for them, and keeps the carry small.
+  # The modes without tests run the CLI alone (under ncu for profile and
+  # source): a .gpu-bin of warpdecode.xz (and the other side's) is enough
+  # for them, and keeps the carry small.
   case "$MODE" in
-    pairs | everyb | tune) [ -x .gpu-bin/warpdecode ] || { echo "no prebuilt warpdecode in .gpu-bin"; return 1; } ;;
+    pairs | everyb | tune | profile | source) [ -x .gpu-bin/warpdecode ] || { echo "no prebuilt warpdecode in .gpu-bin"; return 1; } ;;
     *) [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; } ;;
   esac
   .gpu-bin/warpdecode --version 2>&1 || { echo "prebuilt warpdecode does not run here"; return 1; }
