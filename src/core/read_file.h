@@ -31,35 +31,59 @@ inline bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// `path` opened read-only, with its stat: the one open of the file readers
+// (read_file below, and model::MappedFile), so that each failure gets one
+// phrasing, "cannot read '<path>': <why>" (the system's reason, or "it is a
+// directory": a directory opens read-only on Linux, and errno then says
+// nothing). Closes the descriptor when it goes.
+class OpenedFile {
+ public:
+  explicit OpenedFile(const std::string& path)
+      : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw error(std::strerror(errno));
+    if (::fstat(fd_, &st_) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      throw error(std::strerror(err));
+    }
+    if (S_ISDIR(st_.st_mode)) {
+      ::close(fd_);
+      throw error("it is a directory");
+    }
+  }
+  ~OpenedFile() { ::close(fd_); }
+  OpenedFile(const OpenedFile&) = delete;
+  OpenedFile& operator=(const OpenedFile&) = delete;
+
+  int fd() const { return fd_; }
+  const struct stat& stat() const { return st_; }
+  FormatError error(const std::string& why) const { return FormatError("cannot read '" + path_ + "': " + why); }
+
+ private:
+  std::string path_;
+  int fd_;
+  struct stat st_ {};
+};
+
 // The bytes of the file at `path`, at most `limit` of them. Throws
 // FormatError "cannot read '<path>': <why>". Pipes and other non-directory
 // files are read to their end (`--table <(…)` works).
 inline std::string read_file(const std::string& path, uint64_t limit = kReadFileLimit) {
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  };
-  auto error = [&](const std::string& why) { return FormatError("cannot read '" + path + "': " + why); };
+  const OpenedFile f(path);
   const std::string limit_text = "the " + std::to_string(limit) + "-byte limit for this file";
-  const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) throw error(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw error(std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw error("it is a directory");
   std::string out;
-  if (S_ISREG(st.st_mode)) {
-    if (uint64_t(st.st_size) > limit) throw error(std::to_string(st.st_size) + " bytes, past " + limit_text);
-    out.reserve(size_t(st.st_size));
+  if (S_ISREG(f.stat().st_mode)) {
+    if (uint64_t(f.stat().st_size) > limit)
+      throw f.error(std::to_string(f.stat().st_size) + " bytes, past " + limit_text);
+    out.reserve(size_t(f.stat().st_size));
   }
   char buf[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    const ssize_t n = ::read(f.fd(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw error(std::strerror(errno));
+    if (n < 0) throw f.error(std::strerror(errno));
     if (n == 0) return out;
-    if (out.size() + size_t(n) > limit) throw error("more than " + limit_text);
+    if (out.size() + size_t(n) > limit) throw f.error("more than " + limit_text);
     out.append(buf, size_t(n));
   }
 }

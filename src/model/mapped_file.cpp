@@ -7,36 +7,22 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/read_file.h"
 #include "warpdecode/error.h"
 #include "warpdecode/model/safetensors.h"
 
 namespace wd::model {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw FormatError("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw FormatError("cannot stat " + path + ": " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {  // a directory opens read-only on Linux; errno says nothing here
-    ::close(fd);
-    throw FormatError(path + ": not a regular file");
-  }
-  size_ = size_t(st.st_size);
+  const OpenedFile f(path);
+  if (!S_ISREG(f.stat().st_mode)) throw f.error("not a regular file");
+  size_ = size_t(f.stat().st_size);
   if (size_ > 0) {  // mmap of 0 bytes fails; an empty file maps to nothing
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      throw FormatError("cannot map " + path + ": " + std::strerror(err));
-    }
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd(), 0);
+    if (p == MAP_FAILED) throw f.error(std::string("cannot map it: ") + std::strerror(errno));
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping keeps the file
-}
+}  // f closes the descriptor: the mapping keeps the file
 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);

@@ -196,8 +196,9 @@ TEST(MappedFile, PathsThatAreNotRegularFilesGetOneClearError) {
     return "(accepted)";
   };
   errno = ENOENT;  // what an earlier failed call would leave behind
-  EXPECT_EQ(error_of(dir), dir + ": not a regular file");
-  EXPECT_EQ(error_of(dir + "/missing"), "cannot open " + dir + "/missing: " + std::strerror(ENOENT));
+  EXPECT_EQ(error_of(dir), "cannot read '" + dir + "': it is a directory");
+  EXPECT_EQ(error_of(dir + "/missing"), "cannot read '" + dir + "/missing': " + std::strerror(ENOENT));
+  EXPECT_EQ(error_of("/dev/null"), "cannot read '/dev/null': not a regular file");
   testing::write_file(dir + "/empty", "");
   const MappedFile empty(dir + "/empty");
   EXPECT_EQ(empty.size(), 0u);
