@@ -24,7 +24,9 @@
 #     source: per-SASS-instruction stall samples (ncu source page, CSV) of the
 #             two kernels, qwen3-30b-a3b MXFP8 B = 1 (SOURCE_BATCH, SOURCE_FORMAT;
 #             SOURCE_FAMILY=tc for the tensor-core kernels), in logs.tar.gz
-#             (summarise one: python3 scripts/ncu_stalls.py ncu-source-down.csv)
+#             (summarise one: python3 scripts/ncu_stalls.py ncu-source-down.csv);
+#             SOURCE_BINS="main=.gpu-bin/warpdecode nw=.gpu-bin/warpdecode_nw" profiles
+#             each binary, SOURCE_KERNELS=down one kernel
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
@@ -351,12 +353,34 @@ if [ "$MODE" = source ]; then
   # SOURCE_FAMILY=tc: the tensor-core kernels (bench-moe --families times both families).
   suffix=kernel; fam=(--families)
   [ "${SOURCE_FAMILY:-scalar}" = tc ] && suffix=tc_kernel
-  for k in down gate_up; do
-    ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
-      --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
-      "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}" --calls 4 \
-      --replays 3 --no-router --no-classical "${fam[@]}" >"$LOG/ncu-source-$k.csv" 2>&1
-    note "ncu source    $k rc=$? ($(wc -l <"$LOG/ncu-source-$k.csv") lines)"
+  # SOURCE_BINS="name=exe ...": several binaries in one call (e.g. the nw
+  # diagnostic beside main); the files of a named one end in -NAME.csv.
+  # SOURCE_KERNELS: which of down and gate_up.
+  for spec in ${SOURCE_BINS:-=$BIN/warpdecode}; do
+    name=${spec%%=*} exe=${spec#*=}
+    for k in ${SOURCE_KERNELS:-down gate_up}; do
+      csv="$LOG/ncu-source-$k${name:+-$name}.csv"
+      ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
+        --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
+        "$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}" --calls 4 \
+        --replays 3 --no-router --no-classical "${fam[@]}" >"$csv" 2>&1
+      note "ncu source    $k${name:+ $name} rc=$? ($(wc -l <"$csv") lines)"
+      # Where the L1 pipe's wavefronts go: shared loads and stores, global
+      # loads (h, the weights, the bookkeeping), bank conflicts.
+      m=l1tex__data_pipe_lsu_wavefronts.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+      m+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum
+      m+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum
+      m+=,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+      m+=,l1tex__m_xbar2l1tex_read_sectors.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum
+      m+=,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed.sum,l1tex__throughput.avg.pct_of_peak_sustained_active
+      m+=,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
+      ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
+        --metrics "$m" "$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" \
+        --batch "${SOURCE_BATCH:-1}" --calls 4 --replays 3 --no-router --no-classical "${fam[@]}" \
+        >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
+      note "ncu l1        $k${name:+ $name} rc=$?"
+      grep -E "l1tex__|smsp__|gpu__time" "$LOG/ncu-l1-$k${name:+-$name}.txt" | sed "s/^/  /" | tee -a "$OUT/l1.txt"
+    done
   done
   finish
 fi
