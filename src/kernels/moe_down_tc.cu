@@ -517,7 +517,14 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       __syncwarp();  // a token's column, hence its lane, may differ in the next tile
       pair_barrier();
     };
-    // The split walk's pending fold; the lanes of columns 4-7 fold junk columns.
+    // The split walk's pending fold. Lanes q and q ^ 2 hold the same sums
+    // of columns 2(q & 1) + cc, rows g and g + 8 (hi + lo and lo + hi: the
+    // same bits), so lanes q < 2 fold row g and lanes q >= 2 row g + 8: two
+    // read-modify-writes a lane, every lane on a real column (where the
+    // tile has a token), instead of four with half the lanes on junk
+    // columns (kHalfRows). Not in the paired walk with four or ten units a
+    // warp, where ptxas then spills 8 bytes at its 80 registers.
+    constexpr bool kHalfRows = kPair == 1 || kUnits == 1;
     auto fold_pending_split = [&]() {
       float v[4];
 #pragma unroll
@@ -531,8 +538,18 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         }
         return;
       }
+      if (!kHalfRows) {
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
+        for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
+        return;
+      }
+      const bool row8 = q >= 2;
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) {
+        const int slot = pn * 8 + 2 * (q & 1) + cc;
+        float* acc = s_acc + (warp * kTile + g + (row8 ? 8 : 0)) * ga + s_ttok[slot];
+        *acc = __fmaf_rn(s_tw[slot], row8 ? v[2 + cc] : v[cc], *acc);  // a select, not a runtime index (local memory)
+      }
     };
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
       [[maybe_unused]] constexpr bool kNarrow = decltype(narrow)::value;
