@@ -353,6 +353,15 @@ if [ "$MODE" = source ]; then
   # SOURCE_FAMILY=tc: the tensor-core kernels (bench-moe --families times both families).
   suffix=kernel; fam=(--families)
   [ "${SOURCE_FAMILY:-scalar}" = tc ] && suffix=tc_kernel
+  # Where the L1 pipe's wavefronts go: shared loads and stores, global
+  # loads (h, the weights, the bookkeeping), bank conflicts.
+  m=l1tex__data_pipe_lsu_wavefronts.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+  m+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum
+  m+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum
+  m+=,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+  m+=,l1tex__m_xbar2l1tex_read_sectors.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum
+  m+=,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed.sum,l1tex__throughput.avg.pct_of_peak_sustained_active
+  m+=,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
   # SOURCE_BINS="name=exe ...": several binaries in one call (e.g. the nw
   # diagnostic beside main); the files of a named one end in -NAME.csv.
   # SOURCE_KERNELS: which of down and gate_up.
@@ -360,24 +369,14 @@ if [ "$MODE" = source ]; then
     name=${spec%%=*} exe=${spec#*=}
     for k in ${SOURCE_KERNELS:-down gate_up}; do
       csv="$LOG/ncu-source-$k${name:+-$name}.csv"
-      ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
-        --section WarpStateStats --section SourceCounters --import-source yes --page source --print-source sass --csv \
-        "$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}" --calls 4 \
-        --replays 3 --no-router --no-classical "${fam[@]}" >"$csv" 2>&1
+      # The launch profiled, and the run that makes it (both passes below).
+      pick=(--clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1)
+      run=("$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}"
+        --calls 4 --replays 3 --no-router --no-classical "${fam[@]}")
+      ncu "${pick[@]}" --section WarpStateStats --section SourceCounters --import-source yes --page source \
+        --print-source sass --csv "${run[@]}" >"$csv" 2>&1
       note "ncu source    $k${name:+ $name} rc=$? ($(wc -l <"$csv") lines)"
-      # Where the L1 pipe's wavefronts go: shared loads and stores, global
-      # loads (h, the weights, the bookkeeping), bank conflicts.
-      m=l1tex__data_pipe_lsu_wavefronts.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-      m+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum
-      m+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum
-      m+=,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
-      m+=,l1tex__m_xbar2l1tex_read_sectors.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum
-      m+=,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed.sum,l1tex__throughput.avg.pct_of_peak_sustained_active
-      m+=,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
-      ncu --clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1 \
-        --metrics "$m" "$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" \
-        --batch "${SOURCE_BATCH:-1}" --calls 4 --replays 3 --no-router --no-classical "${fam[@]}" \
-        >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
+      ncu "${pick[@]}" --metrics "$m" "${run[@]}" >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
       note "ncu l1        $k${name:+ $name} rc=$?"
       grep -E "l1tex__|smsp__|gpu__time" "$LOG/ncu-l1-$k${name:+-$name}.txt" | sed "s/^/  /" | tee -a "$OUT/l1.txt"
     done
