@@ -538,7 +538,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         }
         return;
       }
-      if (!kHalfRows) {
+      if constexpr (!kHalfRows) {
 #pragma unroll
         for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
         return;
