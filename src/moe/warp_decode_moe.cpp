@@ -272,13 +272,15 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // on H = 2048, 7.5 % at B = 16 on H = 4096) except B = 1 on H >= 4096 (3 %).
     // down's paired walk (two warps a K slice, the same bits), MXFP8 on the
     // tiled down copy where the shape gives a warp one unit of I (qwen3-30b-
-    // a3b), from the general walk's first batch (17) to 48. Measured (PERF_LOG
-    // session 58, an H100, two rounds): down −3.5 to −4.5 % and the layer
-    // −0.3 to −1.4 % at B = 17-48; at 64 down +4.4 % (its four-token tiles,
-    // where the one-warp walk takes eight), at 96-256 +21 to +32 %.
+    // a3b), at B = 16-64. Measured on an H200 (PERF_LOG session 62, three
+    // rounds, with session 61's half-row fold): the layer −1.1 to −6.4 % at
+    // B = 16-64 (down −1.7 to −14.6 %), +1.2 % at 8; on an H100 (session 61)
+    // −0.2 to −0.9 % at 17-64 (16 not measured there). Session 58, before
+    // that fold: +4.4 % down at 64 (its four-token tiles, where the one-warp
+    // walk takes eight), +21 to +32 % at 96-256.
     // One unit a warp: as many slices as 64-wide units of I (one unit always
     // has a paired walk, kernels::down_tc_pairs_fit).
-    c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch >= 17 && batch <= 48 &&
+    c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch >= 16 && batch <= 64 &&
                       kernels::down_tc_slices(shape.hidden, shape.intermediate) * 64 == shape.intermediate;
     const bool large = shape.hidden >= 4096;
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
