@@ -274,10 +274,12 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // tiled down copy where the shape gives a warp one unit of I (qwen3-30b-
     // a3b), at B = 16-64. Measured on an H200 (PERF_LOG session 62, three
     // rounds, with session 61's half-row fold): the layer −1.1 to −6.4 % at
-    // B = 16-64 (down −1.7 to −14.6 %), +1.2 % at 8; on an H100 (session 61)
-    // −0.2 to −0.9 % at 17-64 (16 not measured there). Session 58, before
-    // that fold: +4.4 % down at 64 (its four-token tiles, where the one-warp
-    // walk takes eight), +21 to +32 % at 96-256.
+    // B = 16-64 (down −1.7 to −14.6 %), +1.2 % at 8 (tiled-only weights; the
+    // down kernel reads the same tiled copy in the default upload). On an
+    // H100: the layer −0.3 to −1.4 % at 17-48 (session 58), down −0.9 % at 64
+    // (session 61); 16 and 49-63 not measured there. Before that fold
+    // (session 58): +4.4 % down at 64, +21 to +32 % at 96-256 (its
+    // four-token tiles, where the one-warp walk takes eight).
     // One unit a warp: as many slices as 64-wide units of I (one unit always
     // has a paired walk, kernels::down_tc_pairs_fit).
     c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch >= 16 && batch <= 64 &&
