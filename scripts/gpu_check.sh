@@ -26,7 +26,8 @@
 #             SOURCE_FAMILY=tc for the tensor-core kernels), in logs.tar.gz
 #             (summarise one: python3 scripts/ncu_stalls.py ncu-source-down.csv);
 #             SOURCE_BINS="main=.gpu-bin/warpdecode nw=.gpu-bin/warpdecode_nw" profiles
-#             each binary, SOURCE_KERNELS=down one kernel
+#             each binary, SOURCE_KERNELS=down one kernel, SOURCE_PASSES=l1 the L1-wavefront
+#             metrics alone ($OUT/l1.txt: shared loads and stores, bank conflicts, global loads)
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
@@ -364,7 +365,8 @@ if [ "$MODE" = source ]; then
   m+=,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
   # SOURCE_BINS="name=exe ...": several binaries in one call (e.g. the nw
   # diagnostic beside main); the files of a named one end in -NAME.csv.
-  # SOURCE_KERNELS: which of down and gate_up.
+  # SOURCE_KERNELS: which of down and gate_up; SOURCE_PASSES: which of the
+  # two ncu passes ("source l1" by default; "l1" alone is the cheaper one).
   for spec in ${SOURCE_BINS:-=$BIN/warpdecode}; do
     name=${spec%%=*} exe=${spec#*=}
     for k in ${SOURCE_KERNELS:-down gate_up}; do
@@ -373,12 +375,16 @@ if [ "$MODE" = source ]; then
       pick=(--clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1)
       run=("$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}"
         --calls 4 --replays 3 --no-router --no-classical "${fam[@]}")
-      ncu "${pick[@]}" --section WarpStateStats --section SourceCounters --import-source yes --page source \
-        --print-source sass --csv "${run[@]}" >"$csv" 2>&1
-      note "ncu source    $k${name:+ $name} rc=$? ($(wc -l <"$csv") lines)"
-      ncu "${pick[@]}" --metrics "$m" "${run[@]}" >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
-      note "ncu l1        $k${name:+ $name} rc=$?"
-      grep -E "l1tex__|smsp__|gpu__time" "$LOG/ncu-l1-$k${name:+-$name}.txt" | sed "s/^/  /" | tee -a "$OUT/l1.txt"
+      if [[ " ${SOURCE_PASSES:-source l1} " == *" source "* ]]; then
+        ncu "${pick[@]}" --section WarpStateStats --section SourceCounters --import-source yes --page source \
+          --print-source sass --csv "${run[@]}" >"$csv" 2>&1
+        note "ncu source    $k${name:+ $name} rc=$? ($(wc -l <"$csv") lines)"
+      fi
+      if [[ " ${SOURCE_PASSES:-source l1} " == *" l1 "* ]]; then
+        ncu "${pick[@]}" --metrics "$m" "${run[@]}" >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
+        note "ncu l1        $k${name:+ $name} rc=$?"
+        grep -E "l1tex__|smsp__|gpu__time" "$LOG/ncu-l1-$k${name:+-$name}.txt" | sed "s/^/  /" | tee -a "$OUT/l1.txt"
+      fi
     done
   done
   finish
