@@ -367,6 +367,7 @@ if [ "$MODE" = source ]; then
   # diagnostic beside main); the files of a named one end in -NAME.csv.
   # SOURCE_KERNELS: which of down and gate_up; SOURCE_PASSES: which of the
   # two ncu passes ("source l1" by default; "l1" alone is the cheaper one).
+  passes=" ${SOURCE_PASSES:-source l1} "
   for spec in ${SOURCE_BINS:-=$BIN/warpdecode}; do
     name=${spec%%=*} exe=${spec#*=}
     for k in ${SOURCE_KERNELS:-down gate_up}; do
@@ -375,12 +376,12 @@ if [ "$MODE" = source ]; then
       pick=(--clock-control none --graph-profiling node -k regex:"moe_${k}_${suffix}" --launch-skip 20 --launch-count 1)
       run=("$exe" bench-moe --preset qwen3-30b-a3b --format "${SOURCE_FORMAT:-mxfp8}" --batch "${SOURCE_BATCH:-1}"
         --calls 4 --replays 3 --no-router --no-classical "${fam[@]}")
-      if [[ " ${SOURCE_PASSES:-source l1} " == *" source "* ]]; then
+      if [[ $passes == *" source "* ]]; then
         ncu "${pick[@]}" --section WarpStateStats --section SourceCounters --import-source yes --page source \
           --print-source sass --csv "${run[@]}" >"$csv" 2>&1
         note "ncu source    $k${name:+ $name} rc=$? ($(wc -l <"$csv") lines)"
       fi
-      if [[ " ${SOURCE_PASSES:-source l1} " == *" l1 "* ]]; then
+      if [[ $passes == *" l1 "* ]]; then
         ncu "${pick[@]}" --metrics "$m" "${run[@]}" >"$LOG/ncu-l1-$k${name:+-$name}.txt" 2>&1
         note "ncu l1        $k${name:+ $name} rc=$?"
         grep -E "l1tex__|smsp__|gpu__time" "$LOG/ncu-l1-$k${name:+-$name}.txt" | sed "s/^/  /" | tee -a "$OUT/l1.txt"
