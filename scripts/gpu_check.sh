@@ -445,7 +445,7 @@ if [ "$MODE" = compare ]; then
   warp_tests
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-      --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
+      --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.RowPairsSanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
     note "sanitizer     $tool rc=$? $(grep -E 'ERROR SUMMARY' "$LOG/sanitizer-tc-$tool.log" | head -1)"
   done
   for p in ${COMPARE_PRESETS:-qwen3-30b-a3b}; do
@@ -528,7 +528,7 @@ if [ "$MODE" != bench ]; then
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
+        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.RowPairsSanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else

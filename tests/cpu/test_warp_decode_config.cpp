@@ -99,6 +99,8 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   WarpDecodeConfig paired = tc(small, 32, WeightFormat::kMXFP8, true);
   paired.tc_down_pairs = true;
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
+  paired.tc_down_row_pairs = true;  // and its row-tile pairs
+  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs/rows2");
 }
 
 // down's paired walk (PERF_LOG sessions 58, 62): by default MXFP8 on the tiled
@@ -124,6 +126,12 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560));  // ten units
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896));   // two units: the runtime count's walk
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
+  // Row-tile pairs: one unit a warp and an even number of K slices.
+  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(2048, 768));    // 12 slices of one unit
+  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(512, 256));     // 4 of one
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(512, 192));    // 3 of one
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(4096, 1536));  // 6 of four units
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 96));     // no tensor-core shape
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8

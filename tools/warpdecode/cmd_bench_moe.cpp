@@ -106,6 +106,16 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
     auto c = d;
     c.tc_down_pairs = !d.tc_down_pairs;
+    c.tc_down_row_pairs = false;
+    add(c);
+  }
+  // With the paired walk: its row-tile pairs on and off, where the shape
+  // takes them (elsewhere "/rows2" would label the plain paired walk).
+  if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
+      kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate)) {
+    auto c = d;
+    c.tc_down_pairs = true;
+    c.tc_down_row_pairs = !(d.tc_down_pairs && d.tc_down_row_pairs);
     add(c);
   }
   // MXFP8: the default without the tiled down weights.
