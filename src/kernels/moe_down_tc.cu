@@ -817,14 +817,27 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         v = s_acc[row * ga + t];
         for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
       } else {
-        // Recomputed here, not held through the walk (80 registers).
+        // Recomputed here, not held through the walk (80 registers). The
+        // partner's values are read first, all at once (one DSMEM round
+        // trip, not one a slice), then summed with this block's in K-slice
+        // order: rank 0's slices, then rank 1's.
         const int cr = int(blockIdx.x) % kRowTiles, bs = slices / kRowTiles;
-        auto acc = [&](int s) {
-          const float* a = s_acc + (((s % bs) * kRowTiles + cr) * kTile + row) * ga + t;
-          return s / bs == cr ? *a : ld_cluster(a, s / bs);
-        };
-        v = acc(0);
-        for (int s = 1; s < slices; ++s) v += acc(s);
+        const float* own = s_acc + (cr * kTile + row) * ga + t;  // slice s: + s·kRowTiles·kTile·ga
+        const int step = kRowTiles * kTile * ga;
+        float other[kMaxSlices / 2];
+#pragma unroll
+        for (int s = 0; s < kMaxSlices / 2; ++s)
+          if (s < bs) other[s] = ld_cluster(own + s * step, 1 - cr);
+        v = 0.0f;
+#pragma unroll
+        for (int s = 0; s < kMaxSlices / 2; ++s)
+          if (s < bs) {
+            const float x = cr == 0 ? own[s * step] : other[s];
+            v = s == 0 ? x : v + x;  // the first term itself, as kRowTiles = 1 (0 + -0 would be +0)
+          }
+#pragma unroll
+        for (int s = 0; s < kMaxSlices / 2; ++s)
+          if (s < bs) v += cr == 0 ? other[s] : own[s * step];
       }
       store_down_output(p, size_t(b0 + t) * H + d_out + row, v);
     }
