@@ -159,7 +159,7 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // walks: the same bits, so that a launch may take either walk.
 //
 // kRowTiles = 2 (the paired walk with one unit a warp; launched in clusters
-// of two blocks along x, DownParams::two_row_tiles): a block's warps cover
+// of two blocks along x, DownParams::row_pairs): a block's warps cover
 // two row tiles (32 rows: its own, blockIdx.x, and its cluster partner's)
 // for half the K slices (cluster rank 0 the first half, rank 1 the second),
 // instead of one row tile for all of them. The same warps, registers and
@@ -169,8 +169,9 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // L2, which at B = 32-64 is as many bytes as the weights (each of the H/16
 // blocks reads all of h for its units). Each warp walks the same tiles with
 // the same FMAs into its own accumulators; a block then sums its own row
-// tile's 2·S/2 accumulator sets, in K-slice order, half of them read from
-// the partner's shared memory (DSMEM): the same bits as kRowTiles = 1.
+// tile's S accumulator sets (one a K slice), in K-slice order, half of them
+// read from the partner's shared memory (DSMEM): the same bits as
+// kRowTiles = 1.
 template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0, int kPair = 1,
           int kRowTiles = 1>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize * kPair, 1)

@@ -101,6 +101,8 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
   paired.tc_down_row_pairs = true;  // and its row-tile pairs
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs/rows2");
+  paired.tc_down_pairs = false;  // which apply only with the paired walk
+  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu");
 }
 
 // down's paired walk (PERF_LOG sessions 58, 62): by default MXFP8 on the tiled
