@@ -101,22 +101,20 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         add(c);
       }
   // The tensor cores: down's paired general walk on and off, where the shape
-  // takes it (elsewhere "/pairs" would label the one-warp walk).
+  // takes it (elsewhere "/pairs" would label the one-warp walk); and with
+  // it, its row-tile pairs on and off, where the shape takes them (elsewhere
+  // "/rows2" would label the plain paired walk).
   if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
     auto c = d;
     c.tc_down_pairs = !d.tc_down_pairs;
     c.tc_down_row_pairs = false;
     add(c);
-  }
-  // With the paired walk: its row-tile pairs on and off, where the shape
-  // takes them (elsewhere "/rows2" would label the plain paired walk).
-  if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
-      kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate)) {
-    auto c = d;
-    c.tc_down_pairs = true;
-    c.tc_down_row_pairs = !(d.tc_down_pairs && d.tc_down_row_pairs);
-    add(c);
+    if (kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate)) {
+      c.tc_down_pairs = true;
+      c.tc_down_row_pairs = !(d.tc_down_pairs && d.tc_down_row_pairs);
+      add(c);
+    }
   }
   // MXFP8: the default without the tiled down weights.
   if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
