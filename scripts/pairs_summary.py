@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""down's paired walk beside the one-warp walk, and its row-tile pairs beside
-the plain paired walk, from bench-moe --stages --sweep JSON.
+"""down's paired walk beside the one-warp walk, and either walk's row-tile
+pairs beside the same walk without them, from bench-moe --stages --sweep JSON.
 
     python3 scripts/pairs_summary.py LABEL=FILE [LABEL=FILE ...]
 
@@ -9,16 +9,16 @@ figure the minimum over them of the medians). For every binary, preset and
 batch the table pairs a configuration ending in "/pairs" with the same label
 without it, and prints the layer and the moe_down stage of both and the
 change (negative: the paired walk is faster); then, likewise, each
-configuration ending in "/rows2" (the paired walk's row-tile pairs) beside
-the same label without it. Used by `scripts/gpu_check.sh pairs`
-(docs/PERF_LOG.md, sessions 58-59 and 63).
+configuration ending in "/rows2" (row-tile pairs, of the one-warp walk or
+of the paired walk) beside the same label without it. Used by
+`scripts/gpu_check.sh pairs` (docs/PERF_LOG.md, sessions 58-59 and 63-64).
 """
 import collections
 import json
 import sys
 
 # (suffix, what the table's "one" and "two" columns are)
-TABLES = (("/pairs", "one-warp", "paired"), ("/rows2", "paired", "row pairs"))
+TABLES = (("/pairs", "one-warp", "paired"), ("/rows2", "walk's", "row pairs"))
 
 
 def stage_us(record, name):

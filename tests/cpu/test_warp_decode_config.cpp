@@ -101,7 +101,9 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
   paired.tc_down_row_pairs = true;  // and its row-tile pairs
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs/rows2");
-  paired.tc_down_pairs = false;  // which apply only with the paired walk
+  paired.tc_down_pairs = false;  // or the one-warp walk's
+  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/rows2");
+  paired.tc_down_row_pairs = false;
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu");
 }
 

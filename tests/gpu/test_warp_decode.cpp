@@ -719,9 +719,10 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // twice to one expert (its column-at-a-time fold), and with every token on
 // the same K experts (B tokens an expert); FP32 output against the FP64
 // reference on the small shapes. Where the shape takes them (one unit a
-// warp, an even number of K slices: I = 256's 4, qwen3-30b-a3b's 12), the
-// paired walk's row-tile pairs too (clusters of two blocks, half of each
-// row tile's sum read from the partner's shared memory): the same bits.
+// warp, an even number of K slices: I = 256's 4, qwen3-30b-a3b's 12),
+// row-tile pairs too, of the paired walk and of the one-warp walk (past B =
+// 16; clusters of two blocks, half of each row tile's sum read from the
+// partner's shared memory): the same bits.
 TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
   WD_REQUIRE_GPU();
   for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(512, 256, 20, 6), make_shape(256, 2560, 64, 8),
@@ -735,10 +736,12 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
     const WarpDecodeConfig one = tc_config(true, true, false, true, true);
     const WarpDecodeConfig two = tc_config(true, true, false, true, true, true);
     const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
+    const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
     const bool row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate);
     EXPECT_EQ(row_pairs, s.intermediate == 256 || s.intermediate == 768);
     ASSERT_NE(two.label().find("/pairs"), std::string::npos) << two.label();
     ASSERT_NE(rows2.label().find("/pairs/rows2"), std::string::npos) << rows2.label();
+    ASSERT_NE(one_rows2.label().find("/tgu/rows2"), std::string::npos) << one_rows2.label();
     const std::vector<int> batches = s.intermediate <= 256 || !small
                                          ? std::vector<int>{1, 2, 8, 9, 16, 17, 20, 31, 32, 33, 48, 64, 65, 70,
                                                             100, 128, 130, 200}
@@ -763,6 +766,9 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
           if (row_pairs) {
             const auto y_rows2 = run_experts(moe, layer, x, r, B, type, &rows2);
             EXPECT_EQ(y_rows2, y_one) << what << " row pairs" << (type == OutputType::kFP32 ? " FP32" : " BF16");
+            const auto y_one_rows2 = run_experts(moe, layer, x, r, B, type, &one_rows2);
+            EXPECT_EQ(y_one_rows2, y_one) << what << " one-warp row pairs"
+                                          << (type == OutputType::kFP32 ? " FP32" : " BF16");
           }
         }
       }
@@ -814,11 +820,12 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
 }
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh
-// (with SanitizerCase): the paired walk's row-tile pairs (I = 256: 4 K
-// slices of one unit, two a block), the cluster's barriers and its reads of
-// the partner's shared memory; one group of up to 64 tokens (B = 1, 9 with
-// a duplicate, 32) and one of 128, two mask words (70); its outputs those of
-// the one-warp walk, bit for bit.
+// (with SanitizerCase): row-tile pairs of the paired walk and of the
+// one-warp walk (I = 256: 4 K slices of one unit, two a block), the
+// cluster's barriers and its reads of the partner's shared memory; one group
+// of up to 64 tokens (B = 1, 9 with a duplicate, 32; the one-warp walk's
+// row pairs from B = 17: 32, 33 with a duplicate) and one of 128, two mask
+// words (70); their outputs those of the one-warp walk, bit for bit.
 TEST(WarpDecodeTensorCores, RowPairsSanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s3 = make_shape(512, 256, 20, 6);
@@ -826,14 +833,17 @@ TEST(WarpDecodeTensorCores, RowPairsSanitizerCase) {
   WarpDecodeMoe moe3(s3, 70);
   const WarpDecodeConfig one = tc_config(true, true, false, true, true);
   const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
+  const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
   ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s3.hidden, s3.intermediate));
-  for (int B : {1, 9, 32, 70}) {
+  for (int B : {1, 9, 32, 33, 70}) {
     const auto x = synthetic_input(B, s3.hidden, fresh_seed(), InputKind::kGaussian);
     auto r = random_routing(B, s3.experts, s3.top_k, fresh_seed());
-    if (B == 9) r.ids[1] = r.ids[0];
-    EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &rows2),
-              run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one))
-        << "B=" << B;
+    if (B == 9 || B == 33) r.ids[1] = r.ids[0];
+    const auto y_one = run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one);
+    EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &rows2), y_one) << "B=" << B;
+    if (B > 16) {
+      EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one_rows2), y_one) << "B=" << B;
+    }
   }
 }
 
