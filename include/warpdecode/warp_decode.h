@@ -155,9 +155,10 @@ struct WarpDecodeConfig {
   bool tc_down_row_pairs = false;    // tensor cores: in moe_down_tc's general walk (one-warp or, with
                                      // tc_down_pairs, paired) a block two row tiles of half the K slices, in
                                      // clusters of two blocks (half the h reads from L2), where it takes them
-                                     // (MXFP8 on the tiled copy with narrow scales, one unit of I a warp, an even
-                                     // number of K slices: kernels::down_tc_row_pairs_fit; without
-                                     // tc_down_pairs B > 16, where the register walks end); the same bits
+                                     // (MXFP8 on the tiled copy with narrow scales, an even number of K slices
+                                     // of one unit of I a warp, or one-warp of four or ten:
+                                     // kernels::down_tc_row_pairs_fit; one-warp past the register walks'
+                                     // batches); the same bits
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::

@@ -158,9 +158,10 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // order, in turns (pair_turn below), with the same FMAs as the one-warp
 // walks: the same bits, so that a launch may take either walk.
 //
-// kRowTiles = 2 (the general walk, one-warp or paired, with one unit a
-// warp: tiled MXFP8 with narrow scales; launched in clusters of two blocks
-// along x, DownParams::row_pairs): a block's warps cover
+// kRowTiles = 2 (the general walk of tiled MXFP8 with narrow scales: the
+// one-warp walk with 1, 4 or 10 units a warp, the paired walk with one;
+// launched in clusters of two blocks along x, DownParams::row_pairs;
+// row_pairs_walk()): a block's warps cover
 // two row tiles (32 rows: its own, blockIdx.x, and its cluster partner's)
 // for half the K slices (cluster rank 0 the first half, rank 1 the second),
 // instead of one row tile for all of them. The same warps, registers and
@@ -180,8 +181,10 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   static_assert(kPair == 1 || (kPair == 2 && kMx8 && kTiled && kRegTok == 0 && kNarrowOnly &&
                                 (kUnits == 1 || kUnits == 4 || kUnits == 10)),
                 "kPair = 2: tiled MXFP8 weights with narrow scales, 1, 4 or 10 units a warp, the general walk");
-  static_assert(kRowTiles == 1 || (kRowTiles == 2 && kMx8 && kTiled && kNarrowOnly && kUnits == 1 && kRegTok == 0),
-                "kRowTiles = 2: the general walk of tiled MXFP8 with narrow scales, one unit a warp");
+  static_assert(kRowTiles == 1 || (kRowTiles == 2 && kMx8 && kTiled && kNarrowOnly && kRegTok == 0 &&
+                                    (kUnits == 1 || (kPair == 1 && (kUnits == 4 || kUnits == 10)))),
+                "kRowTiles = 2: the general walk of tiled MXFP8 with narrow scales, one unit a warp, or one-warp "
+                "with four or ten");
   const int units = kUnits > 0 ? kUnits : units_arg;
   // The general walk folds each tile one tile late (below), except in the
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
@@ -894,10 +897,14 @@ bool paired_walk(const DownParams& p, int units, bool mx8) {
   return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units);
 }
 
-// Whether the general walk (one-warp or paired) takes row-tile pairs
-// (kRowTiles = 2): one unit a warp and an even number of K slices (H / 16
-// row tiles is even: H % 256 == 0).
-constexpr bool row_pairs_walk(int units, int slices) { return units == 1 && slices % 2 == 0; }
+// Whether the general walk takes row-tile pairs (kRowTiles = 2): an even
+// number of K slices (H / 16 row tiles is even: H % 256 == 0) of one unit a
+// warp, or, one-warp, of four or ten (the fixed-count general walks;
+// the paired walk with four or ten units measured 25-40 % slower than the
+// one-warp walk, session 62).
+constexpr bool row_pairs_walk(int units, int slices, bool paired) {
+  return slices % 2 == 0 && (units == 1 || (!paired && (units == 4 || units == 10)));
+}
 
 size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group, bool paired) {
   const bool split = paired || split_walk(p.batch, reg_tok, mx8);
@@ -953,7 +960,7 @@ void launch(const DownParams& p, int slices, int reg_tok, bool paired, int group
     });
   int pair = 1, cluster = 1;
   if constexpr (kMx8 && kTiled) {
-    const bool rows2 = p.row_pairs && row_pairs_walk(units, slices);
+    const bool rows2 = p.row_pairs && row_pairs_walk(units, slices, paired);
     if (paired) {
       k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2>
           : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 2>
@@ -961,9 +968,12 @@ void launch(const DownParams& p, int slices, int reg_tok, bool paired, int group
       pair = 2;
       if (rows2) k = &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2, 2>, cluster = 2;
     } else if (rows2 && p.scales_narrow && reg_tok == 0) {
-      // The one-warp general walk (B > 16 with one unit a warp); the
+      // The one-warp general walk (past the register walks' batches); the
       // register walks keep their blocks.
-      k = &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 1, 2>, cluster = 2;
+      k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 1, 2>
+          : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 1, 2>
+                       : &moe_down_tc_kernel<kMx8, kTiled, 10, true, 0, 1, 2>;
+      cluster = 2;
     }
   }
   ensure_dynamic_smem(k, smem);
@@ -994,9 +1004,9 @@ bool down_tc_pairs_fit(int hidden, int intermediate) {
   return paired_walk(p, units, true);
 }
 
-bool down_tc_row_pairs_fit(int hidden, int intermediate) {
+bool down_tc_row_pairs_fit(int hidden, int intermediate, bool paired) {
   const int slices = down_tc_slices(hidden, intermediate);
-  return down_tc_pairs_fit(hidden, intermediate) && row_pairs_walk(intermediate / kUnit / slices, slices);
+  return down_tc_pairs_fit(hidden, intermediate) && row_pairs_walk(intermediate / kUnit / slices, slices, paired);
 }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {

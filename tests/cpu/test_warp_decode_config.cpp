@@ -130,12 +130,21 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560));  // ten units
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896));   // two units: the runtime count's walk
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
-  // Row-tile pairs: one unit a warp and an even number of K slices.
-  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(2048, 768));    // 12 slices of one unit
-  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(512, 256));     // 4 of one
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(512, 192));    // 3 of one
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(4096, 1536));  // 6 of four units
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 96));     // no tensor-core shape
+  // Row-tile pairs: an even number of K slices of one unit a warp, for both walks ...
+  for (bool paired : {false, true}) {
+    EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(2048, 768, paired));   // 12 slices of one unit
+    EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(512, 256, paired));    // 4 of one
+    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(512, 192, paired));   // 3 of one
+    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 7040, paired));  // 11 of ten
+    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 96, paired));    // no tensor-core shape
+  }
+  // ... or of four or ten units, for the one-warp walk only.
+  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(4096, 1536, false));   // 6 of four units
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(4096, 1536, true));
+  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(6144, 2560, false));   // 4 of ten
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(6144, 2560, true));
+  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(256, 6400, false));    // 10 of ten
+  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 1024, false));   // 8 of two (the runtime count's walk)
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8

@@ -718,15 +718,16 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // mask words and two walks of 128, on uniform routing, with tokens routed
 // twice to one expert (its column-at-a-time fold), and with every token on
 // the same K experts (B tokens an expert); FP32 output against the FP64
-// reference on the small shapes. Where the shape takes them (one unit a
-// warp, an even number of K slices: I = 256's 4, qwen3-30b-a3b's 12),
-// row-tile pairs too, of the paired walk and of the one-warp walk (past B =
-// 16; clusters of two blocks, half of each row tile's sum read from the
-// partner's shared memory): the same bits.
+// reference on the small shapes. Where the shape takes them (an even
+// number of K slices: I = 256's 4 and qwen3-30b-a3b's 12 of one unit, both
+// walks; one-warp, I = 2560's 10 of four units and I = 6400's 10 of ten),
+// row-tile pairs too (clusters of two blocks, half of each row tile's sum
+// read from the partner's shared memory; the one-warp walk past its register
+// walks' batches): the same bits.
 TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
   WD_REQUIRE_GPU();
   for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(512, 256, 20, 6), make_shape(256, 2560, 64, 8),
-                            make_shape(256, 7040, 32, 8), preset_shape("qwen3-30b-a3b")}) {
+                            make_shape(256, 7040, 32, 8), make_shape(256, 6400, 20, 6), preset_shape("qwen3-30b-a3b")}) {
     const bool small = s.hidden <= 512;
     SCOPED_TRACE("H=" + std::to_string(s.hidden) + " I=" + std::to_string(s.intermediate));
     const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
@@ -737,8 +738,10 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
     const WarpDecodeConfig two = tc_config(true, true, false, true, true, true);
     const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
     const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
-    const bool row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate);
+    const bool row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate, true);
+    const bool one_row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate, false);
     EXPECT_EQ(row_pairs, s.intermediate == 256 || s.intermediate == 768);
+    EXPECT_EQ(one_row_pairs, row_pairs || s.intermediate == 2560 || s.intermediate == 6400);
     ASSERT_NE(two.label().find("/pairs"), std::string::npos) << two.label();
     ASSERT_NE(rows2.label().find("/pairs/rows2"), std::string::npos) << rows2.label();
     ASSERT_NE(one_rows2.label().find("/tgu/rows2"), std::string::npos) << one_rows2.label();
@@ -766,6 +769,8 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
           if (row_pairs) {
             const auto y_rows2 = run_experts(moe, layer, x, r, B, type, &rows2);
             EXPECT_EQ(y_rows2, y_one) << what << " row pairs" << (type == OutputType::kFP32 ? " FP32" : " BF16");
+          }
+          if (one_row_pairs) {
             const auto y_one_rows2 = run_experts(moe, layer, x, r, B, type, &one_rows2);
             EXPECT_EQ(y_one_rows2, y_one) << what << " one-warp row pairs"
                                           << (type == OutputType::kFP32 ? " FP32" : " BF16");
@@ -821,7 +826,8 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
 
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh
 // (with SanitizerCase): row-tile pairs of the paired walk and of the
-// one-warp walk (I = 256: 4 K slices of one unit, two a block), the
+// one-warp walk (I = 256: 4 K slices of one unit, two a block; then the
+// one-warp walk's with four and ten units a warp), the
 // cluster's barriers and its reads of the partner's shared memory; one group
 // of up to 64 tokens (B = 1, 9 with a duplicate, 32; the one-warp walk's
 // row pairs from B = 17: 32, 33 with a duplicate) and one of 128, two mask
@@ -834,7 +840,7 @@ TEST(WarpDecodeTensorCores, RowPairsSanitizerCase) {
   const WarpDecodeConfig one = tc_config(true, true, false, true, true);
   const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
   const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
-  ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s3.hidden, s3.intermediate));
+  ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s3.hidden, s3.intermediate, true));
   for (int B : {1, 9, 32, 33, 70}) {
     const auto x = synthetic_input(B, s3.hidden, fresh_seed(), InputKind::kGaussian);
     auto r = random_routing(B, s3.experts, s3.top_k, fresh_seed());
@@ -843,6 +849,23 @@ TEST(WarpDecodeTensorCores, RowPairsSanitizerCase) {
     EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &rows2), y_one) << "B=" << B;
     if (B > 16) {
       EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one_rows2), y_one) << "B=" << B;
+    }
+  }
+  // The one-warp walk's row pairs with four units a warp (I = 2560: 10 K
+  // slices) and ten (I = 6400: 10; its general walk from B = 5).
+  for (const MoeShape& s4 : {make_shape(256, 2560, 20, 6), make_shape(256, 6400, 20, 6)}) {
+    ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s4.hidden, s4.intermediate, false));
+    const Layer layer4 = Layer::make(s4, WeightFormat::kMXFP8, fresh_seed());
+    WarpDecodeMoe moe4(s4, 33);
+    for (int B : {9, 33}) {
+      const auto x = synthetic_input(B, s4.hidden, fresh_seed(), InputKind::kGaussian);
+      auto r = random_routing(B, s4.experts, s4.top_k, fresh_seed());
+      r.ids[1] = r.ids[0];
+      const auto y_one = run_experts(moe4, layer4, x, r, B, OutputType::kBF16, &one);
+      if (B > 16 || s4.intermediate == 6400) {
+        EXPECT_EQ(run_experts(moe4, layer4, x, r, B, OutputType::kBF16, &one_rows2), y_one)
+            << "I=" << s4.intermediate << " B=" << B;
+      }
     }
   }
 }

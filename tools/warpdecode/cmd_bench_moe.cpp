@@ -106,10 +106,9 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
   // (elsewhere "/rows2" would label the walk without them).
   if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
-    const bool rows2 = kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate);
     for (bool pairs : {false, true})
       for (bool row_pairs : {false, true}) {
-        if (row_pairs && !rows2) continue;
+        if (row_pairs && !kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate, pairs)) continue;
         auto c = d;
         c.tc_down_pairs = pairs;
         c.tc_down_row_pairs = row_pairs;
