@@ -533,13 +533,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // the accumulators unchanged. The paired walk: none (-1), since every
     // fold takes a turn of the pair (pair_turn).
     int pn = kPair > 1 ? -1 : 0;
+    // The warp's accumulator of row `row` for the token in tile slot `slot`
+    // (a column without a token: a junk accumulator).
+    auto acc_at = [&](int row, int slot) { return s_acc + (warp * kTile + row) * ga + s_ttok[slot]; };
     // acc[row][token] += w · v for rows g, g + 8 of the token in column
-    // 2q + cc of tile n (a junk column: a junk accumulator). The C fragment
-    // of a tile: c is row g + 8·(c/2), column 2q + c%2.
+    // 2q + cc of tile n. The C fragment of a tile: c is row g + 8·(c/2),
+    // column 2q + c%2.
     auto fold_shared = [&](int n, int cc, auto v) {
       const int slot = n * 8 + 2 * q + cc;
       const float rw = s_tw[slot];
-      float* acc = s_acc + (warp * kTile + g) * ga + s_ttok[slot];
+      float* acc = acc_at(g, slot);
       acc[0] = __fmaf_rn(rw, v(cc), acc[0]);
       acc[8 * ga] = __fmaf_rn(rw, v(2 + cc), acc[8 * ga]);
     };
@@ -596,7 +599,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) {
         const int slot = pn * 8 + 2 * (q & 1) + cc;
-        float* acc = s_acc + (warp * kTile + g + (row8 ? 8 : 0)) * ga + s_ttok[slot];
+        float* acc = acc_at(g + (row8 ? 8 : 0), slot);
         *acc = __fmaf_rn(s_tw[slot], row8 ? v[2 + cc] : v[cc], *acc);  // a select, not a runtime index (local memory)
       }
     };
