@@ -31,8 +31,7 @@
 #     sweep: warp-decode GPU tests, then every kernel configuration of
 #            bench-moe --sweep (SWEEP_PRESETS, default qwen3-30b-a3b; SWEEP_BATCHES, default 1..64),
 #            summarised as the best configurations per format and batch
-#     pairs: no tests: down's paired walk beside the one-warp walk, and either
-#            walk with row-tile pairs (/rows2) beside it without, MXFP8 tiled-only,
+#     pairs: no tests: down's paired walk beside the one-warp walk, MXFP8 tiled-only,
 #            qwen3-30b-a3b at B = 1-64 and (PAIRS_PRESETS_BIG, empty for none) the two
 #            larger presets, two rounds (PAIRS_ROUNDS) of each binary in PAIRS_BINS
 #            ("main=.gpu-bin/warpdecode nw=.gpu-bin/warpdecode_nw": the chain-only
@@ -446,7 +445,7 @@ if [ "$MODE" = compare ]; then
   warp_tests
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-      --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.RowPairsSanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
+      --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase' >"$LOG/sanitizer-tc-$tool.log" 2>&1
     note "sanitizer     $tool rc=$? $(grep -E 'ERROR SUMMARY' "$LOG/sanitizer-tc-$tool.log" | head -1)"
   done
   for p in ${COMPARE_PRESETS:-qwen3-30b-a3b}; do
@@ -471,8 +470,7 @@ fi
 
 if [ "$MODE" = pairs ]; then
   # down's paired walk beside the one-warp walk (docs/PERF_LOG.md, sessions
-  # 58-59, 63-64), MXFP8 tiled-only: each default with its /pairs and /rows2
-  # twins (the larger presets: those with tgu/ in the label), PAIRS_ROUNDS
+  # 58-59), MXFP8 tiled-only: each default with its /pairs twin, PAIRS_ROUNDS
   # (default 2) interleaved rounds of every binary in PAIRS_BINS ("label=path
   # ...", default this build's), then scripts/pairs_summary.py -> $OUT/pairs.md.
   runs=() big=${PAIRS_PRESETS_BIG-qwen3-235b-a22b,qwen3-coder-480b-a35b}
@@ -487,7 +485,7 @@ if [ "$MODE" = pairs ]; then
       [ -n "$big" ] || continue
       t0=$(date +%s)
       "$exe" bench-moe --preset "$big" --format mxfp8 --tiled-only \
-        --no-classical --no-router --stages --sweep --sweep-filter tgu/ --batch "${PAIRS_BATCHES_BIG:-1,8,16,32,64}" \
+        --no-classical --no-router --stages --sweep --sweep-filter /pairs --batch "${PAIRS_BATCHES_BIG:-1,8,16,32,64}" \
         --json "$LOG/pairs-$label-big-$r.json" >"$LOG/pairs-$label-big-$r.log" 2>&1
       note "pairs big     $label round $r rc=$? ($(( $(date +%s) - t0 )) s)"
       runs+=("$label=$LOG/pairs-$label-big-$r.json")
@@ -530,7 +528,7 @@ if [ "$MODE" != bench ]; then
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \
-        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.RowPairsSanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
+        --gtest_filter='WarpDecode.SanitizerCase:WarpDecodeTensorCores.SanitizerCase:WarpDecodeTensorCores.TiledOnly*:GpuFormats.*Tiling*' >"$LOG/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer     $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer-$tool.log" | tr '\n' ' ')"
     else

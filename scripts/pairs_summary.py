@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""down's paired walk beside the one-warp walk, and either walk's row-tile
-pairs beside the same walk without them, from bench-moe --stages --sweep JSON.
+"""down's paired walk beside the one-warp walk, from bench-moe --stages --sweep JSON.
 
     python3 scripts/pairs_summary.py LABEL=FILE [LABEL=FILE ...]
 
@@ -8,17 +7,14 @@ Each FILE is one round of one binary (a label repeated: several rounds, each
 figure the minimum over them of the medians). For every binary, preset and
 batch the table pairs a configuration ending in "/pairs" with the same label
 without it, and prints the layer and the moe_down stage of both and the
-change (negative: the paired walk is faster); then, likewise, each
-configuration ending in "/rows2" (row-tile pairs, of the one-warp walk or
-of the paired walk) beside the same label without it. Used by
-`scripts/gpu_check.sh pairs` (docs/PERF_LOG.md, sessions 58-59 and 63-64).
+change (negative: the paired walk is faster). Used by `scripts/gpu_check.sh
+pairs` (docs/PERF_LOG.md, sessions 58-59).
 """
 import collections
 import json
 import sys
 
-# (suffix, what the table's "one" and "two" columns are)
-TABLES = (("/pairs", "one-warp", "paired"), ("/rows2", "walk's", "row pairs"))
+SUFFIX = "/pairs"
 
 
 def stage_us(record, name):
@@ -57,29 +53,22 @@ def main(argv):
     for label, card in cards.items():
         print(f"{label}: {card}")
     print()
+    print("| binary | preset | B | one-warp config | layer µs | down µs | paired layer | paired down | layer | down |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = 0
-    for suffix, one_name, two_name in TABLES:
-        table = []
-        for (label, preset, batch, config) in sorted(figures):
-            if not config.endswith(suffix):
-                continue
-            one = (label, preset, batch, config[: -len(suffix)])
-            two = (label, preset, batch, config)
-            if one not in figures:
-                continue
-            l1, d1, l2, d2 = best(one, 0), best(one, 1), best(two, 0), best(two, 1)
-            table.append(f"| {label} | {preset} | {batch} | {one[3]} | {us(l1)} | {us(d1)} | {us(l2)} | {us(d2)} | "
-                         f"{pct(l2, l1)} | {pct(d2, d1)} |")
-        if not table:
+    for (label, preset, batch, config) in sorted(figures):
+        if not config.endswith(SUFFIX):
             continue
-        print(f"| binary | preset | B | {one_name} config | layer µs | down µs | {two_name} layer | "
-              f"{two_name} down | layer | down |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        print("\n".join(table))
-        print()
-        rows += len(table)
+        one = (label, preset, batch, config[: -len(SUFFIX)])
+        two = (label, preset, batch, config)
+        if one not in figures:
+            continue
+        l1, d1, l2, d2 = best(one, 0), best(one, 1), best(two, 0), best(two, 1)
+        print(f"| {label} | {preset} | {batch} | {one[3]} | {us(l1)} | {us(d1)} | {us(l2)} | {us(d2)} | "
+              f"{pct(l2, l1)} | {pct(d2, d1)} |")
+        rows += 1
     if rows == 0:
-        sys.exit("pairs_summary.py: no configuration with its /pairs or /rows2 twin in these files")
+        sys.exit("pairs_summary.py: no configuration with its /pairs twin in these files")
 
 
 if __name__ == "__main__":

@@ -124,8 +124,7 @@ const char* to_string(KernelFamily f);
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
 // (tensor_cores = true; only programmatic_launch, evict_first,
-// tc_deep_loads, tc_tiled_down, tc_tiled_gate_up, tc_down_pairs and
-// tc_down_row_pairs apply). All
+// tc_deep_loads, tc_tiled_down, tc_tiled_gate_up and tc_down_pairs apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -152,13 +151,6 @@ struct WarpDecodeConfig {
   bool tc_down_pairs = false;        // tensor cores: moe_down_tc's general walk with two warps a K slice where
                                      // it takes them (MXFP8 on the tiled copy with narrow scales, 1, 4 or 10
                                      // units of I a warp, any B: kernels::down_tc_pairs_fit); the same bits
-  bool tc_down_row_pairs = false;    // tensor cores: in moe_down_tc's general walk (one-warp or, with
-                                     // tc_down_pairs, paired) a block two row tiles of half the K slices, in
-                                     // clusters of two blocks (half the h reads from L2), where it takes them
-                                     // (MXFP8 on the tiled copy with narrow scales, an even number of K slices
-                                     // of one unit of I a warp, or one-warp of four or ten:
-                                     // kernels::down_tc_row_pairs_fit; one-warp past the register walks'
-                                     // batches); the same bits
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::

@@ -67,8 +67,6 @@ struct DownParams {
   int tiled;               // moe_down_tc, MXFP8: weights and scales in the tiled layout (warpdecode/down_tiling.h)
   int scales_narrow;       // moe_down_tc, MXFP8: every scale code <= kMxNarrowMaxCode (MoeWeightsView::mx_scales_narrow)
   int pair_warps;          // moe_down_tc: two warps a K slice in the general walk where it takes them (paired_walk())
-  int row_pairs;           // moe_down_tc's general walk (one-warp or paired): a block two row tiles of half
-                           // the K slices, in clusters of two blocks, where it takes them (down_tc_row_pairs_fit())
 };
 
 // The most shared memory moe_down stages h in (bytes).

@@ -11,7 +11,6 @@
 #include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/moe_down_store.cuh"
-#include "kernels/tma.cuh"
 #include "warpdecode/down_tiling.h"
 
 namespace wd::kernels {
@@ -40,24 +39,6 @@ constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of
 // alone, so that the bits do not depend on the card (another card runs the
 // same grid in more or fewer waves).
 constexpr long kDownWaveWarps = 132 * 12;
-
-// kRowTiles = 2's cluster of two blocks: its barrier, and a read of the
-// partner's shared memory (sm_90+, the only targets of this file).
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  tma::cluster_sync();
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ float ld_cluster(const float* p, int rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return tma::ld_cluster(p, uint32_t(rank));
-#else
-  __trap();
-  return 0.0f;
-#endif
-}
 
 // One work item of a warp: one unit (16 rows × 64 elements of I) of one
 // expert for one n8 tile of its tokens. Per lane: 16 elements of rows g and
@@ -157,34 +138,12 @@ __host__ __device__ constexpr int h_offset(int q, int m) {
 // and folds into the slice's one set of shared-memory accumulators in tile
 // order, in turns (pair_turn below), with the same FMAs as the one-warp
 // walks: the same bits, so that a launch may take either walk.
-//
-// kRowTiles = 2 (the general walk of tiled MXFP8 with narrow scales: the
-// one-warp walk with 1, 4 or 10 units a warp, the paired walk with one;
-// launched in clusters of two blocks along x, DownParams::row_pairs;
-// row_pairs_walk()): a block's warps cover
-// two row tiles (32 rows: its own, blockIdx.x, and its cluster partner's)
-// for half the K slices (cluster rank 0 the first half, rank 1 the second),
-// instead of one row tile for all of them. The same warps, registers and
-// shared memory a block, the same grid; but a block reads h for half the
-// slices, and its two row tiles' warps of one slice read the same h lines
-// at about the same time (L1 serves the second): half the h traffic from
-// L2, which at B = 32-64 is as many bytes as the weights (each of the H/16
-// blocks reads all of h for its units). Each warp walks the same tiles with
-// the same FMAs into its own accumulators; a block then sums its own row
-// tile's S accumulator sets (one a K slice), in K-slice order, half of them
-// read from the partner's shared memory (DSMEM): the same bits as
-// kRowTiles = 1.
-template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0, int kPair = 1,
-          int kRowTiles = 1>
+template <bool kMx8, bool kTiled, int kUnits, bool kNarrowOnly = false, int kRegTok = 0, int kPair = 1>
 __global__ void __launch_bounds__(kMaxSlices * kWarpSize * kPair, 1)
 moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int group) {
   static_assert(kPair == 1 || (kPair == 2 && kMx8 && kTiled && kRegTok == 0 && kNarrowOnly &&
                                 (kUnits == 1 || kUnits == 4 || kUnits == 10)),
                 "kPair = 2: tiled MXFP8 weights with narrow scales, 1, 4 or 10 units a warp, the general walk");
-  static_assert(kRowTiles == 1 || (kRowTiles == 2 && kMx8 && kTiled && kNarrowOnly && kRegTok == 0 &&
-                                    (kUnits == 1 || (kPair == 1 && (kUnits == 4 || kUnits == 10)))),
-                "kRowTiles = 2: the general walk of tiled MXFP8 with narrow scales, one unit a warp, or one-warp "
-                "with four or ten");
   const int units = kUnits > 0 ? kUnits : units_arg;
   // The general walk folds each tile one tile late (below), except in the
   // MXFP8 kernel with the runtime unit count and the per-item scale vote,
@@ -192,21 +151,13 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   constexpr bool kLateFold = !(kMx8 && kUnits == 0);
   const int H = p.hidden, I = p.intermediate, K = p.top_k, E = p.experts;
   const int lane = threadIdx.x % kWarpSize, warp_id = threadIdx.x / kWarpSize;
-  // Accumulator sets: one per (row tile, K slice) of the block.
   const int slices = blockDim.x / kWarpSize / kPair;
-  // The warp's accumulator set, and which of its tiles it walks: n = part,
+  // The warp's K slice, and which of the slice's tiles it walks: n = part,
   // part + kPair, ...
   const int warp = kPair > 1 ? warp_id % slices : warp_id, part = kPair > 1 ? warp_id / slices : 0;
   const int g = lane / 4, q = lane % 4;
-  // kRowTiles = 2 (crank: the block's rank in its cluster): set w is row tile
-  // (blockIdx.x - crank) + w % 2, K slice crank·S/2 + w / 2; the block's
-  // outputs are row tile blockIdx.x either way.
-  const unsigned crank = kRowTiles > 1 ? blockIdx.x % kRowTiles : 0u;  // = %cluster_ctarank (clusters along x)
-  const unsigned row_tile = kRowTiles > 1 ? blockIdx.x - crank + warp % kRowTiles : blockIdx.x;
-  const int d0 = row_tile * kTile;
-  const int kslice = kRowTiles > 1 ? int(crank) * (slices / kRowTiles) + warp / kRowTiles : warp;
-  const int kw = kslice * units * kUnit;  // the warp's K range starts here
-  const int d_out = kRowTiles > 1 ? int(blockIdx.x) * kTile : d0;  // the block's output rows start here
+  const int d0 = blockIdx.x * kTile;
+  const int kw = warp * units * kUnit;  // the warp's K range starts here
   const int G = min(p.batch, group);    // tokens per group
   const int words_a_mask = mask_words(G);  // an expert's token mask: tokens 0-63, then 64-127
   const int ga = acc_stride(G);         // accumulator row: G tokens, 8 junk columns, odd
@@ -229,7 +180,7 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   constexpr uint32_t chunk_bytes = kTiled ? kDownTileBytes : 64;
   if constexpr (kTiled) {
     // Items of 64 bytes of 16 rows; a unit is kElemBytes of them.
-    const size_t item0 = (size_t(row_tile) * I + kw) * kElemBytes / kUnit;  // item (0, row_tile, kw·bytes / 64)
+    const size_t item0 = (size_t(blockIdx.x) * I + kw) * kElemBytes / kUnit;  // item (0, blockIdx.x, kw·bytes / 64)
     a_lane = w + item0 * kDownTileBytes + 16 * lane;
     if constexpr (kMx8) s_lane = p.scales + item0 * kDownTileScales + 2 * g + q / 2;
     unit_bytes = kDownTileBytes * kElemBytes, row8_bytes = 512, unit_scales = kDownTileScales, row8_scales = 16;
@@ -810,49 +761,16 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       if (items / units < pair_turns) pair_turn([] {});
       if (part == 0) pair_barrier();
     }
-    // kRowTiles = 2: the partner's accumulators are complete too.
-    if constexpr (kRowTiles > 1) cluster_sync();
-    else __syncthreads();
+    __syncthreads();
 
-    // The warps' accumulators summed in K-slice order; then the residual.
-    // kRowTiles = 2: row tile blockIdx.x's sets are 2s + crank of both
-    // blocks (s < S/2), the first S/2 slices in rank 0's shared memory, the
-    // rest in rank 1's, at the same offsets.
+    // The warps' accumulators summed in warp order; then the residual.
     for (int o = threadIdx.x; o < kTile * nb; o += blockDim.x) {
       const int row = o / nb, t = o % nb;
-      float v;
-      if constexpr (kRowTiles == 1) {
-        v = s_acc[row * ga + t];
-        for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
-      } else {
-        // Recomputed here, not held through the walk (80 registers). The
-        // partner's values are read first, all at once (one DSMEM round
-        // trip, not one a slice), then summed with this block's in K-slice
-        // order: rank 0's slices, then rank 1's.
-        const int cr = int(blockIdx.x) % kRowTiles, bs = slices / kRowTiles;
-        const float* own = s_acc + (cr * kTile + row) * ga + t;  // slice s: + s·kRowTiles·kTile·ga
-        const int step = kRowTiles * kTile * ga;
-        float other[kMaxSlices / 2];
-#pragma unroll
-        for (int s = 0; s < kMaxSlices / 2; ++s)
-          if (s < bs) other[s] = ld_cluster(own + s * step, 1 - cr);
-        v = 0.0f;
-#pragma unroll
-        for (int s = 0; s < kMaxSlices / 2; ++s)
-          if (s < bs) {
-            const float x = cr == 0 ? own[s * step] : other[s];
-            v = s == 0 ? x : v + x;  // the first term itself, as kRowTiles = 1 (0 + -0 would be +0)
-          }
-#pragma unroll
-        for (int s = 0; s < kMaxSlices / 2; ++s)
-          if (s < bs) v += cr == 0 ? other[s] : own[s * step];
-      }
-      store_down_output(p, size_t(b0 + t) * H + d_out + row, v);
+      float v = s_acc[row * ga + t];
+      for (int s = 1; s < slices; ++s) v += s_acc[(s * kTile + row) * ga + t];
+      store_down_output(p, size_t(b0 + t) * H + d0 + row, v);
     }
-    // kRowTiles = 2: and the partner has read this block's (before the next
-    // group clears them, or the block exits).
-    if constexpr (kRowTiles > 1) cluster_sync();
-    else __syncthreads();
+    __syncthreads();
   }
 }
 
@@ -898,15 +816,6 @@ int register_tokens(const DownParams& p, int units, bool mx8) {
 constexpr bool paired_units(int units) { return units == 1 || units == 4 || units == 10; }
 bool paired_walk(const DownParams& p, int units, bool mx8) {
   return p.pair_warps && p.tiled && mx8 && p.scales_narrow && paired_units(units);
-}
-
-// Whether the general walk takes row-tile pairs (kRowTiles = 2): an even
-// number of K slices (H / 16 row tiles is even: H % 256 == 0) of one unit a
-// warp, or, one-warp, of four or ten (the fixed-count general walks;
-// the paired walk with four or ten units measured 25-40 % slower than the
-// one-warp walk, session 62).
-constexpr bool row_pairs_walk(int units, int slices, bool paired) {
-  return slices % 2 == 0 && (units == 1 || (!paired && (units == 4 || units == 10)));
 }
 
 size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int group, bool paired) {
@@ -961,27 +870,18 @@ void launch(const DownParams& p, int slices, int reg_tok, bool paired, int group
       if constexpr (fixed_count(kCount, kMx8))
         if (units == kCount) k = fixed_units_kernel<kMx8, kTiled, kCount>(reg_tok);
     });
-  int pair = 1, cluster = 1;
+  int pair = 1;
   if constexpr (kMx8 && kTiled) {
-    const bool rows2 = p.row_pairs && row_pairs_walk(units, slices, paired);
     if (paired) {
       k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2>
           : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 2>
                        : &moe_down_tc_kernel<kMx8, kTiled, 10, true, 0, 2>;
       pair = 2;
-      if (rows2) k = &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 2, 2>, cluster = 2;
-    } else if (rows2 && p.scales_narrow && reg_tok == 0) {
-      // The one-warp general walk (past the register walks' batches); the
-      // register walks keep their blocks.
-      k = units == 1   ? &moe_down_tc_kernel<kMx8, kTiled, 1, true, 0, 1, 2>
-          : units == 4 ? &moe_down_tc_kernel<kMx8, kTiled, 4, true, 0, 1, 2>
-                       : &moe_down_tc_kernel<kMx8, kTiled, 10, true, 0, 1, 2>;
-      cluster = 2;
     }
   }
   ensure_dynamic_smem(k, smem);
-  launch_kernel_ex(k, dim3(p.hidden / kTile), dim3(pair * slices * kWarpSize), smem, stream,
-                   p.programmatic_launch != 0, cluster, p, units, group);
+  launch_kernel(k, dim3(p.hidden / kTile), dim3(pair * slices * kWarpSize), smem, stream, p.programmatic_launch != 0,
+                p, units, group);
 }
 
 }  // namespace
@@ -1005,11 +905,6 @@ bool down_tc_pairs_fit(int hidden, int intermediate) {
   p.scales_narrow = p.pair_warps = p.tiled = 1;
   const int units = intermediate / kUnit / slices;
   return paired_walk(p, units, true);
-}
-
-bool down_tc_row_pairs_fit(int hidden, int intermediate, bool paired) {
-  const int slices = down_tc_slices(hidden, intermediate);
-  return down_tc_pairs_fit(hidden, intermediate) && row_pairs_walk(intermediate / kUnit / slices, slices, paired);
 }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {

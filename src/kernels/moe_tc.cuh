@@ -32,14 +32,7 @@
 //   with one K unit a warp (BF16, or MXFP8 with narrow scales) or two, four
 //   or ten (MXFP8 with narrow scales), the accumulators are registers: the
 //   same FMAs, the same bits). The S accumulators are summed in warp order:
-//   y = Σ (+ residual). With the general walk's row-tile pairs
-//   (DownParams::row_pairs; S even, down_tc_row_pairs_fit) blocks run in
-//   clusters of two:
-//   each block's warps cover both blocks' row tiles for half the K ranges,
-//   so that a block reads h for half the ranges (its two row tiles' warps
-//   of one range share the lines in L1), and a block's sum takes the other
-//   half of its accumulators from the partner's shared memory, in the same
-//   order: the same bits.
+//   y = Σ (+ residual).
 //
 // Numerics, and batch invariance: y[b] = Σ over the S K ranges in warp order
 // of (Σ over b's experts in ascending id of w·tile), tile being the hi-chain
@@ -74,16 +67,6 @@ int down_tc_slices(int hidden, int intermediate);
 // (instead of the register walks too), given MXFP8 weights from the tiled
 // copy with narrow scales (which the launch checks).
 bool down_tc_pairs_fit(int hidden, int intermediate);
-
-// Whether the general walk, paired or one-warp, can take row-tile pairs
-// (DownParams::row_pairs: a block two row tiles of half the K slices, its
-// cluster partner the other half) at this shape: an even number of K slices
-// of one unit of I a warp (qwen3-30b-a3b: 12), or, one-warp only, of four
-// or ten (qwen3-235b-a22b: 6 of four; qwen3-coder-480b-a35b: 4 of ten),
-// given MXFP8 weights from the tiled copy with narrow scales (which the
-// launch checks). The one-warp walk takes them past the register walks'
-// batches (B > 16; ten units a warp B > 4), which keep their blocks.
-bool down_tc_row_pairs_fit(int hidden, int intermediate, bool paired);
 
 bool tensor_core_shape_ok(int hidden, int intermediate);
 

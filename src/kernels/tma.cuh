@@ -1,7 +1,6 @@
 // Tensor-memory-accelerator loads, shared-memory barriers and cluster
 // primitives (sm_90+), for the warp-specialised classical GEMM
-// (classical_tma_gemm.cu), the router's cluster (router.cu) and moe_down_tc's
-// row-tile pairs (moe_down_tc.cu).
+// (classical_tma_gemm.cu) and the router's cluster (router.cu).
 //
 // The protocol: a producer thread announces the bytes a stage will receive
 // (arrive_expect_tx) and issues TMA copies that complete against the same
@@ -74,21 +73,6 @@ __device__ __forceinline__ void st_cluster(uint32_t addr, uint32_t rank, float v
       "st.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
       "r"(rank), "f"(v)
       : "memory");
-}
-// The float at this block's shared-memory address p, read from cluster block
-// `rank`'s shared memory (the same offset there); a cluster barrier's release
-// and acquire order the owner's writes before it.
-__device__ __forceinline__ float ld_cluster(const float* p, uint32_t rank) {
-  const uint32_t addr = uint32_t(__cvta_generic_to_shared(p));
-  float v;
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %1, %2;\n"
-      "ld.shared::cluster.f32 %0, [remote];\n}\n"
-      : "=f"(v)
-      : "r"(addr), "r"(rank)
-      : "memory");
-  return v;
 }
 // cluster_sync in two halves, for work between them: arrive (relaxed:
 // orders nothing; e.g. "this block has started") and wait (acquire).

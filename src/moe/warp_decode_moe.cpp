@@ -329,7 +329,7 @@ std::string WarpDecodeConfig::label() const {
   if (tensor_cores)
     return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
            (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "") +
-           (tc_down_pairs ? "/pairs" : "") + (tc_down_row_pairs ? "/rows2" : "");
+           (tc_down_pairs ? "/pairs" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
@@ -463,7 +463,6 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   d.stage_h = config.down_stage_h ? 1 : 0;
   d.scales_narrow = w.mx_scales_narrow ? 1 : 0;
   d.pair_warps = config.tensor_cores && config.tc_down_pairs ? 1 : 0;
-  d.row_pairs = config.tensor_cores && config.tc_down_row_pairs ? 1 : 0;
   if (which == Kernels::kGateUp) return;
   if (which == Kernels::kDown) d.programmatic_launch = 0;
   if (config.tensor_cores) {

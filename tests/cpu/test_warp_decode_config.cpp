@@ -99,12 +99,6 @@ TEST(WarpDecodeConfig, TensorCoreDeepLoadsForMxfp8ByShapeBatchAndGateUpCopy) {
   WarpDecodeConfig paired = tc(small, 32, WeightFormat::kMXFP8, true);
   paired.tc_down_pairs = true;
   EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs");
-  paired.tc_down_row_pairs = true;  // and its row-tile pairs
-  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/pairs/rows2");
-  paired.tc_down_pairs = false;  // or the one-warp walk's
-  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu/rows2");
-  paired.tc_down_row_pairs = false;
-  EXPECT_EQ(paired.label(), "tc/ef/pdl/tiled/tgu");
 }
 
 // down's paired walk (PERF_LOG sessions 58, 62): by default MXFP8 on the tiled
@@ -130,21 +124,6 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   EXPECT_TRUE(wd::kernels::down_tc_pairs_fit(6144, 2560));  // ten units
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(512, 896));   // two units: the runtime count's walk
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
-  // Row-tile pairs: an even number of K slices of one unit a warp, for both walks ...
-  for (bool paired : {false, true}) {
-    EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(2048, 768, paired));   // 12 slices of one unit
-    EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(512, 256, paired));    // 4 of one
-    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(512, 192, paired));   // 3 of one
-    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 7040, paired));  // 11 of ten
-    EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 96, paired));    // no tensor-core shape
-  }
-  // ... or of four or ten units, for the one-warp walk only.
-  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(4096, 1536, false));   // 6 of four units
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(4096, 1536, true));
-  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(6144, 2560, false));   // 4 of ten
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(6144, 2560, true));
-  EXPECT_TRUE(wd::kernels::down_tc_row_pairs_fit(256, 6400, false));    // 10 of ten
-  EXPECT_FALSE(wd::kernels::down_tc_row_pairs_fit(256, 1024, false));   // 8 of two (the runtime count's walk)
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/device_buffer.h"
-#include "kernels/moe_tc.cuh"
 #include "kernels/router.cuh"
 #include "tests/gpu/gpu_test_util.h"
 #include "warpdecode/classical.h"
@@ -113,12 +112,10 @@ const char* name(WeightFormat f) { return to_string(f); }
 // tiled: MXFP8 down weights from the tiled copy (warpdecode/down_tiling.h),
 // which DeviceMoeWeights keeps for MXFP8; the same bits either way.
 // tiled_gu: MXFP8 gate_up weights from the tiled copy (warpdecode/gate_up_tiling.h).
-// pairs: down's paired walk; row_pairs: with its row-tile pairs (where the shape takes them).
 WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep = false, bool tiled = false,
-                           bool tiled_gu = false, bool pairs = false, bool row_pairs = false) {
+                           bool tiled_gu = false, bool pairs = false) {
   WarpDecodeConfig c;
   c.tc_down_pairs = pairs;
-  c.tc_down_row_pairs = row_pairs;
   c.tensor_cores = true;
   c.programmatic_launch = pdl;
   c.evict_first = evict_first;
@@ -718,16 +715,11 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
 // mask words and two walks of 128, on uniform routing, with tokens routed
 // twice to one expert (its column-at-a-time fold), and with every token on
 // the same K experts (B tokens an expert); FP32 output against the FP64
-// reference on the small shapes. Where the shape takes them (an even
-// number of K slices: I = 256's 4 and qwen3-30b-a3b's 12 of one unit, both
-// walks; one-warp, I = 2560's 10 of four units and I = 6400's 10 of ten),
-// row-tile pairs too (clusters of two blocks, half of each row tile's sum
-// read from the partner's shared memory; the one-warp walk past its register
-// walks' batches): the same bits.
+// reference on the small shapes.
 TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
   WD_REQUIRE_GPU();
-  for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(512, 256, 20, 6), make_shape(256, 2560, 64, 8),
-                            make_shape(256, 7040, 32, 8), make_shape(256, 6400, 20, 6), preset_shape("qwen3-30b-a3b")}) {
+  for (const MoeShape& s : {make_shape(512, 192, 20, 6), make_shape(256, 2560, 64, 8), make_shape(256, 7040, 32, 8),
+                            preset_shape("qwen3-30b-a3b")}) {
     const bool small = s.hidden <= 512;
     SCOPED_TRACE("H=" + std::to_string(s.hidden) + " I=" + std::to_string(s.intermediate));
     const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
@@ -736,16 +728,8 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
     WarpDecodeMoe moe(s, 200);
     const WarpDecodeConfig one = tc_config(true, true, false, true, true);
     const WarpDecodeConfig two = tc_config(true, true, false, true, true, true);
-    const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
-    const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
-    const bool row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate, true);
-    const bool one_row_pairs = wd::kernels::down_tc_row_pairs_fit(s.hidden, s.intermediate, false);
-    EXPECT_EQ(row_pairs, s.intermediate == 256 || s.intermediate == 768);
-    EXPECT_EQ(one_row_pairs, row_pairs || s.intermediate == 2560 || s.intermediate == 6400);
     ASSERT_NE(two.label().find("/pairs"), std::string::npos) << two.label();
-    ASSERT_NE(rows2.label().find("/pairs/rows2"), std::string::npos) << rows2.label();
-    ASSERT_NE(one_rows2.label().find("/tgu/rows2"), std::string::npos) << one_rows2.label();
-    const std::vector<int> batches = s.intermediate <= 256 || !small
+    const std::vector<int> batches = s.intermediate == 192 || !small
                                          ? std::vector<int>{1, 2, 8, 9, 16, 17, 20, 31, 32, 33, 48, 64, 65, 70,
                                                             100, 128, 130, 200}
                                          : std::vector<int>{1, 5, 9, 16, 17, 32, 64, 70};
@@ -766,15 +750,6 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
           const auto y_two = run_experts(moe, layer, x, r, B, type, &two);
           EXPECT_EQ(y_two, y_one) << what << (type == OutputType::kFP32 ? " FP32" : " BF16");
           if (small && type == OutputType::kFP32) expect_close(reference_y(layer, x, r, B), y_two, 2e-5, what);
-          if (row_pairs) {
-            const auto y_rows2 = run_experts(moe, layer, x, r, B, type, &rows2);
-            EXPECT_EQ(y_rows2, y_one) << what << " row pairs" << (type == OutputType::kFP32 ? " FP32" : " BF16");
-          }
-          if (one_row_pairs) {
-            const auto y_one_rows2 = run_experts(moe, layer, x, r, B, type, &one_rows2);
-            EXPECT_EQ(y_one_rows2, y_one) << what << " one-warp row pairs"
-                                          << (type == OutputType::kFP32 ? " FP32" : " BF16");
-          }
         }
       }
   }
@@ -791,7 +766,7 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
 // configuration asks for down's paired walk: MXFP8 at B = 32, 70 (with its
 // duplicate) and 140 take it, and in the second loop four units at B = 32
 // and ten at B = 9 (with a duplicate) and 32, so racecheck sees the pairs'
-// turns (its row-tile pairs: RowPairsSanitizerCase).
+// turns.
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
@@ -821,52 +796,6 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
         if (B == 9) r.ids[1] = r.ids[0];
         run_experts(moe, layer, x, r, B, OutputType::kBF16, &cfg);
       }
-  }
-}
-
-// Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh
-// (with SanitizerCase): row-tile pairs of the paired walk and of the
-// one-warp walk (I = 256: 4 K slices of one unit, two a block; then the
-// one-warp walk's with four and ten units a warp), the
-// cluster's barriers and its reads of the partner's shared memory; one group
-// of up to 64 tokens (B = 1, 9 with a duplicate, 32; the one-warp walk's
-// row pairs from B = 17: 32, 33 with a duplicate) and one of 128, two mask
-// words (70); their outputs those of the one-warp walk, bit for bit.
-TEST(WarpDecodeTensorCores, RowPairsSanitizerCase) {
-  WD_REQUIRE_GPU();
-  const MoeShape s3 = make_shape(512, 256, 20, 6);
-  const Layer layer3 = Layer::make(s3, WeightFormat::kMXFP8, fresh_seed());
-  WarpDecodeMoe moe3(s3, 70);
-  const WarpDecodeConfig one = tc_config(true, true, false, true, true);
-  const WarpDecodeConfig rows2 = tc_config(true, true, false, true, true, true, true);
-  const WarpDecodeConfig one_rows2 = tc_config(true, true, false, true, true, false, true);
-  ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s3.hidden, s3.intermediate, true));
-  for (int B : {1, 9, 32, 33, 70}) {
-    const auto x = synthetic_input(B, s3.hidden, fresh_seed(), InputKind::kGaussian);
-    auto r = random_routing(B, s3.experts, s3.top_k, fresh_seed());
-    if (B == 9 || B == 33) r.ids[1] = r.ids[0];
-    const auto y_one = run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one);
-    EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &rows2), y_one) << "B=" << B;
-    if (B > 16) {
-      EXPECT_EQ(run_experts(moe3, layer3, x, r, B, OutputType::kBF16, &one_rows2), y_one) << "B=" << B;
-    }
-  }
-  // The one-warp walk's row pairs with four units a warp (I = 2560: 10 K
-  // slices) and ten (I = 6400: 10; its general walk from B = 5).
-  for (const MoeShape& s4 : {make_shape(256, 2560, 20, 6), make_shape(256, 6400, 20, 6)}) {
-    ASSERT_TRUE(wd::kernels::down_tc_row_pairs_fit(s4.hidden, s4.intermediate, false));
-    const Layer layer4 = Layer::make(s4, WeightFormat::kMXFP8, fresh_seed());
-    WarpDecodeMoe moe4(s4, 33);
-    for (int B : {9, 33}) {
-      const auto x = synthetic_input(B, s4.hidden, fresh_seed(), InputKind::kGaussian);
-      auto r = random_routing(B, s4.experts, s4.top_k, fresh_seed());
-      r.ids[1] = r.ids[0];
-      const auto y_one = run_experts(moe4, layer4, x, r, B, OutputType::kBF16, &one);
-      if (B > 16 || s4.intermediate == 6400) {
-        EXPECT_EQ(run_experts(moe4, layer4, x, r, B, OutputType::kBF16, &one_rows2), y_one)
-            << "I=" << s4.intermediate << " B=" << B;
-      }
-    }
   }
 }
 

@@ -100,20 +100,13 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.tc_tiled_gate_up = d.tc_tiled_gate_up;
         add(c);
       }
-  // The tensor cores: down's general walk one-warp and paired, where the
-  // shape takes the pairs (elsewhere "/pairs" would label the one-warp
-  // walk), each with and without row-tile pairs where the shape takes them
-  // (elsewhere "/rows2" would label the walk without them).
+  // The tensor cores: down's paired general walk on and off, where the shape
+  // takes it (elsewhere "/pairs" would label the one-warp walk).
   if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
       kernels::down_tc_pairs_fit(shape.hidden, shape.intermediate)) {
-    for (bool pairs : {false, true})
-      for (bool row_pairs : {false, true}) {
-        if (row_pairs && !kernels::down_tc_row_pairs_fit(shape.hidden, shape.intermediate, pairs)) continue;
-        auto c = d;
-        c.tc_down_pairs = pairs;
-        c.tc_down_row_pairs = row_pairs;
-        add(c);  // the default itself is dropped as a repeat
-      }
+    auto c = d;
+    c.tc_down_pairs = !d.tc_down_pairs;
+    add(c);
   }
   // MXFP8: the default without the tiled down weights.
   if (d.tc_tiled_down) { auto c = d; c.tc_tiled_down = false; add(c); }
