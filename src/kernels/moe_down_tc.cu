@@ -201,14 +201,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   // walk's tiles: a tile is one expert and up to 8 of its tokens (ascending),
   // the columns of an n8 MMA tile, or up to 4 and their lo halves (the
   // by-token walk, kWalkSplit); per tile its expert, and per column the
-  // entry whose h it reads (those two walks: the half row, 2·entry + lo),
-  // the token (G + column: none) and the routing weight. The walk reads one
-  // tile's bookkeeping with independent loads, not a chain.
-  extern __shared__ unsigned long long s_tokmask[];
-  float* s_acc = reinterpret_cast<float*>(s_tokmask + words_a_mask * E);
-  int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
-  int* s_cnt = s_ids + ne_max;                        // na_max
-  int* s_tfirst = s_cnt + na_max;                     // na_max
+  // entry whose h it reads (those two walks: the half row, 2·entry + lo).
+  // Each column's token (G + column: none) and routing weight. The general
+  // walks with one unit a warp (a fold every item) keep them first in the
+  // block's shared memory, 16-byte aligned, as one 8-byte record a column,
+  // so that a fold reads its lane's two adjacent columns with one 16-byte
+  // load (col_pair; four 4-byte loads before): qwen3-30b-a3b's MXFP8 down
+  // with L2-served weights −2 to −8 % at B = 16-48 on an H100 (PERF_LOG
+  // session 65). The other kernels keep them last, t_max × 8 tokens then
+  // t_max × 8 weights: the register walks spilled at their 168 registers
+  // with the records first (sm_90a), and four units a warp (a fold every
+  // fourth item) measured 2 % slower with them. The walk reads one tile's
+  // bookkeeping with independent loads, not a chain.
+  constexpr bool kColsFirst = kRegTok == 0 && kUnits == 1;
   // The split general walk: tiles of at most four tokens (split_walk; the
   // runtime-count MXFP8 kernel, which folds at once, keeps eight).
   constexpr bool kCanSplit = kMx8 && kRegTok == 0 && kLateFold;
@@ -217,10 +222,19 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
   // hold no other walk.
   const bool split_batch = kCanSplit && (kPair > 1 || split_walk(p.batch, kRegTok, kMx8));
   const int t_max = max_tiles(ne_max, na_max, kRegTok, split_batch);
+  extern __shared__ __align__(16) unsigned long long s_dyn[];
+  // (the records, placed first, take t_max × 8 of its 8-byte words)
+  unsigned long long* s_tokmask = kColsFirst ? s_dyn + t_max * 8 : s_dyn;
+  float* s_acc = reinterpret_cast<float*>(s_tokmask + words_a_mask * E);
+  int* s_ids = reinterpret_cast<int*>(s_acc + slices * kTile * ga);
+  int* s_cnt = s_ids + ne_max;             // na_max
+  int* s_tfirst = s_cnt + na_max;          // na_max
   int* s_texp = s_tfirst + na_max;         // t_max
   int* s_tent = s_texp + t_max;            // t_max × 8
-  int* s_ttok = s_tent + t_max * 8;        // t_max × 8
-  float* s_tw = reinterpret_cast<float*>(s_ttok + t_max * 8);  // t_max × 8
+  // Column `slot`'s token at s_ttok[kColStride·slot], its weight at s_tw[kColStride·slot].
+  constexpr int kColStride = kColsFirst ? 2 : 1;
+  int* s_ttok = kColsFirst ? reinterpret_cast<int*>(s_dyn) : s_tent + t_max * 8;
+  float* s_tw = reinterpret_cast<float*>(kColsFirst ? s_ttok + 1 : s_ttok + t_max * 8);
   __shared__ uint32_t s_bits[kMaxExperts / 32];
   __shared__ int s_wpre[kMaxExperts / 32];
   __shared__ int s_na, s_tiles, s_dup;
@@ -240,8 +254,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // every tile the walk reads), so that the warp's h loads of a sparse
     // tile touch the lines of one entry, not of eight.
     for (int i = threadIdx.x; i < t_max * 8; i += blockDim.x) {
-      s_ttok[i] = G + i % 8;
-      s_tw[i] = 0.0f;
+      s_ttok[kColStride * i] = G + i % 8;
+      s_tw[kColStride * i] = 0.0f;
     }
     __syncthreads();
     // 2. Which experts, and which tokens of each.
@@ -327,8 +341,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       const TileSlot ts = quad_slot(s_tokmask, e, t);
       const int slot = (s_tfirst[rank(e)] + ts.tile()) * 8 + ts.col();
       s_tent[slot] = i;
-      s_ttok[slot] = t;
-      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+      s_ttok[kColStride * slot] = t;
+      s_tw[kColStride * slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
     // The by-token and split walks: their h entries count half rows (2i:
     // entry i's hi, 2i + 1: its lo; load_h); column a of tile n reads entry
@@ -347,8 +361,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
           if (!(tile_mask >> c & 1ull) && !(tile_mask >> (c + 4) & 1ull)) put_halves(n, c, c + 4, i);
       }
       put_halves(n, t, t ^ 4, i);
-      s_ttok[n * 8 + t] = t;
-      s_tw[n * 8 + t] = __ldg(p.route_w + size_t(b0) * K + i);
+      s_ttok[kColStride * (n * 8 + t)] = t;
+      s_tw[kColStride * (n * 8 + t)] = __ldg(p.route_w + size_t(b0) * K + i);
     }
     // The split walk.
     for (int i = threadIdx.x; i < ne && split; i += blockDim.x) {
@@ -371,8 +385,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         for (int c = min(4, s_cnt[j] - pos); c < 4; ++c) put_halves(n, c, c + 4, i);
       }
       put_halves(n, ts.col(), ts.col() + 4, i);
-      s_ttok[slot] = t;
-      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+      s_ttok[kColStride * slot] = t;
+      s_tw[kColStride * slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
     for (int i = threadIdx.x; i < ne && !quad && !by_token && !split; i += blockDim.x) {
       const int e = s_ids[i], t = i / K;
@@ -388,8 +402,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         for (int c = min(8, s_cnt[j] - pos); c < 8; ++c) s_tent[n * 8 + c] = i;
       }
       s_tent[slot] = i;
-      s_ttok[slot] = t;
-      s_tw[slot] = __ldg(p.route_w + size_t(b0) * K + i);
+      s_ttok[kColStride * slot] = t;
+      s_tw[kColStride * slot] = __ldg(p.route_w + size_t(b0) * K + i);
     }
     __syncthreads();
 
@@ -484,23 +498,51 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // the accumulators unchanged. The paired walk: none (-1), since every
     // fold takes a turn of the pair (pair_turn).
     int pn = kPair > 1 ? -1 : 0;
-    // The warp's accumulator of row `row` for the token in tile slot `slot`
-    // (a column without a token: a junk accumulator).
-    auto acc_at = [&](int row, int slot) { return s_acc + (warp * kTile + row) * ga + s_ttok[slot]; };
+    // A tile column's token and routing weight: column `slot` alone, or
+    // columns 2j and 2j + 1 of tile n at once (col_pair: one 16-byte load
+    // where the records come first, else four).
+    struct Col {
+      int tok;
+      float w;
+    };
+    struct ColPair {
+      Col c[2];
+    };
+    auto col = [&](int slot) {
+      const float w = s_tw[kColStride * slot];
+      return Col{s_ttok[kColStride * slot], w};
+    };
+    auto col_pair = [&](int n, int j) {
+      if constexpr (kColsFirst) {
+        const int4 c = reinterpret_cast<const int4*>(s_ttok)[n * 4 + j];
+        return ColPair{{{c.x, __int_as_float(c.y)}, {c.z, __int_as_float(c.w)}}};
+      } else {
+        return ColPair{{col(n * 8 + 2 * j), col(n * 8 + 2 * j + 1)}};
+      }
+    };
+    // The warp's accumulator of row `row` for token `tok` (a column without
+    // a token: a junk accumulator).
+    auto acc_at = [&](int row, int tok) { return s_acc + (warp * kTile + row) * ga + tok; };
     // acc[row][token] += w · v for rows g, g + 8 of the token in column
-    // 2q + cc of tile n. The C fragment of a tile: c is row g + 8·(c/2),
-    // column 2q + c%2.
-    auto fold_shared = [&](int n, int cc, auto v) {
-      const int slot = n * 8 + 2 * q + cc;
-      const float rw = s_tw[slot];
-      float* acc = acc_at(g, slot);
-      acc[0] = __fmaf_rn(rw, v(cc), acc[0]);
-      acc[8 * ga] = __fmaf_rn(rw, v(2 + cc), acc[8 * ga]);
+    // 2q + cc of a tile, whose token and weight are c. The C fragment of a
+    // tile: c is row g + 8·(c/2), column 2q + c%2.
+    auto fold_shared = [&](const Col& c, int cc, auto v) {
+      float* acc = acc_at(g, c.tok);
+      acc[0] = __fmaf_rn(c.w, v(cc), acc[0]);
+      acc[8 * ga] = __fmaf_rn(c.w, v(2 + cc), acc[8 * ga]);
     };
-    auto fold_pending = [&]() {
+    // Tile n's columns 2q, 2q + 1, each as fold_shared.
+    auto fold_both = [&](int n, auto v) {
+      if constexpr (kColsFirst) {
+        const ColPair cp = col_pair(n, q);
 #pragma unroll
-      for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return tile[c] + tile_lo[c]; });
+        for (int cc = 0; cc < 2; ++cc) fold_shared(cp.c[cc], cc, v);
+      } else {
+#pragma unroll
+        for (int cc = 0; cc < 2; ++cc) fold_shared(col(n * 8 + 2 * q + cc), cc, v);
+      }
     };
+    auto fold_pending = [&]() { fold_both(pn, [&](int c) { return tile[c] + tile_lo[c]; }); };
     // The walks with hi and lo in one tile: column x's hi + column x ^ 4's lo
     // (lane q ^ 2), the same sum as tile + tile_lo. All lanes call it.
     auto hi_plus_lo = [&](int c) { return tile[c] + __shfl_xor_sync(kFullMask, tile[c], 2); };
@@ -535,23 +577,25 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       if (kPair > 1 && dup) {
         // Two of the tile's columns may be one token: one column at a time
         // (the hi columns 0-3, lanes q = 0, 1), in the duplicate walk's order.
-        for (int col = 0; col < 4; ++col) {
-          if (q == col / 2) fold_shared(pn, col % 2, [&](int c) { return v[c]; });
+        for (int c = 0; c < 4; ++c) {
+          if (q == c / 2) fold_shared(col(pn * 8 + 2 * q + c % 2), c % 2, [&](int i) { return v[i]; });
           __syncwarp();
         }
         return;
       }
       if constexpr (!kHalfRows) {
-#pragma unroll
-        for (int cc = 0; cc < 2; ++cc) fold_shared(pn, cc, [&](int c) { return v[c]; });
+        fold_both(pn, [&](int c) { return v[c]; });
         return;
       }
       const bool row8 = q >= 2;
+      ColPair cp{};
+      if constexpr (kColsFirst) cp = col_pair(pn, q & 1);
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) {
-        const int slot = pn * 8 + 2 * (q & 1) + cc;
-        float* acc = acc_at(g + (row8 ? 8 : 0), slot);
-        *acc = __fmaf_rn(s_tw[slot], row8 ? v[2 + cc] : v[cc], *acc);  // a select, not a runtime index (local memory)
+        const int slot = kColStride * (pn * 8 + 2 * (q & 1) + cc);
+        float* acc = acc_at(g + (row8 ? 8 : 0), kColsFirst ? cp.c[cc].tok : s_ttok[slot]);
+        // (v: a select, not a runtime index, which would put v in local memory)
+        *acc = __fmaf_rn(kColsFirst ? cp.c[cc].w : s_tw[slot], row8 ? v[2 + cc] : v[cc], *acc);
       }
     };
     auto compute = [&](const Item<kMx8>& it, auto narrow, auto walk_kind) {
@@ -628,15 +672,15 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
 #pragma unroll
           for (int c = 0; c < 4; ++c) tile[c] += tile_lo[c];
         }
-        auto fold = [&](int cc) { fold_shared(it.n, cc, [&](int c) { return tile[c]; }); };
+        auto this_tile = [&](int c) { return tile[c]; };
         if constexpr (kRegisters) {
-          // Column 2q + cc holds one of the lane's tokens or none (s_ttok =
-          // G + column). The by-token walk: token 2q + cc (j = cc) or none.
+          // Column 2q + cc holds one of the lane's tokens or none (token G +
+          // column). The by-token walk: token 2q + cc (j = cc) or none.
 #pragma unroll
           for (int cc = 0; cc < 2; ++cc) {
-            const int slot = it.n * 8 + 2 * q + cc;
-            const float rw = s_tw[slot];
-            const int tok = s_ttok[slot];
+            const Col c = col(it.n * 8 + 2 * q + cc);
+            const float rw = c.w;
+            const int tok = c.tok;
 #pragma unroll
             for (int j = 0; j < kRegTok; ++j)
               if ((kRegTok > 2 || j == cc) && tok == lane_token(q, j)) {
@@ -647,12 +691,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
         } else if constexpr (!kDup && kLateFold) {
           pn = it.n;  // folded at the next tile's first item (or after the walk)
         } else if constexpr (!kDup) {
-          fold(0);  // the 8 columns are 8 distinct tokens or junk columns: no two lanes share an accumulator
-          fold(1);
+          fold_both(it.n, this_tile);  // 8 distinct tokens or junk columns: no two lanes share an accumulator
           __syncwarp();  // a token's column, hence its lane, may differ in the next tile
         } else {
-          for (int col = 0; col < 8; ++col) {  // two columns may be one token: one column at a time
-            if (q == col / 2) fold(col % 2);
+          for (int c = 0; c < 8; ++c) {  // two columns may be one token: one column at a time
+            if (q == c / 2) fold_shared(col(it.n * 8 + 2 * q + c % 2), c % 2, this_tile);
             __syncwarp();
           }
         }
@@ -822,7 +865,8 @@ size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int gr
   const bool split = paired || split_walk(p.batch, reg_tok, mx8);
   const int G = p.batch < group ? p.batch : group, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
-  // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight).
+  // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight)
+  // (the general walks: the (token, weight) records first).
   return size_t(p.experts) * 8 * mask_words(G) + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 +
          size_t(na) * 8 + size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
 }
