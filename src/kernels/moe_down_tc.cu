@@ -498,9 +498,11 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
     // the accumulators unchanged. The paired walk: none (-1), since every
     // fold takes a turn of the pair (pair_turn).
     int pn = kPair > 1 ? -1 : 0;
-    // A tile column's token and routing weight: column `slot` alone, or
-    // columns 2j and 2j + 1 of tile n at once (col_pair: one 16-byte load
-    // where the records come first, else four).
+    // A tile column's token and routing weight: column `slot` alone (the
+    // weight read first, as these kernels always did, so that the register
+    // walks' machine code stays the same), or columns 2j and 2j + 1 of tile n
+    // at once (col_pair: one 16-byte load; only where the records come
+    // first, kColsFirst, and called nowhere else).
     struct Col {
       int tok;
       float w;
@@ -513,12 +515,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       return Col{s_ttok[kColStride * slot], w};
     };
     auto col_pair = [&](int n, int j) {
-      if constexpr (kColsFirst) {
-        const int4 c = reinterpret_cast<const int4*>(s_ttok)[n * 4 + j];
-        return ColPair{{{c.x, __int_as_float(c.y)}, {c.z, __int_as_float(c.w)}}};
-      } else {
-        return ColPair{{col(n * 8 + 2 * j), col(n * 8 + 2 * j + 1)}};
-      }
+      const int4 c = reinterpret_cast<const int4*>(s_ttok)[n * 4 + j];
+      return ColPair{{{c.x, __int_as_float(c.y)}, {c.z, __int_as_float(c.w)}}};
     };
     // The warp's accumulator of row `row` for token `tok` (a column without
     // a token: a junk accumulator).
@@ -592,6 +590,8 @@ moe_down_tc_kernel(const __grid_constant__ DownParams p, int units_arg, int grou
       if constexpr (kColsFirst) cp = col_pair(pn, q & 1);
 #pragma unroll
       for (int cc = 0; cc < 2; ++cc) {
+        // Without the records first: the token read before the weight, as
+        // before (the four- and ten-unit kernels' machine code unchanged).
         const int slot = kColStride * (pn * 8 + 2 * (q & 1) + cc);
         float* acc = acc_at(g + (row8 ? 8 : 0), kColsFirst ? cp.c[cc].tok : s_ttok[slot]);
         // (v: a select, not a runtime index, which would put v in local memory)
@@ -866,7 +866,7 @@ size_t smem_bytes(const DownParams& p, int slices, int reg_tok, bool mx8, int gr
   const int G = p.batch < group ? p.batch : group, ne = G * p.top_k;
   const int na = p.experts < ne ? p.experts : ne;
   // Masks, accumulators, ids, counts and first tiles, then per tile its expert and 8 × (entry, token, weight)
-  // (the general walks: the (token, weight) records first).
+  // (the one-unit general walks: the (token, weight) records first).
   return size_t(p.experts) * 8 * mask_words(G) + size_t(slices) * kTile * acc_stride(G) * 4 + size_t(ne) * 4 +
          size_t(na) * 8 + size_t(max_tiles(ne, na, reg_tok, split)) * (4 + 8 * 12);
 }
