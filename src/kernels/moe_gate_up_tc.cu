@@ -72,7 +72,7 @@ template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMin
 __global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks
                                             : kTiles > 1   ? 3
                                                            : Rounds<kMx8, kDeep>::kMinBlocks)
-moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
+moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
   using C = Chunk<kMx8>;
   constexpr int kR = Rounds<kMx8, kDeep>::kChunks;
   extern __shared__ int32_t s_list[];
@@ -81,14 +81,25 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
   // The block's expert. Few entries: that of entry blockIdx.y, unless an
-  // earlier entry has it (one load, one barrier). Many (entries > 2E): the
-  // blockIdx.y-th distinct expert, so that no grid row is wasted.
+  // earlier entry has it (one load, one barrier). Many (entries > 2E, by_id):
+  // expert blockIdx.y itself. MXFP8: its first weights are in flight before
+  // any routing is read, and a block whose expert no entry routes to (E·(1 −
+  // K/E)^B of them: 10 of 128 at qwen3-30b-a3b's B = 40, 2 at 64) exits once
+  // its entry list comes back empty, below; BF16, whose first round is twice
+  // the bytes, checks first (one pass over the ids, one barrier). The
+  // blockIdx.y-th distinct expert before (a presence bitmap of all B·K ids
+  // built with shared atomics, then a scan, ahead of the first weight load)
+  // cost MXFP8's gate_up 2.0-2.6 % at B = 40-64 on an H100, and BF16's
+  // speculative round +0.5-0.7 % at B = 40-48 (PERF_LOG session 66). Which
+  // block row takes an expert changes no bits.
   int e;
-  if (by_rank) {
-    __shared__ uint32_t s_present[kMaxExperts / 32];
-    __shared__ int s_expert;
-    e = find_distinct_expert(p.ids, entries, p.experts, blockIdx.y, s_present, &s_expert);
-    if (e < 0) return;
+  if (by_id) {
+    e = blockIdx.y;
+    if constexpr (!kMx8) {
+      bool hit = false;
+      for (int i = threadIdx.x; i < entries; i += blockDim.x) hit |= __ldg(p.ids + i) == e;
+      if (!__syncthreads_or(hit)) return;
+    }
   } else {
     e = __ldg(p.ids + blockIdx.y);
     bool seen = false;
@@ -216,6 +227,7 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_rank) {
   load_a(ra, 0);  // out before the entry list is built: its latency overlaps that work
   allow_next_kernel();
   const int n = collect_entries(p.ids, entries, e, s_list, s_warp_counts);
+  if (n == 0) return;  // by_id, MXFP8: no entry routes to expert e (n is the block's)
 
   // One group of up to 8·kTiles of the expert's tokens: the K loop, then h.
   // ra holds the group's first round of weights when it is called. Lane
@@ -295,8 +307,8 @@ constexpr int kPairFromTokensPerExpert = 6;
 template <bool kMx8, bool kDeep, bool kTiled = false>
 void launch(const GateUpParams& p, cudaStream_t stream) {
   const int entries = p.batch * p.top_k;
-  const int by_rank = entries > 2 * p.experts;
-  const dim3 grid(p.intermediate / kTile, by_rank ? p.experts : entries);
+  const int by_id = entries > 2 * p.experts;
+  const dim3 grid(p.intermediate / kTile, by_id ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
   // Two-tile passes and five blocks an SM: tiled weights without deep loads
   // (whose rounds already take 168 registers).
@@ -315,7 +327,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
       }
     }
   ensure_dynamic_smem(k, smem);
-  k<<<grid, kThreads, smem, stream>>>(p, by_rank);
+  k<<<grid, kThreads, smem, stream>>>(p, by_id);
   WD_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,7 +11,8 @@
 //
 // moe_gate_up_tc: grid (I/16, B·K, or E when B·K > 2E); block 4 warps. Block
 //   y owns the expert of routing entry y if that entry is its first
-//   occurrence (as moe_gate_up), or the y-th distinct expert of the batch;
+//   occurrence (as moe_gate_up), or, with the grid of E rows, expert y
+//   itself (exiting when no entry routes to it);
 //   the block computes 16 neurons of it (gate and up rows: two m16 tiles) for
 //   its tokens, 8 at a time (one n8 tile; 16, two n8 tiles against one
 //   decoded weight fragment, for tiled weights past 6 tokens an expert on
