@@ -20,6 +20,21 @@ while [ $# -gt 0 ]; do
     *) echo "prebuild_gpu_bin.sh: unknown argument '$1' (--rev REV --as LABEL, or none)"; exit 2 ;;
   esac
 done
+# The device tool carries the working tree (tracked and untracked files that
+# git does not ignore) with .gpu-bin in at most 64 MiB, counted in disk
+# blocks (session 66: 62.5 MiB of file bytes were refused); warn here when
+# the sum is over, before a device call is spent on the refusal.
+carry_check() {
+  local kib
+  kib=$( { git ls-files -z --cached --others --exclude-standard; printf '%s\0' .gpu-bin .git-commit; } |
+    xargs -0 du -sk 2>/dev/null | awk '{ s += $1 } END { print s }')
+  if [ "${kib:-0}" -gt 65536 ]; then
+    echo "prebuild_gpu_bin.sh: the tree and .gpu-bin take $((kib / 1024)) MiB of disk blocks, over the device" \
+      "tool's 64 MiB carry: move unneeded binaries out of .gpu-bin (or old result folders out of the tree) for the call"
+  else
+    echo "carry: $((kib / 1024)) MiB of 64"
+  fi
+}
 configure() {  # source dir, build dir, commit
   cmake -S "$1" -B "$2" -G Ninja -DWD_CUDA_ARCHS=90a -DWD_STATIC_TEXT_LIBS=ON -DWD_BUILD_COMMIT="$3" >/dev/null
 }
@@ -35,6 +50,7 @@ if [ -n "$rev$label" ]; then
   xz -T0 -6 -c "$tree/build-gpubin/tools/warpdecode" > ".gpu-bin/warpdecode_$label.xz"
   rm -f ".gpu-bin/warpdecode_$label"
   du -sh ".gpu-bin/warpdecode_$label.xz"
+  carry_check
   exit 0
 fi
 git describe --always --dirty --abbrev=12 > .git-commit
@@ -51,3 +67,4 @@ for f in build-gpubin/tools/warpdecode build-gpubin/tests/warpdecode_gpu_tests \
 done
 wait
 du -sh .gpu-bin
+carry_check
