@@ -11,12 +11,9 @@ import json
 import os
 import sys
 
-
-def stage_us(record, name):
-    for s in record.get("stages") or []:
-        if s.get("name") == name:
-            return s["us_median"]
-    return None
+# A record's stage time: the pairs table's reader (scripts/pairs_summary.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "scripts"))
+from pairs_summary import stage_us  # noqa: E402
 
 
 def main(paths):
