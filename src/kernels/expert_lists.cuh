@@ -13,6 +13,14 @@ namespace wd::kernels {
 
 constexpr int kMaxExperts = 1024;  // MoeShape::validate() enforces E <= 1024
 
+// Whether any of ids[0, n) equals expert, for every thread of the block (one
+// pass, one barrier; n may be 0: false).
+__device__ __forceinline__ bool block_has_id(const int32_t* ids, int n, int expert) {
+  bool hit = false;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) hit |= __ldg(ids + i) == expert;
+  return __syncthreads_or(hit);
+}
+
 // Writes the indices i (= token·K + slot) with ids[i] == expert to s_list in
 // ascending order; returns their count. s_warp_counts has blockDim/32 ints.
 __device__ __forceinline__ int collect_entries(const int32_t* ids, int entries, int expert,

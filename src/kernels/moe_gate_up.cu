@@ -39,9 +39,7 @@ moe_gate_up_kernel(const __grid_constant__ GateUpParams p) {
 
   // The block's expert: that of entry blockIdx.y, unless an earlier entry has it.
   const int e = __ldg(p.ids + blockIdx.y);
-  bool seen = false;
-  for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
-  if (__syncthreads_or(seen)) return;
+  if (block_has_id(p.ids, blockIdx.y, e)) return;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int chunks = H / kC;
   const auto* w = static_cast<const uint8_t*>(p.weights);

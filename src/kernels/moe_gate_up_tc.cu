@@ -95,16 +95,11 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
   int e;
   if (by_id) {
     e = blockIdx.y;
-    if constexpr (!kMx8) {
-      bool hit = false;
-      for (int i = threadIdx.x; i < entries; i += blockDim.x) hit |= __ldg(p.ids + i) == e;
-      if (!__syncthreads_or(hit)) return;
-    }
+    if constexpr (!kMx8)
+      if (!block_has_id(p.ids, entries, e)) return;
   } else {
     e = __ldg(p.ids + blockIdx.y);
-    bool seen = false;
-    for (int i = threadIdx.x; i < int(blockIdx.y); i += blockDim.x) seen |= __ldg(p.ids + i) == e;
-    if (__syncthreads_or(seen)) return;
+    if (block_has_id(p.ids, blockIdx.y, e)) return;
   }
 
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
