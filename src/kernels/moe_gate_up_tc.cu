@@ -81,17 +81,18 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
 
   const int entries = p.batch * p.top_k, H = p.hidden, I = p.intermediate, K = p.top_k;
   // The block's expert. Few entries: that of entry blockIdx.y, unless an
-  // earlier entry has it (one load, one barrier). Many (entries > 2E, by_id):
-  // expert blockIdx.y itself. MXFP8: its first weights are in flight before
-  // any routing is read, and a block whose expert no entry routes to (E·(1 −
-  // K/E)^B of them: 10 of 128 at qwen3-30b-a3b's B = 40, 2 at 64) exits once
-  // its entry list comes back empty, below; BF16, whose first round is twice
-  // the bytes, checks first (one pass over the ids, one barrier). The
-  // blockIdx.y-th distinct expert before (a presence bitmap of all B·K ids
-  // built with shared atomics, then a scan, ahead of the first weight load)
-  // cost MXFP8's gate_up 2.0-2.6 % at B = 40-64 on an H100, and BF16's
-  // speculative round +0.5-0.7 % at B = 40-48 (PERF_LOG session 66). Which
-  // block row takes an expert changes no bits.
+  // earlier entry has it (one load, one barrier). Many (by_id: entries >
+  // 2.5E, kByIdFromEntriesPerExpertX2): expert blockIdx.y itself. MXFP8: its
+  // first weights are in flight before any routing is read, and a block
+  // whose expert no entry routes to (E·(1 − K/E)^B of them: 10 of 128 at
+  // qwen3-30b-a3b's B = 40, 2 at 64) exits once its entry list comes back
+  // empty, below; BF16, whose first round is twice the bytes, checks first
+  // (one pass over the ids, one barrier). The blockIdx.y-th distinct expert
+  // before (a presence bitmap of all B·K ids built with shared atomics, then
+  // a scan, ahead of the first weight load) cost MXFP8's gate_up 2.0-2.6 %
+  // at B = 40-64 on an H100, and BF16's speculative round +0.5-0.7 % at B =
+  // 40-48 (PERF_LOG session 66). Which block row takes an expert changes no
+  // bits, so the rule is speed alone.
   int e;
   if (by_id) {
     e = blockIdx.y;
@@ -299,10 +300,22 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
 // passes (not measured with two).
 constexpr int kPairFromTokensPerExpert = 6;
 
+// Rows by expert id (by_id above) past 2.5 routing entries an expert on
+// average (B·K > 2.5E: B ≥ 41 on 128 experts and top-8), first-occurrence
+// rows up to there: where many experts have no token, MXFP8's speculative
+// first rounds of their blocks cost more than the other rows' id load and
+// scan. Measured on an H100 (PERF_LOG session 67), MXFP8 gate_up, first
+// occurrence against by id: qwen3-30b-a3b −5.3 / −2.6 / −1.0 / −1.1 / −0.5 /
+// −0.1 / +0.5 / +1.6 % at B = 17 / 24 / 32 / 33 / 36 / 40 / 44 / 64;
+// qwen3-235b-a22b −1.3 / −1.0 / −0.7 / −0.2 % at B = 33 / 40 / 48 / 64
+// (its balance lies later, B ≈ 56-64; one rule kept). BF16 level either way
+// from B = 17 (±0.3 %). Not measured on an H200, whose faster HBM may move it.
+constexpr int kByIdFromEntriesPerExpertX2 = 5;  // 2.5, doubled to stay integral
+
 template <bool kMx8, bool kDeep, bool kTiled = false>
 void launch(const GateUpParams& p, cudaStream_t stream) {
   const int entries = p.batch * p.top_k;
-  const int by_id = entries > 2 * p.experts;
+  const int by_id = 2 * entries > kByIdFromEntriesPerExpertX2 * p.experts;
   const dim3 grid(p.intermediate / kTile, by_id ? p.experts : entries);
   const size_t smem = size_t(entries) * sizeof(int32_t);
   // Two-tile passes and five blocks an SM: tiled weights without deep loads

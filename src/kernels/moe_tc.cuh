@@ -9,7 +9,7 @@
 // once for up to 8 tokens of the expert and the tensor cores do the
 // products, so the cost per weight no longer grows with the batch.
 //
-// moe_gate_up_tc: grid (I/16, B·K, or E when B·K > 2E); block 4 warps. Block
+// moe_gate_up_tc: grid (I/16, B·K, or E when B·K > 2.5E); block 4 warps. Block
 //   y owns the expert of routing entry y if that entry is its first
 //   occurrence (as moe_gate_up), or, with the grid of E rows, expert y
 //   itself (exiting when no entry routes to it);
