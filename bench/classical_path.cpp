@@ -177,7 +177,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   WD_CHECK(!ladder.empty(), "--tune-untiled needs at least one batch size");
   // The classical configurations are the ones the dispatch would give (its
   // table's w8a16_from decides W8A8 or W8A16 under kFastest).
-  const CrossoverTable dispatch_table = CrossoverTable::from_environment();
+  const CrossoverTable dispatch_table = MoeDispatch::device_table();
   const bool sm90a = ClassicalMoe::wgmma_available();
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();

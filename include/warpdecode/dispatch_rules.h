@@ -99,10 +99,22 @@ constexpr double kCrossoverMargin = 0.02;
 int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
                           const std::vector<double>& classical_us, double margin = kCrossoverMargin);
 
+// The cards whose crossover tables are compiled in (CrossoverTable::built_in).
+enum class TableCard { kH200, kH100 };
+const char* to_string(TableCard c);  // "H200", "H100"
+// The built-in table for a device of this name (cudaDeviceProp::name):
+// kH100 for a name with "H100" in it (measured on an H100 SXM, 80GB HBM3;
+// other H100 variants take it as the nearest measured card), kH200 for every
+// other name and for "" (no device).
+TableCard table_card(const std::string& device_name);
+
 class CrossoverTable {
  public:
-  // The H200 measurement compiled in.
-  static CrossoverTable built_in();
+  // The measurement compiled in for a card. kH200: the H200's. kH100: the
+  // H100's entries over the H200's, each replacing the H200 entry of its
+  // kind (set()); kinds measured on the H200 alone (the tiled-only entries
+  // un-tiled first, which sm_90a does not use) stay the H200's.
+  static CrossoverTable built_in(TableCard card = TableCard::kH200);
   // A file written by `bench-moe --tune`. Throws wd::FormatError when
   // malformed: not JSON, no "entries" array, a field missing, of the wrong
   // type (a float where an integer belongs) or out of range (a shape
@@ -111,8 +123,8 @@ class CrossoverTable {
   static CrossoverTable load(const std::string& path);
   // The same from the file's text; `source` names it in errors and source().
   static CrossoverTable parse(const std::string& json_text, const std::string& source);
-  // $WD_MOE_CROSSOVER when set (a file as above), else built_in().
-  static CrossoverTable from_environment();
+  // $WD_MOE_CROSSOVER when set (a file as above), else built_in(card).
+  static CrossoverTable from_environment(TableCard card = TableCard::kH200);
 
   // Replaces the entry of the same shape, format, activations, warp weights
   // and (tiled-only entries) classical read.

@@ -50,8 +50,12 @@ namespace wd {
 
 class MoeDispatch {
  public:
-  MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table = CrossoverTable::from_environment(),
+  MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table = device_table(),
               DispatchPolicy policy = DispatchPolicy::kFastest);
+  // The default table: $WD_MOE_CROSSOVER when set, else the built-in table
+  // of the current device's card (table_card of its name: the H100's on an
+  // H100, the H200's elsewhere).
+  static CrossoverTable device_table();
   ~MoeDispatch();
 
   // copies: weight_copies of the weights forward() and experts() are given.

@@ -28,6 +28,7 @@ bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, boo
 
 #if !defined(WD_HAVE_CUDA)
 bool wgmma_available() { return false; }
+std::string device_name() { return ""; }
 #endif
 
 }  // namespace wd::kernels

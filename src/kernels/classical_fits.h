@@ -5,6 +5,8 @@
 // that their tile constants are the ones below.
 #pragma once
 
+#include <string>
+
 #include "warpdecode/formats.h"  // WD_HD
 #include "warpdecode/layout.h"
 
@@ -62,5 +64,9 @@ bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, boo
 // compute capability 9.0 and this build has sm_90a code (classical_gemm.cu);
 // false in a build without CUDA.
 bool wgmma_available();
+// The current device's name (cudaDeviceProp::name), "" when there is none
+// and in a build without CUDA: which built-in crossover table serves it
+// (wd::table_card).
+std::string device_name();
 
 }  // namespace wd::kernels

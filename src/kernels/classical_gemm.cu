@@ -11,6 +11,19 @@ template <WeightFormat F, int kT, bool kWgmma>
 void launch(const GroupedGemmParams& p, cudaStream_t stream, bool pdl);
 }  // namespace gemm
 
+std::string device_name() {
+  // No device is an answer here ("": the default table), not an error; the
+  // failed call's error is cleared so that the next checked call does not
+  // report it.
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return prop.name;
+}
+
 bool wgmma_available() {
 #if defined(WD_HAVE_SM90A)
   int dev = 0, major = 0, minor = 0;

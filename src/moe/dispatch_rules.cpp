@@ -20,6 +20,11 @@ const char* to_string(MoePath p) { return p == MoePath::kWarp ? "warp" : "classi
 const char* to_string(DispatchPolicy p) {
   return p == DispatchPolicy::kFastest ? "fastest" : "bf16-activations";
 }
+const char* to_string(TableCard c) { return c == TableCard::kH100 ? "H100" : "H200"; }
+
+TableCard table_card(const std::string& device_name) {
+  return device_name.find("H100") != std::string::npos ? TableCard::kH100 : TableCard::kH200;
+}
 
 namespace {
 
@@ -83,6 +88,36 @@ std::vector<CrossoverEntry> built_in_entries() {
   };
 }
 
+// Measured by the same commands on an H100 SXM (80GB HBM3, 3.16 TB/s read;
+// bench/results/h100-crossover.json, `scripts/gpu_check.sh tune`, session 67
+// on commit 8fca10d). built_in(kH100) sets these over the H200 entries.
+// Warp decode holds on longer than on the H200 (e.g. qwen3-30b-a3b BF16 72
+// against 64, MXFP8 on the tiled copies 192 against 128): the H200's table
+// is session 50's kernels under its power cap, this one session 67's.
+std::vector<CrossoverEntry> built_in_h100_entries() {
+  constexpr int kNever = CrossoverEntry::kNever;
+  return {
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 72},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 192, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 192, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 96},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, true, 96, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 16},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 192, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 192, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 192},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 192, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 256},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 256, true},
+  };
+}
+
 }  // namespace
 
 int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
@@ -97,10 +132,12 @@ int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<doub
   return crossover;
 }
 
-CrossoverTable CrossoverTable::built_in() {
+CrossoverTable CrossoverTable::built_in(TableCard card) {
   CrossoverTable t;
   for (const auto& e : built_in_entries()) t.entries_.push_back(e);
-  t.source_ = "built-in (H200)";
+  if (card == TableCard::kH100)
+    for (const auto& e : built_in_h100_entries()) t.set(e);
+  t.source_ = std::string("built-in (") + to_string(card) + ")";
   return t;
 }
 
@@ -184,9 +221,9 @@ CrossoverTable CrossoverTable::parse(const std::string& json_text, const std::st
   return t;
 }
 
-CrossoverTable CrossoverTable::from_environment() {
+CrossoverTable CrossoverTable::from_environment(TableCard card) {
   const char* path = std::getenv("WD_MOE_CROSSOVER");
-  return path && *path ? load(path) : built_in();
+  return path && *path ? load(path) : built_in(card);
 }
 
 void CrossoverTable::set(const CrossoverEntry& e) {

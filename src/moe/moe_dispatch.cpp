@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "kernels/classical_fits.h"
+
 namespace wd {
 
 MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table, DispatchPolicy policy)
@@ -15,6 +17,10 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 }
 
 MoeDispatch::~MoeDispatch() = default;
+
+CrossoverTable MoeDispatch::device_table() {
+  return CrossoverTable::from_environment(table_card(kernels::device_name()));
+}
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {
   // Whether W8A16 runs here at all (kBf16Activations' classical side).

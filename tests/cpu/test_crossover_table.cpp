@@ -149,48 +149,52 @@ TEST(CrossoverTable, LadderRuleNeedsAMarginAtEveryLargerBatch) {
   EXPECT_THROW(crossover_from_ladder({8, 8}, {1, 1}, {1, 1}), InvalidArgument);
 }
 
-// The committed tune's entries are the rule applied to its measured ladders.
+// Each card's committed tune: its entries are the rule applied to its measured ladders.
 TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
-  std::ifstream in(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
-  ASSERT_TRUE(in.good());
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
-  size_t entries = 0;
-  for (const auto& l : doc.at("ladders")) {
-    const MoeShape s = preset_shape(l.at("preset").get<std::string>());
-    const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
-    // The default classical configuration, and (MXFP8) W8A16 where measured;
-    // each against warp decode on the default upload and, where measured, on
-    // the tiled copies.
-    for (bool tiled : {false, true})
-    for (bool a16 : {false, true}) {
-      const std::string key = std::string(tiled ? "tiled_" : "") + (a16 ? "w8a16_crossover" : "crossover");
-      if (!l.contains(key)) {
-        EXPECT_TRUE(a16 || tiled) << l.at("preset") << ": no " << key;
-        continue;
+  for (const char* card : {"h200", "h100"}) {
+    SCOPED_TRACE(card);
+    const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/" + card + "-crossover.json";
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const CrossoverTable measured = CrossoverTable::load(path);
+    size_t entries = 0;
+    for (const auto& l : doc.at("ladders")) {
+      const MoeShape s = preset_shape(l.at("preset").get<std::string>());
+      const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
+      // The default classical configuration, and (MXFP8) W8A16 where measured;
+      // each against warp decode on the default upload and, where measured, on
+      // the tiled copies.
+      for (bool tiled : {false, true})
+      for (bool a16 : {false, true}) {
+        const std::string key = std::string(tiled ? "tiled_" : "") + (a16 ? "w8a16_crossover" : "crossover");
+        if (!l.contains(key)) {
+          EXPECT_TRUE(a16 || tiled) << l.at("preset") << ": no " << key;
+          continue;
+        }
+        std::vector<int> b;
+        std::vector<double> w, c;
+        for (const auto& pt : l.at("points")) {
+          b.push_back(pt.at("batch").get<int>());
+          w.push_back(pt.at(tiled ? "warp_tiled_us" : "warp_us").get<double>());
+          c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
+        }
+        const int x = crossover_from_ladder(b, w, c);
+        EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
+        EXPECT_EQ(measured.crossover(s, f, a16, tiled), x) << l.at("preset") << " " << key;
+        if (a16) {
+          // W8A16 against the default classical configuration, same rule.
+          std::vector<double> d;
+          for (const auto& pt : l.at("points")) d.push_back(pt.at("classical_us").get<double>());
+          const int from = crossover_from_ladder(b, d, c);
+          EXPECT_EQ(l.at("w8a16_from").get<int>(), from) << l.at("preset");
+          EXPECT_EQ(measured.w8a16_from(s, f), from) << l.at("preset");
+        }
+        ++entries;
       }
-      std::vector<int> b;
-      std::vector<double> w, c;
-      for (const auto& pt : l.at("points")) {
-        b.push_back(pt.at("batch").get<int>());
-        w.push_back(pt.at(tiled ? "warp_tiled_us" : "warp_us").get<double>());
-        c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
-      }
-      const int x = crossover_from_ladder(b, w, c);
-      EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
-      EXPECT_EQ(measured.crossover(s, f, a16, tiled), x) << l.at("preset") << " " << key;
-      if (a16) {
-        // W8A16 against the default classical configuration, same rule.
-        std::vector<double> d;
-        for (const auto& pt : l.at("points")) d.push_back(pt.at("classical_us").get<double>());
-        const int from = crossover_from_ladder(b, d, c);
-        EXPECT_EQ(l.at("w8a16_from").get<int>(), from) << l.at("preset");
-        EXPECT_EQ(measured.w8a16_from(s, f), from) << l.at("preset");
-      }
-      ++entries;
     }
+    EXPECT_EQ(entries, measured.entries().size());
   }
-  EXPECT_EQ(entries, measured.entries().size());
 }
 
 // The same for the committed untiled tune (tiled-only weights: warp decode
@@ -539,6 +543,50 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
     EXPECT_EQ(a.hidden, b.hidden);
     EXPECT_EQ(a.intermediate, b.intermediate);
   }
+}
+
+// The H100's built-in table: the H200's with each entry measured on the
+// H100 (bench/results/h100-crossover.json) in place of the H200 entry of its
+// kind, entry for entry; picked by a device name with "H100" in it.
+TEST(CrossoverTable, BuiltInH100IsItsMeasurementOverTheH200s) {
+  const std::string dir = std::string(WD_SOURCE_DIR) + "/bench/results/";
+  CrossoverTable expected = CrossoverTable::load(dir + "h200-crossover.json");
+  const CrossoverTable untiled = CrossoverTable::load(dir + "h200-crossover-untiled.json");
+  for (const auto& e : untiled.entries()) expected.set(e);
+  const CrossoverTable h100 = CrossoverTable::load(dir + "h100-crossover.json");
+  ASSERT_EQ(h100.entries().size(), 18u);
+  for (const auto& e : h100.entries()) expected.set(e);
+  const CrossoverTable t = CrossoverTable::built_in(TableCard::kH100);
+  EXPECT_EQ(t.source(), "built-in (H100)");
+  ASSERT_EQ(t.entries().size(), expected.entries().size());
+  const CrossoverTable h200 = CrossoverTable::built_in(TableCard::kH200);
+  int from_h100 = 0;
+  for (size_t i = 0; i < t.entries().size(); ++i) {
+    const auto& a = t.entries()[i];
+    const auto& b = expected.entries()[i];
+    EXPECT_EQ(a.preset, b.preset);
+    EXPECT_EQ(a.format, b.format) << a.preset;
+    EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
+    EXPECT_EQ(a.tiled_warp, b.tiled_warp) << a.preset;
+    EXPECT_EQ(a.untiled, b.untiled) << a.preset;
+    EXPECT_EQ(a.classical_reads_tiled, b.classical_reads_tiled) << a.preset;
+    EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
+    EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
+    EXPECT_EQ(a.hidden, b.hidden);
+    from_h100 += a.crossover != h200.entries()[i].crossover || a.w8a16_from != h200.entries()[i].w8a16_from;
+  }
+  EXPECT_GT(from_h100, 0) << "built_in(kH100) equals the H200 table";
+  // A card by its name.
+  EXPECT_EQ(table_card("NVIDIA H100 80GB HBM3"), TableCard::kH100);
+  EXPECT_EQ(table_card("NVIDIA H100 PCIe"), TableCard::kH100);
+  EXPECT_EQ(table_card("NVIDIA H200"), TableCard::kH200);
+  EXPECT_EQ(table_card("NVIDIA B200"), TableCard::kH200);
+  EXPECT_EQ(table_card(""), TableCard::kH200);
+  EXPECT_EQ(CrossoverTable::built_in().source(), "built-in (H200)");
+  // A crossover the two cards measured apart: qwen3-30b-a3b BF16 on the default upload.
+  const MoeShape s = preset_shape("qwen3-30b-a3b");
+  EXPECT_EQ(h200.crossover(s, WeightFormat::kBF16), 64);
+  EXPECT_EQ(t.crossover(s, WeightFormat::kBF16), 72);
 }
 
 // The dispatch rule (MoeDispatch::choose) without a GPU: the crossover for

@@ -27,6 +27,7 @@ struct DispatchOptions {
   std::string table;  // empty: $WD_MOE_CROSSOVER, else the built-in table
   int max_batch = 4096;
   std::string sm90a = "auto";
+  std::string card = "auto";  // whose built-in table, without --table or $WD_MOE_CROSSOVER
 };
 
 void run(const DispatchOptions& o) {
@@ -55,7 +56,12 @@ void run(const DispatchOptions& o) {
            "': expected auto, yes or no");
   WD_CHECK(o.max_batch >= 1, "--max-batch ", o.max_batch, " must be >= 1");
   const bool sm90a = o.sm90a == "auto" ? kernels::wgmma_available() : o.sm90a == "yes";
-  const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment() : CrossoverTable::load(o.table);
+  WD_CHECK(o.card == "auto" || o.card == "h100" || o.card == "h200", "--card '", o.card,
+           "': expected auto, h100 or h200");
+  const TableCard card = o.card == "auto"   ? table_card(kernels::device_name())
+                         : o.card == "h100" ? TableCard::kH100
+                                            : TableCard::kH200;
+  const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment(card) : CrossoverTable::load(o.table);
   const int warp_max = std::min(o.max_batch, kWarpDecodeMaxBatch);
 
   std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",
@@ -130,7 +136,11 @@ void add_dispatch(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--policy", o->policy, "Dispatch policy: fastest or bf16-activations")->capture_default_str();
-  cmd->add_option("--table", o->table, "Crossover table file (bench-moe --tune); default: $WD_MOE_CROSSOVER, else built in");
+  cmd->add_option("--table", o->table,
+                  "Crossover table file (bench-moe --tune); default: $WD_MOE_CROSSOVER, else the --card's built-in table");
+  cmd->add_option("--card", o->card,
+                  "Whose built-in table: auto (this machine's GPU: the H100's on an H100, else the H200's), h100, h200")
+      ->capture_default_str();
   cmd->add_option("--max-batch", o->max_batch, "The MoeDispatch object's max_batch")->capture_default_str();
   cmd->add_option("--sm90a", o->sm90a,
                   "Whether the device runs the sm_90a classical kernels (W8A16, the TMA tiles): auto (this machine), yes, no")
