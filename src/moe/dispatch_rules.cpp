@@ -90,7 +90,8 @@ std::vector<CrossoverEntry> built_in_entries() {
 
 // Measured by the same commands on an H100 SXM (80GB HBM3, 3.16 TB/s read;
 // bench/results/h100-crossover.json, `scripts/gpu_check.sh tune`, session 67
-// on commit 8fca10d). built_in(kH100) sets these over the H200 entries.
+// on commit 8fca10d, whose kernels 3bbca4d keeps). built_in(kH100) sets
+// these over the H200 entries.
 // Warp decode holds on longer than on the H200 (e.g. qwen3-30b-a3b BF16 72
 // against 64, MXFP8 on the tiled copies 192 against 128): the H200's table
 // is session 50's kernels under its power cap, this one session 67's.
@@ -115,6 +116,18 @@ std::vector<CrossoverEntry> built_in_h100_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 256},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 256, true},
+      // Tiled-only weights read as they are (bench/results/h100-crossover-untiled.json,
+      // bench-moe --tune-untiled per preset and format, session 67 on 3bbca4d).
+      // The un-tiled-first kind stays the H200's: sm_90a reads them as they are.
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, true, kNever, true, true, true},
   };
 }
 

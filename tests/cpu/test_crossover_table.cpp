@@ -201,40 +201,43 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
 // against the classical path reading them as they are, or un-tiling them
 // first: each ladder's "classical_reads").
 TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
-  const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover-untiled.json";
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good());
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  const CrossoverTable measured = CrossoverTable::load(path);
-  size_t entries = 0;
-  for (const auto& l : doc.at("ladders")) {
-    EXPECT_EQ(l.at("warp_weights"), "tiled-only");
-    const std::string reads = l.at("classical_reads").get<std::string>();
-    ASSERT_TRUE(reads == "tiled copies" || reads == "un-tiled scratch") << reads;
-    const bool as_is = reads == "tiled copies";
-    const MoeShape s = preset_shape(l.at("preset").get<std::string>());
-    const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
-    for (bool a16 : {false, true}) {
-      const std::string key = a16 ? "w8a16_crossover" : "crossover";
-      if (!l.contains(key)) {
-        EXPECT_TRUE(a16) << l.at("preset") << ": no " << key;
-        continue;
+  for (const char* card : {"h200", "h100"}) {
+    SCOPED_TRACE(card);
+    const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/" + card + "-crossover-untiled.json";
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const CrossoverTable measured = CrossoverTable::load(path);
+    size_t entries = 0;
+    for (const auto& l : doc.at("ladders")) {
+      EXPECT_EQ(l.at("warp_weights"), "tiled-only");
+      const std::string reads = l.at("classical_reads").get<std::string>();
+      ASSERT_TRUE(reads == "tiled copies" || reads == "un-tiled scratch") << reads;
+      const bool as_is = reads == "tiled copies";
+      const MoeShape s = preset_shape(l.at("preset").get<std::string>());
+      const WeightFormat f = parse_weight_format(l.at("format").get<std::string>());
+      for (bool a16 : {false, true}) {
+        const std::string key = a16 ? "w8a16_crossover" : "crossover";
+        if (!l.contains(key)) {
+          EXPECT_TRUE(a16) << l.at("preset") << ": no " << key;
+          continue;
+        }
+        std::vector<int> b;
+        std::vector<double> w, c;
+        for (const auto& pt : l.at("points")) {
+          b.push_back(pt.at("batch").get<int>());
+          w.push_back(pt.at("warp_us").get<double>());
+          c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
+        }
+        const int x = crossover_from_ladder(b, w, c);
+        EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
+        EXPECT_EQ(measured.crossover(s, f, a16, true, true, as_is), x) << l.at("preset") << " " << key << " " << reads;
+        ++entries;
       }
-      std::vector<int> b;
-      std::vector<double> w, c;
-      for (const auto& pt : l.at("points")) {
-        b.push_back(pt.at("batch").get<int>());
-        w.push_back(pt.at("warp_us").get<double>());
-        c.push_back(pt.at(a16 ? "w8a16_us" : "classical_us").get<double>());
-      }
-      const int x = crossover_from_ladder(b, w, c);
-      EXPECT_EQ(l.at(key).get<int>(), x) << l.at("preset") << " " << l.at("format") << " " << key;
-      EXPECT_EQ(measured.crossover(s, f, a16, true, true, as_is), x) << l.at("preset") << " " << key << " " << reads;
-      ++entries;
     }
+    EXPECT_EQ(entries, measured.entries().size());
+    for (const auto& e : measured.entries()) EXPECT_TRUE(e.untiled && e.tiled_warp) << e.preset;
   }
-  EXPECT_EQ(entries, measured.entries().size());
-  for (const auto& e : measured.entries()) EXPECT_TRUE(e.untiled && e.tiled_warp) << e.preset;
 }
 
 // W8A16 entries ("activations": "bf16") sit beside the default ones of the
@@ -546,16 +549,20 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
 }
 
 // The H100's built-in table: the H200's with each entry measured on the
-// H100 (bench/results/h100-crossover.json) in place of the H200 entry of its
-// kind, entry for entry; picked by a device name with "H100" in it.
+// H100 (bench/results/h100-crossover.json, h100-crossover-untiled.json) in
+// place of the H200 entry of its kind, entry for entry; picked by a device
+// name with "H100" in it.
 TEST(CrossoverTable, BuiltInH100IsItsMeasurementOverTheH200s) {
   const std::string dir = std::string(WD_SOURCE_DIR) + "/bench/results/";
   CrossoverTable expected = CrossoverTable::load(dir + "h200-crossover.json");
   const CrossoverTable untiled = CrossoverTable::load(dir + "h200-crossover-untiled.json");
   for (const auto& e : untiled.entries()) expected.set(e);
   const CrossoverTable h100 = CrossoverTable::load(dir + "h100-crossover.json");
+  const CrossoverTable h100_untiled = CrossoverTable::load(dir + "h100-crossover-untiled.json");
   ASSERT_EQ(h100.entries().size(), 18u);
+  ASSERT_EQ(h100_untiled.entries().size(), 9u);  // read as they are: the kind sm_90a uses
   for (const auto& e : h100.entries()) expected.set(e);
+  for (const auto& e : h100_untiled.entries()) expected.set(e);
   const CrossoverTable t = CrossoverTable::built_in(TableCard::kH100);
   EXPECT_EQ(t.source(), "built-in (H100)");
   ASSERT_EQ(t.entries().size(), expected.entries().size());
