@@ -1,8 +1,10 @@
-// warpdecode info: the build, the CUDA device if any, its memory and its
-// measured streaming-read bandwidth.
+// warpdecode info: the build, the CUDA device if any, the crossover table
+// MoeDispatch takes on it, its memory and its measured streaming-read
+// bandwidth.
 #include <cstdio>
 
 #include "tools/warpdecode/commands.h"
+#include "warpdecode/dispatch_rules.h"
 #ifdef WD_HAVE_CUDA
 #include "kernels/bandwidth.cuh"
 #endif
@@ -28,6 +30,7 @@ void add_info(CLI::App& app) {
                 gpu->name.c_str(), gpu->cc_major, gpu->cc_minor, gpu->sms,
                 double(gpu->memory_bytes) / (1 << 30), double(gpu->l2_bytes) / (1 << 20),
                 gpu->cuda_runtime.c_str(), gpu->driver.c_str());
+    std::printf("dispatch crossover table: %s\n", CrossoverTable::from_environment(table_card(gpu->name)).source().c_str());
 #ifdef WD_HAVE_CUDA
     const auto bw = kernels::measure_bandwidth(size_t(2) << 30, 20, nullptr);
     std::printf("memory  streaming read %.2f TB/s, streaming write %.2f TB/s, device copy %.2f TB/s (measured now, %.0f MiB buffer, median of 20)\n",
