@@ -182,23 +182,36 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   // BF16 tiled-only weights on sm_90a: the classical path reads them as they
   // are, from the built-in tiled-only crossover (112) on, past warp decode's
   // maximum too; without the sm_90a kernels warp decode alone, refused past it.
-  const Result direct = expect_paths(q30 + "--format bf16 --batch 111,112 --upload tiled-only --sm90a yes",
+  // (--card h200: the built-in H200 table whatever card this machine has.)
+  const Result direct = expect_paths(q30 + "--format bf16 --batch 111,112 --upload tiled-only --sm90a yes --card h200",
                                      {{"bf16", "tiled-only", 111, "warp"}, {"bf16", "tiled-only", 112, "classical"}});
   EXPECT_NE(direct.output.find("(reads the tiled copies)"), std::string::npos) << direct.output;
   // MXFP8 too, in W8A16, from its tiled-only crossover read as it is (80
   // built in), where un-tiling it first starts at 384.
-  const Result mx = expect_paths(q30 + "--format mxfp8 --batch 79,80,383,384 --upload tiled-only,untiled --sm90a yes",
+  const Result mx = expect_paths(q30 + "--format mxfp8 --batch 79,80,383,384 --upload tiled-only,untiled --sm90a yes --card h200",
                                  {{"mxfp8", "tiled-only", 79, "warp"},
                                   {"mxfp8", "tiled-only", 80, "classical"},
                                   {"mxfp8", "untiled", 80, "classical"},  // on sm_90a the scratch goes unused
                                   {"mxfp8", "untiled", 79, "warp"}});
   EXPECT_NE(mx.output.find("/a16/silu/pdl (reads the tiled copies)"), std::string::npos) << mx.output;
-  expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload untiled --sm90a no",
+  expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload untiled --sm90a no --card h200",
                {{"mxfp8", "untiled", 383, "warp"}, {"mxfp8", "untiled", 384, "classical"}});
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes",
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes --card h200",
                {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "classical"}});
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no",
+  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no --card h200",
                {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
+  // The H100's built-in table (README): BF16 from 72 on the default upload,
+  // 160 on tiled-only weights read as they are (the H200's: 64 and 112).
+  const Result h100 = expect_paths(q30 + "--format bf16 --batch 71,72,159,160 --upload default,tiled-only --sm90a yes "
+                                         "--card h100",
+                                   {{"bf16", "default", 71, "warp"},
+                                    {"bf16", "default", 72, "classical"},
+                                    {"bf16", "tiled-only", 159, "warp"},
+                                    {"bf16", "tiled-only", 160, "classical"}});
+  EXPECT_NE(h100.output.find("crossover table: built-in (H100)"), std::string::npos) << h100.output;
+  const Result h200 = expect_paths(q30 + "--format bf16 --batch 63,64 --upload default --card h200",
+                                   {{"bf16", "default", 63, "warp"}, {"bf16", "default", 64, "classical"}});
+  EXPECT_NE(h200.output.find("crossover table: built-in (H200)"), std::string::npos) << h200.output;
   // bf16-activations without the sm_90a kernels: MXFP8 past warp decode's maximum refused.
   expect_paths(q30 + "--format mxfp8 --batch 64,65 --upload default --policy bf16-activations --sm90a no "
                      "--max-batch 64" + with_table,
