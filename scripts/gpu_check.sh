@@ -54,7 +54,7 @@
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; UNTILED_UNTILE=1 un-tiles on
 #            sm_90a too, for the table's un-tiled entries; about 4-5 minutes) merged into
-#            $OUT/h200-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
+#            $OUT/<card>-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
 #            what reading the tiled copies costs the classical path is an `ab` of
 #            two uploads (below)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
@@ -84,7 +84,9 @@
 #   GPU_CHECK_FIXTURES=1 also runs the fixture scripts (transformers, tokenizers
 #   are on the GPU machine) and packs their outputs as $OUT/*-fixture.tar.gz.
 #
-# Results and logs go to $OUT (default ./gpu-out). A copy of the tree without
+# Results and logs go to $OUT (default ./gpu-out); result files take the
+# card's model number as their prefix (h200-*.json on an H200, as named
+# above; h100-*.json on an H100). A copy of the tree without
 # .git records the commit from .git-commit: before sending the tree, run
 # `git describe --always --dirty --abbrev=12 > .git-commit` and carry it. Dependencies: the system's
 # (GoogleTest, nlohmann-json, CLI11), or .deps/ brought along (fetch_deps.sh).
@@ -95,6 +97,12 @@ shift || true
 OUT=${OUT:-$PWD/gpu-out}
 LOG="$OUT/logs"   # packed into $OUT/logs.tar.gz at the end (few files come back)
 mkdir -p "$OUT" "$LOG"
+# Result files are named after the card (h200-moe.json, h100-crossover.json,
+# ...: its model number from nvidia-smi, else "gpu"), so that a run on
+# another card cannot pass for the committed H200 tables.
+CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE '[A-Z][0-9]{2,3}' | head -1 |
+  tr 'A-Z' 'a-z')
+CARD=${CARD:-gpu}
 SUMMARY=()
 START=$(date +%s)
 # The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
@@ -137,18 +145,18 @@ classical_benches() {
   # the tiles its rule picks there (T = 8 up to B = 64, 16 at 128).
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,mxfp8,fp8-block128 \
     --batch 1,2,4,8,16,32,64,128 --no-router --replays 15 --classical-config t8/tma/a16/silu/pdl,t16/tma/a16/silu/pdl \
-    "$@" --json "$OUT/h200-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
-  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-classical.json"
+    "$@" --json "$OUT/$CARD-moe-classical.json" >"$LOG/bench-classical.log" 2>&1
+  note "bench (both)  rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-moe-classical.json"
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8-block128,mxfp8 \
     --batch 1024,2048,4096 --no-warp --no-router --stages --calls 8 --replays 7 --classical-config t80/tma/a16/silu/pdl,t144/tma/a16/silu/pdl \
-    --json "$OUT/h200-moe-prefill.json" \
+    --json "$OUT/$CARD-moe-prefill.json" \
     >"$LOG/bench-prefill.log" 2>&1
-  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-prefill.json"
+  note "bench prefill rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-moe-prefill.json"
 }
 # The warp/classical crossover of MoeDispatch (bench-moe --tune; warp decode
 # on the default upload and on the tiled copies), one preset a run so that a
-# timeout loses one ladder, merged into $OUT/h200-crossover.json (copy its
+# timeout loses one ladder, merged into $OUT/<card>-crossover.json (copy its
 # entries into src/moe/dispatch_rules.cpp). TUNE_PRESETS (default all three),
 # TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80,
 # where warp decode's down kernel stepped up before its token groups took
@@ -163,8 +171,8 @@ crossover_tune() {
     note "tune          $p rc=$? ($(( $(date +%s) - t0 )) s)"
     [ -s "$LOG/tune-$p.json" ] && files+=("$LOG/tune-$p.json")
   done
-  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
-  note "tune merged   rc=$? -> $OUT/h200-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
+  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/$CARD-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
+  note "tune merged   rc=$? -> $OUT/$CARD-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
 }
 # The tiled-only crossover (warp decode against the classical path on
 # tiled-only weights: on sm_90a BF16, and MXFP8 in W8A16, read as they are;
@@ -188,9 +196,9 @@ untiled_tune() {
       [ -s "$LOG/tune-untiled-$p-$f.json" ] && files+=("$LOG/tune-untiled-$p-$f.json")
     done
   done
-  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/h200-crossover-untiled.json" "${files[@]}" \
+  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/$CARD-crossover-untiled.json" "${files[@]}" \
     >>"$LOG/tune-untiled-merge.log" 2>&1
-  note "untiled merged rc=$? -> $OUT/h200-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
+  note "untiled merged rc=$? -> $OUT/$CARD-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
 }
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is
@@ -199,8 +207,8 @@ accuracy_study() {
   local t0
   t0=$(date +%s)
   timeout "${ACCURACY_TIMEOUT:-300}" "$BIN/warpdecode" accuracy --preset qwen3-30b-a3b --format mxfp8 --batch 8,32 --inputs gaussian,outliers \
-    --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/h200-accuracy.json" >"$LOG/accuracy.log" 2>&1
-  note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-accuracy.json"
+    --seeds 8 --drift-layers full --drift-batch 8 --drift-seeds 3 --json "$OUT/$CARD-accuracy.json" >"$LOG/accuracy.log" 2>&1
+  note "accuracy      rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-accuracy.json"
 }
 # Its tables, without the per-seed lines (for the summaries).
 accuracy_summary() {
@@ -554,15 +562,15 @@ case "$MODE" in
 esac
 t0=$(date +%s)
 # Warp decode alone first (the committed figures), then beside the classical path.
-"$BIN/warpdecode" bench-moe "${BENCH[@]}" --no-classical "$@" --json "$OUT/h200-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
-note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe.json"
+"$BIN/warpdecode" bench-moe "${BENCH[@]}" --no-classical "$@" --json "$OUT/$CARD-moe.json" 2>&1 | tee "$LOG/bench-moe.log"
+note "bench-moe     rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-moe.json"
 # Weights tiled-only (DeviceWeightsOptions::tiled_only(): both tiled copies,
 # the canonical memory), BF16 and MXFP8: the fastest warp decode.
 if [ "$MODE" != quick ]; then
   t0=$(date +%s)
   "$BIN/warpdecode" bench-moe "${BENCH[@]}" --tiled-only --no-classical "$@" \
-    --json "$OUT/h200-moe-tiled-only.json" >"$LOG/bench-moe-tiled-only.log" 2>&1
-  note "bench (tiled) rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-moe-tiled-only.json"
+    --json "$OUT/$CARD-moe-tiled-only.json" >"$LOG/bench-moe-tiled-only.log" 2>&1
+  note "bench (tiled) rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-moe-tiled-only.json"
 fi
 [ "$MODE" = full ] && [ "${CLASSICAL_BENCH:-1}" = 1 ] && classical_benches
 # The router alone and each kernel of the layer (--stages), BF16 (the router
@@ -570,9 +578,9 @@ fi
 if [ "$MODE" = bench ]; then
   t0=$(date +%s)
   timeout 240 "$BIN/warpdecode" bench-moe --preset qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b --format bf16 \
-    --batch 1,4,8,32,64,96 --no-classical --stages --calls 8 --replays 12 --json "$OUT/h200-router-stages.json" \
+    --batch 1,4,8,32,64,96 --no-classical --stages --calls 8 --replays 12 --json "$OUT/$CARD-router-stages.json" \
     >"$LOG/bench-router-stages.log" 2>&1
-  note "router stages rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/h200-router-stages.json"
+  note "router stages rc=$? ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-router-stages.json"
 fi
 
 if { [ "$MODE" = full ] && [ "${ACCURACY:-1}" = 1 ]; } || [ "${ACCURACY:-0}" = 1 ]; then
@@ -587,9 +595,9 @@ if [ "${PEERS:-1}" = 1 ] && python3 -c "import torch" 2>/dev/null; then
     *) PEER_ARGS=(--preset qwen3-30b-a3b,qwen3-235b-a22b --format bf16,fp8 --batch 1,2,4,8,16,32,64,128) ;;
   esac
   # The % against the read bandwidth bench-moe measured above, in this call.
-  [ -s "$OUT/h200-moe.json" ] && PEER_ARGS+=(--read-from "$OUT/h200-moe.json")
-  PYTHONUNBUFFERED=1 python3 bench/peers.py "${PEER_ARGS[@]}" --json "$OUT/h200-peers.json" 2>&1 | tee "$LOG/peers.log"
-  note "peers         rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/h200-peers.json"
+  [ -s "$OUT/$CARD-moe.json" ] && PEER_ARGS+=(--read-from "$OUT/$CARD-moe.json")
+  PYTHONUNBUFFERED=1 python3 bench/peers.py "${PEER_ARGS[@]}" --json "$OUT/$CARD-peers.json" 2>&1 | tee "$LOG/peers.log"
+  note "peers         rc=${PIPESTATUS[0]} ($(( $(date +%s) - t0 )) s) -> $OUT/$CARD-peers.json"
 fi
 
 echo
