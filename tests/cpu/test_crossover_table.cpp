@@ -23,6 +23,40 @@ std::string write_temp(const std::string& text) {
   return name;
 }
 
+// A committed table of bench/results/ (e.g. "h200-crossover.json"): its
+// JSON (with the ladders) and the table it loads as.
+struct Committed {
+  nlohmann::json doc;
+  CrossoverTable table;
+};
+Committed committed(const std::string& file) {
+  const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/" + file;
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return {nlohmann::json::parse(in), CrossoverTable::load(path)};
+}
+
+// Every field of two entry lists equal, entry for entry.
+void expect_same_entries(const std::vector<CrossoverEntry>& got, const std::vector<CrossoverEntry>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto& a = got[i];
+    const auto& b = want[i];
+    EXPECT_EQ(a.preset, b.preset);
+    EXPECT_EQ(a.hidden, b.hidden) << a.preset;
+    EXPECT_EQ(a.intermediate, b.intermediate) << a.preset;
+    EXPECT_EQ(a.experts, b.experts) << a.preset;
+    EXPECT_EQ(a.top_k, b.top_k) << a.preset;
+    EXPECT_EQ(a.format, b.format) << a.preset;
+    EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
+    EXPECT_EQ(a.tiled_warp, b.tiled_warp) << a.preset;
+    EXPECT_EQ(a.untiled, b.untiled) << a.preset;
+    EXPECT_EQ(a.classical_reads_tiled, b.classical_reads_tiled) << a.preset;
+    EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
+    EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
+  }
+}
+
 TEST(CrossoverTable, LoadLookupAndScale) {
   const std::string path = write_temp(R"({"card": "test", "entries": [
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
@@ -151,13 +185,11 @@ TEST(CrossoverTable, LadderRuleNeedsAMarginAtEveryLargerBatch) {
 
 // Each card's committed tune: its entries are the rule applied to its measured ladders.
 TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
-  for (const char* card : {"h200", "h100"}) {
+  for (const std::string card : {"h200", "h100"}) {
     SCOPED_TRACE(card);
-    const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/" + card + "-crossover.json";
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good());
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    const CrossoverTable measured = CrossoverTable::load(path);
+    const Committed file = committed(card + "-crossover.json");
+    const nlohmann::json& doc = file.doc;
+    const CrossoverTable& measured = file.table;
     size_t entries = 0;
     for (const auto& l : doc.at("ladders")) {
       const MoeShape s = preset_shape(l.at("preset").get<std::string>());
@@ -201,13 +233,11 @@ TEST(CrossoverTable, CommittedEntriesFollowTheirLadders) {
 // against the classical path reading them as they are, or un-tiling them
 // first: each ladder's "classical_reads").
 TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
-  for (const char* card : {"h200", "h100"}) {
+  for (const std::string card : {"h200", "h100"}) {
     SCOPED_TRACE(card);
-    const std::string path = std::string(WD_SOURCE_DIR) + "/bench/results/" + card + "-crossover-untiled.json";
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good());
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    const CrossoverTable measured = CrossoverTable::load(path);
+    const Committed file = committed(card + "-crossover-untiled.json");
+    const nlohmann::json& doc = file.doc;
+    const CrossoverTable& measured = file.table;
     size_t entries = 0;
     for (const auto& l : doc.at("ladders")) {
       EXPECT_EQ(l.at("warp_weights"), "tiled-only");
@@ -526,26 +556,10 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
   }
   // The built-in entries are the committed H200 measurements, entry for
   // entry: the tune's, then the untiled tune's.
-  const CrossoverTable measured = CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover.json");
-  const CrossoverTable untiled =
-      CrossoverTable::load(std::string(WD_SOURCE_DIR) + "/bench/results/h200-crossover-untiled.json");
-  std::vector<CrossoverEntry> all = measured.entries();
-  all.insert(all.end(), untiled.entries().begin(), untiled.entries().end());
-  ASSERT_EQ(t.entries().size(), all.size());
-  for (size_t i = 0; i < t.entries().size(); ++i) {
-    const auto& a = t.entries()[i];
-    const auto& b = all[i];
-    EXPECT_EQ(a.untiled, b.untiled) << a.preset;
-    EXPECT_EQ(a.classical_reads_tiled, b.classical_reads_tiled) << a.preset;
-    EXPECT_EQ(a.preset, b.preset);
-    EXPECT_EQ(a.format, b.format) << a.preset;
-    EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
-    EXPECT_EQ(a.tiled_warp, b.tiled_warp) << a.preset;
-    EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
-    EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
-    EXPECT_EQ(a.hidden, b.hidden);
-    EXPECT_EQ(a.intermediate, b.intermediate);
-  }
+  std::vector<CrossoverEntry> all = committed("h200-crossover.json").table.entries();
+  const std::vector<CrossoverEntry> untiled = committed("h200-crossover-untiled.json").table.entries();
+  all.insert(all.end(), untiled.begin(), untiled.end());
+  expect_same_entries(t.entries(), all);
 }
 
 // The H100's built-in table: the H200's with each entry measured on the
@@ -553,35 +567,25 @@ TEST(CrossoverTable, BuiltInIsMeasured) {
 // place of the H200 entry of its kind, entry for entry; picked by a device
 // name with "H100" in it.
 TEST(CrossoverTable, BuiltInH100IsItsMeasurementOverTheH200s) {
-  const std::string dir = std::string(WD_SOURCE_DIR) + "/bench/results/";
-  CrossoverTable expected = CrossoverTable::load(dir + "h200-crossover.json");
-  const CrossoverTable untiled = CrossoverTable::load(dir + "h200-crossover-untiled.json");
-  for (const auto& e : untiled.entries()) expected.set(e);
-  const CrossoverTable h100 = CrossoverTable::load(dir + "h100-crossover.json");
-  const CrossoverTable h100_untiled = CrossoverTable::load(dir + "h100-crossover-untiled.json");
-  ASSERT_EQ(h100.entries().size(), 18u);
-  ASSERT_EQ(h100_untiled.entries().size(), 9u);  // read as they are: the kind sm_90a uses
-  for (const auto& e : h100.entries()) expected.set(e);
-  for (const auto& e : h100_untiled.entries()) expected.set(e);
+  CrossoverTable expected = committed("h200-crossover.json").table;
+  const std::vector<CrossoverEntry> h200_untiled = committed("h200-crossover-untiled.json").table.entries();
+  for (const auto& e : h200_untiled) expected.set(e);
+  const std::vector<CrossoverEntry> h100 = committed("h100-crossover.json").table.entries();
+  const std::vector<CrossoverEntry> h100_untiled = committed("h100-crossover-untiled.json").table.entries();
+  ASSERT_EQ(h100.size(), 18u);
+  ASSERT_EQ(h100_untiled.size(), 9u);  // read as they are: the kind sm_90a uses
+  for (const auto& e : h100) expected.set(e);
+  for (const auto& e : h100_untiled) expected.set(e);
   const CrossoverTable t = CrossoverTable::built_in(TableCard::kH100);
   EXPECT_EQ(t.source(), "built-in (H100)");
-  ASSERT_EQ(t.entries().size(), expected.entries().size());
+  expect_same_entries(t.entries(), expected.entries());
+  // Not the H200's: the H100 entries changed some crossovers.
   const CrossoverTable h200 = CrossoverTable::built_in(TableCard::kH200);
+  ASSERT_EQ(h200.entries().size(), t.entries().size());
   int from_h100 = 0;
-  for (size_t i = 0; i < t.entries().size(); ++i) {
-    const auto& a = t.entries()[i];
-    const auto& b = expected.entries()[i];
-    EXPECT_EQ(a.preset, b.preset);
-    EXPECT_EQ(a.format, b.format) << a.preset;
-    EXPECT_EQ(a.bf16_activations, b.bf16_activations) << a.preset;
-    EXPECT_EQ(a.tiled_warp, b.tiled_warp) << a.preset;
-    EXPECT_EQ(a.untiled, b.untiled) << a.preset;
-    EXPECT_EQ(a.classical_reads_tiled, b.classical_reads_tiled) << a.preset;
-    EXPECT_EQ(a.w8a16_from, b.w8a16_from) << a.preset;
-    EXPECT_EQ(a.crossover, b.crossover) << a.preset << " " << to_string(a.format);
-    EXPECT_EQ(a.hidden, b.hidden);
-    from_h100 += a.crossover != h200.entries()[i].crossover || a.w8a16_from != h200.entries()[i].w8a16_from;
-  }
+  for (size_t i = 0; i < t.entries().size(); ++i)
+    from_h100 += t.entries()[i].crossover != h200.entries()[i].crossover ||
+                 t.entries()[i].w8a16_from != h200.entries()[i].w8a16_from;
   EXPECT_GT(from_h100, 0) << "built_in(kH100) equals the H200 table";
   // A card by its name.
   EXPECT_EQ(table_card("NVIDIA H100 80GB HBM3"), TableCard::kH100);
