@@ -54,13 +54,13 @@
 #            and format (UNTILED_PRESETS, default all three; UNTILED_FORMATS;
 #            UNTILED_BATCHES, UNTILED_BF16_BATCHES; UNTILED_UNTILE=1 un-tiles on
 #            sm_90a too, for the table's un-tiled entries; about 4-5 minutes) merged into
-#            $OUT/<card>-crossover-untiled.json (copy its entries into src/moe/dispatch_rules.cpp);
+#            $OUT/<card>-crossover-untiled.json (copy its entries into src/moe/crossover_tables.cpp);
 #            what reading the tiled copies costs the classical path is an `ab` of
 #            two uploads (below)
 #     classical: the classical path's GPU tests and sanitizer cases, its side-by-side
 #             table beside warp decode (h200-moe-classical.json) and the prefill table
 #             with stages (h200-moe-prefill.json); TUNE=1 adds the crossover tune
-#             (h200-crossover.json: copy its entries into src/moe/dispatch_rules.cpp),
+#             (h200-crossover.json: copy its entries into src/moe/crossover_tables.cpp),
 #             which takes about 5 minutes for the three presets: the `tune` mode
 #             runs it in a call of its own
 #     compare: warp-decode GPU tests, the sanitizer cases, then bench-moe
@@ -157,7 +157,7 @@ classical_benches() {
 # The warp/classical crossover of MoeDispatch (bench-moe --tune; warp decode
 # on the default upload and on the tiled copies), one preset a run so that a
 # timeout loses one ladder, merged into $OUT/<card>-crossover.json (copy its
-# entries into src/moe/dispatch_rules.cpp). TUNE_PRESETS (default all three),
+# entries into src/moe/crossover_tables.cpp). TUNE_PRESETS (default all three),
 # TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80,
 # where warp decode's down kernel stepped up before its token groups took
 # 128 tokens (session 49); on the tiled copies warp decode is level with or

@@ -1,0 +1,131 @@
+// The crossover tables compiled in (CrossoverTable::built_in): the H200's
+// and the H100's measurements, and which card a device name takes
+// (warpdecode/dispatch_rules.h). Data: regenerate with the commands named
+// at each list and copy the entries here; the CPU tests hold each list to
+// its committed JSON files entry for entry.
+#include <string>
+#include <vector>
+
+#include "warpdecode/dispatch_rules.h"
+
+namespace wd {
+
+const char* to_string(TableCard c) { return c == TableCard::kH100 ? "H100" : "H200"; }
+
+TableCard table_card(const std::string& device_name) {
+  return device_name.find("H100") != std::string::npos ? TableCard::kH100 : TableCard::kH200;
+}
+
+namespace {
+
+// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
+// `scripts/gpu_check.sh tune`, session 50 run 1), then `--tune-untiled`
+// (bench/results/h200-crossover-untiled.json); regenerate with those commands and copy the entries here.
+std::vector<CrossoverEntry> built_in_entries() {
+  constexpr int kNever = CrossoverEntry::kNever;
+  return {
+      // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
+      // crossover, w8a16_from (, warp decode on the tiled copies))
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 65},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 65, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 80, true, 80},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 80, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 48},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
+      // Tiled-only weights (bench/results/h200-crossover-untiled.json,
+      // `scripts/gpu_check.sh untiled`), the classical side reading them as
+      // they are: BF16 (session 51 run 4) and MXFP8 in W8A16 (session 54 run 2;
+      // W8A8 has no tiled read, so both MXFP8 rows are W8A16's crossover):
+      // (..., w8a16_from, tiled_warp, untiled, classical_reads_tiled).
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 112, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80, true, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      // The same un-tiled first (MoeDispatch::untile_tiled_only: shapes and
+      // devices whose classical path does not read them as they are; the
+      // un-tiling's read and write of the layer are in the classical side's
+      // time), session 50 run 5.
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 416, false, kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, false, kNever, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 384, true, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 480, false, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, false, kNever, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 416, true, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 480, false, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, false, kNever, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 448, true, kNever, true, true},
+  };
+}
+
+// Measured by the same commands on an H100 SXM (80GB HBM3, 3.16 TB/s read;
+// bench/results/h100-crossover.json, `scripts/gpu_check.sh tune`, session 67
+// on commit 8fca10d, whose kernels 3bbca4d keeps). built_in(kH100) sets
+// these over the H200 entries.
+// Warp decode holds on longer than on the H200 (e.g. qwen3-30b-a3b BF16 72
+// against 64, MXFP8 on the tiled copies 192 against 128): the H200's table
+// is session 50's kernels under its power cap, this one session 67's.
+std::vector<CrossoverEntry> built_in_h100_entries() {
+  constexpr int kNever = CrossoverEntry::kNever;
+  return {
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 72},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 192, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 192, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 96},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, true, 96, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 16},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 192, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 192, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 192},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 192, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 256},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 256, true},
+      // Tiled-only weights read as they are (bench/results/h100-crossover-untiled.json,
+      // bench-moe --tune-untiled per preset and format, session 67 on 3bbca4d).
+      // The un-tiled-first kind stays the H200's: sm_90a reads them as they are.
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, true, kNever, true, true, true},
+  };
+}
+
+}  // namespace
+
+CrossoverTable CrossoverTable::built_in(TableCard card) {
+  CrossoverTable t;
+  for (const auto& e : built_in_entries()) t.entries_.push_back(e);
+  if (card == TableCard::kH100)
+    for (const auto& e : built_in_h100_entries()) t.set(e);
+  t.source_ = std::string("built-in (") + to_string(card) + ")";
+  return t;
+}
+
+}  // namespace wd
