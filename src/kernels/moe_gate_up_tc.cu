@@ -61,7 +61,7 @@ struct Rounds {
 // repay. From the canonical layout it lost (30b B = 32 +9.6 %): not there.
 // (kMinBlocks 0: Rounds' count.)
 // kTiles 2 (launch: tiled weights without deep loads, from
-// kPairFromTokensPerExpert): a pass takes 16 of the expert's tokens, two n8
+// kPairFromEntriesPerExpertX2): a pass takes 16 of the expert's tokens, two n8
 // tiles against one decoded weight fragment, so an expert of 9-16 tokens
 // streams and decodes its weight tile once instead of twice. Three blocks
 // an SM (128-165 registers: the second tile's x and accumulators; deep
@@ -289,16 +289,18 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
   }
 }
 
-// Passes of two n8 tiles (kTiles) past this many routing entries an expert
+// Passes of two n8 tiles (kTiles) from this many routing entries an expert
 // on average (B·K / E): a rule of the batch alone, and either pass gives
 // the same bits. Measured from 4 on (PERF_LOG session 49 run 9, tiled-only,
 // against one-tile passes): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b
-// B = 128), −10 to −24 % at 12-16 (B = 192-256); level to −7 % at 6 (B =
-// 96; qwen3-coder-480b-a35b MXFP8 +1.9 %); +2 to +8 % just past 4 (B = 65),
-// where most experts hold one tile's tokens and the pair kernel runs three
-// blocks an SM instead of four or five. Canonical weights keep one-tile
-// passes (not measured with two).
-constexpr int kPairFromTokensPerExpert = 6;
+// B = 128), −10 to −24 % at 12-16 (B = 192-256); +2 to +8 % just past 4 (B =
+// 65), where most experts hold one tile's tokens and the pair kernel runs
+// three blocks an SM instead of four or five. At exactly 6 (B = 96 on 128
+// experts, 120 on 160) the layer −7 to +2 % on an H200 (session 49; coder
+// MXFP8 the +1.9 %) and −4 to −9 % on an H100 (gate_up −6 to −13 %, all
+// three presets and both formats; session 68), so the rule includes its
+// bound. Canonical weights keep one-tile passes (not measured with two).
+constexpr int kPairFromEntriesPerExpertX2 = 12;  // 6, doubled to stay integral
 
 // Rows by expert id (by_id above) past 2.5 routing entries an expert on
 // average (B·K > 2.5E: B ≥ 41 on 128 experts and top-8), first-occurrence
@@ -321,7 +323,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   // Two-tile passes and five blocks an SM: tiled weights without deep loads
   // (whose rounds already take 168 registers).
   constexpr bool kTiledShallow = kTiled && !kDeep;
-  const bool pair = kTiledShallow && entries > kPairFromTokensPerExpert * p.experts;
+  const bool pair = kTiledShallow && 2 * entries >= kPairFromEntriesPerExpertX2 * p.experts;
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
   if constexpr (kTiledShallow)
     if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, false, 0, 2>;
