@@ -110,6 +110,13 @@ START=$(date +%s)
 # in one device call, tune and pairs; MICRO=1 or 0 overrides.
 MICRO=${MICRO:-$(case "$MODE" in quick | tune | pairs) echo 0 ;; *) echo 1 ;; esac)}
 note() { SUMMARY+=("$1"); }
+# WD_CHECK_ROUTING is read once a process: the experts() entry points' check
+# under it is a test of its own process (ctest's RoutingCheckUnderTheEnvironment).
+routing_env_test() {
+  WD_CHECK_ROUTING=1 "$BIN/warpdecode_gpu_tests" \
+    --gtest_filter=RoutingCheck.ExpertsCallsCheckTheirRoutingUnderTheEnvironment >"$LOG/gpu-tests-routing-env.log" 2>&1
+  note "routing env   rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)  \]' "$LOG/gpu-tests-routing-env.log" | tr '\n' ' ')"
+}
 # The warp-decode GPU tests alone (sweep and compare modes).
 warp_tests() {
   local t0 rc
@@ -118,6 +125,7 @@ warp_tests() {
   rc=$?
   grep -E "^\[  FAILED  \]|Failure" "$LOG/gpu-tests.log" | head -20
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  routing_env_test
 }
 # The classical path's GPU tests and its sanitizer cases (full, quick and classical modes).
 classical_tests() {
@@ -533,6 +541,7 @@ if [ "$MODE" != bench ]; then
   rc=$?
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" "$LOG/gpu-tests.log" | head -40
   note "gpu tests     rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]' "$LOG/gpu-tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
+  routing_env_test
   for tool in memcheck racecheck; do
     if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/warpdecode_gpu_tests" \

@@ -117,6 +117,8 @@ struct MoeWeightsView {
 };
 
 // Routing of B tokens: ids (B, K) int32 in [0, E), weights (B, K) FP32.
+// The kernels take both on trust; validate_routing (routing_check.h) checks
+// a routing from outside the library's router.
 struct RoutingView {
   int batch = 0;
   int top_k = 0;

@@ -2,7 +2,8 @@
 // moe_down, see docs/DESIGN.md), plus the router. Needs a CUDA build.
 //
 // Engine-ready: every call is stream-ordered, allocates nothing, never
-// synchronises the host, and can be captured in a CUDA graph. All memory a
+// synchronises the host (unless WD_CHECK_ROUTING=1 asks experts() to check
+// each routing: routing_check.h), and can be captured in a CUDA graph. All memory a
 // forward call needs (the FP32 intermediate h, the routing of B tokens) is
 // sized in the constructor for a maximum batch.
 #pragma once

@@ -12,6 +12,7 @@
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/error.h"
 #include "warpdecode/gate_up_tiling.h"
+#include "warpdecode/routing_check.h"
 
 namespace wd {
 
@@ -387,6 +388,7 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            const ClassicalConfig& config, cudaStream_t stream) const {
   WD_CHECK(r.ids && r.weights && x && out.y, "classical MoE: a required pointer is null");
+  maybe_validate_routing(r, shape_.experts, stream);
   for (ClassicalStage s : {ClassicalStage::kAlign, ClassicalStage::kPermute, ClassicalStage::kGateUp,
                            ClassicalStage::kSiluMul, ClassicalStage::kDown, ClassicalStage::kCombine})
     run_stage(s, w, x, r, out, config, stream);

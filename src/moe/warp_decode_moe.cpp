@@ -4,6 +4,7 @@
 #include "core/device_buffer.h"
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/gate_up_tiling.h"
+#include "warpdecode/routing_check.h"
 #include "kernels/formats_device.cuh"
 #include "kernels/moe_down.cuh"
 #include "kernels/moe_gate_up.cuh"
@@ -408,6 +409,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   WD_CHECK(r.top_k == shape_.top_k, "warp decode: routing has K = ", r.top_k, ", layer has K = ",
            shape_.top_k);
   WD_CHECK(r.ids && r.weights && x && out.y, "warp decode: a required pointer is null");
+  maybe_validate_routing(r, shape_.experts, stream);
   kernels::GateUpParams g{};
   g.weights = w.gate_up;
   g.scales = w.gate_up_scales;
