@@ -290,17 +290,22 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
 }
 
 // Passes of two n8 tiles (kTiles) from this many routing entries an expert
-// on average (B·K / E): a rule of the batch alone, and either pass gives
-// the same bits. Measured from 4 on (PERF_LOG session 49 run 9, tiled-only,
-// against one-tile passes): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b
-// B = 128), −10 to −24 % at 12-16 (B = 192-256); +2 to +8 % just past 4 (B =
-// 65), where most experts hold one tile's tokens and the pair kernel runs
-// three blocks an SM instead of four or five. At exactly 6 (B = 96 on 128
-// experts, 120 on 160) the layer −7 to +2 % on an H200 (session 49; coder
-// MXFP8 the +1.9 %) and −4 to −9 % on an H100 (gate_up −6 to −13 %, all
-// three presets and both formats; session 68), so the rule includes its
-// bound. Canonical weights keep one-tile passes (not measured with two).
-constexpr int kPairFromEntriesPerExpertX2 = 12;  // 6, doubled to stay integral
+// on average (B·K / E = 4.5: B ≥ 72 on 128 experts and top-8, 90 on 160): a
+// rule of the batch alone, and either pass gives the same bits. Measured
+// against one-tile passes, tiled-only:
+//   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
+//   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
+//   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
+//   65), where most experts hold one tile's tokens and the pair kernel runs
+//   three blocks an SM instead of four or five;
+//   session 68 (H100), gate_up: −6 to −13 % at 6 on the three presets and
+//   both formats; at 4.5-5.75 (B = 72-92) BF16 −4 to −11 %, qwen3-235b-a22b
+//   MXFP8 −2 to −9 %, qwen3-30b-a3b MXFP8 level at 4.5-4.75 and −2 to −5 %
+//   from 5. Below 4.5 not measured on today's kernels.
+// Not re-measured on an H200 from 4.5 to 6, where its faster HBM may favour
+// one-tile passes (session 49's +1.9 % at 6). Canonical weights keep
+// one-tile passes (not measured with two).
+constexpr int kPairFromEntriesPerExpertX2 = 9;  // 4.5, doubled to stay integral
 
 // Rows by expert id (by_id above) past 2.5 routing entries an expert on
 // average (B·K > 2.5E: B ≥ 41 on 128 experts and top-8), first-occurrence
