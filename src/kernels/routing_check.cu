@@ -1,5 +1,6 @@
 // validate_routing (warpdecode/routing_check.h): one pass over the B·K
 // routing entries, token-major (entry i is token i / K, slot i % K).
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -39,7 +40,7 @@ void validate_routing(const RoutingView& r, int experts, cudaStream_t stream) {
   const int init[2] = {INT_MAX, 0};
   WD_CUDA_CHECK(cudaMemcpyAsync(result.data(), init, sizeof(init), cudaMemcpyHostToDevice, stream));
   const int threads = 256;
-  const int blocks = (entries + threads - 1) / threads < 1024 ? (entries + threads - 1) / threads : 1024;
+  const int blocks = int(std::min<long>((long(entries) + threads - 1) / threads, 1024));
   find_bad_routing_kernel<<<blocks, threads, 0, stream>>>(r.ids, r.weights, entries, experts, result.data());
   WD_CUDA_CHECK_LAUNCH();
   int found[2];
