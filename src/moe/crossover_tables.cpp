@@ -85,7 +85,7 @@ std::vector<CrossoverEntry> built_in_entries() {
 // entries.
 // Warp decode holds on longer than on the H200 (e.g. qwen3-30b-a3b BF16 72
 // against 64, MXFP8 on the tiled copies 192 against 128): the H200's table
-// is session 50's kernels under its power cap, this one session 67's.
+// is session 50's kernels under its power cap, this one sessions 67-68's.
 std::vector<CrossoverEntry> built_in_h100_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
