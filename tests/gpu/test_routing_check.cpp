@@ -22,7 +22,7 @@
 namespace wd {
 namespace {
 
-uint64_t fresh_seed() { return std::random_device{}(); }
+using test::fresh_seed;
 
 struct DeviceRouting {
   DeviceBuffer<int32_t> ids;
