@@ -36,6 +36,13 @@ class MoeWeights {
   // each quantized by quantize_fp8_block128. Throws on non-finite values.
   MoeWeights to_fp8_block128() const;
 
+  // A copy of the tensors of a host view in any format: a layer held
+  // elsewhere, e.g. a checkpoint's model::ExpertStack, as MoeWeights (the
+  // type the self-check takes). Throws InvalidArgument unless the view is on
+  // the host and MoeWeightsView::validate() passes (every tensor its format
+  // needs present); the tiled copies, device-only, are not copied.
+  static MoeWeights from_host_view(const MoeWeightsView& v);
+
   MoeWeightsView view() const;
   const MoeShape& shape() const { return shape_; }
   WeightFormat format() const { return format_; }

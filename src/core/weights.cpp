@@ -139,6 +139,34 @@ MoeWeights MoeWeights::to_fp8_block128() const {
   return q;
 }
 
+MoeWeights MoeWeights::from_host_view(const MoeWeightsView& v) {
+  WD_CHECK(v.space == MemorySpace::kHost, "MoeWeights::from_host_view: the view is not on the host");
+  v.validate();  // on the host every tensor of the format is there
+  const bool bf16 = v.format == WeightFormat::kBF16, mx = v.format == WeightFormat::kMXFP8;
+  MoeWeights w;
+  w.shape_ = v.shape;
+  w.format_ = v.format;
+  const size_t E = v.shape.experts, H = v.shape.hidden, I = v.shape.intermediate;
+  auto copy = [](auto& dst, const auto* src, size_t n) { dst.assign(src, src + n); };
+  copy(w.router, v.router, E * H);
+  if (bf16) {
+    copy(w.gate_up_bf16, static_cast<const uint16_t*>(v.gate_up), E * 2 * I * H);
+    copy(w.down_bf16, static_cast<const uint16_t*>(v.down), E * H * I);
+    return w;
+  }
+  copy(w.gate_up_q, static_cast<const uint8_t*>(v.gate_up), E * 2 * I * H);
+  copy(w.down_q, static_cast<const uint8_t*>(v.down), E * H * I);
+  if (mx) {
+    copy(w.gate_up_scales, v.gate_up_scales, E * 2 * I * H / kMxBlock);
+    copy(w.down_scales, v.down_scales, E * H * I / kMxBlock);
+  } else {
+    const size_t B = kFp8BlockSize, hb = (H + B - 1) / B, ib = (I + B - 1) / B;
+    copy(w.gate_up_block_scales, v.gate_up_block_scales, E * 2 * ib * hb);
+    copy(w.down_block_scales, v.down_block_scales, E * hb * ib);
+  }
+  return w;
+}
+
 MoeWeightsView MoeWeights::view() const { return host_moe_view(*this, shape_, format_); }
 
 std::vector<uint16_t> synthetic_input(int batch, int hidden, uint64_t seed, InputKind kind) {

@@ -102,5 +102,30 @@ TEST(Synthetic, ViewsPointAtTheirTensors) {
   EXPECT_THROW(v.validate(), InvalidArgument);
 }
 
+TEST(Synthetic, FromHostViewCopiesEveryFormat) {
+  const auto bf16 = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
+  for (const MoeWeights& w : {bf16, bf16.to_mxfp8(), bf16.to_fp8_block128()}) {
+    const MoeWeights c = MoeWeights::from_host_view(w.view());
+    EXPECT_EQ(c.format(), w.format());
+    EXPECT_EQ(c.shape().hidden, w.shape().hidden);
+    EXPECT_EQ(c.router, w.router);
+    EXPECT_EQ(c.gate_up_bf16, w.gate_up_bf16);
+    EXPECT_EQ(c.down_bf16, w.down_bf16);
+    EXPECT_EQ(c.gate_up_q, w.gate_up_q);
+    EXPECT_EQ(c.down_q, w.down_q);
+    EXPECT_EQ(c.gate_up_scales, w.gate_up_scales);
+    EXPECT_EQ(c.down_scales, w.down_scales);
+    EXPECT_EQ(c.gate_up_block_scales, w.gate_up_block_scales);
+    EXPECT_EQ(c.down_block_scales, w.down_block_scales);
+    EXPECT_FALSE(c.router.empty());
+  }
+  MoeWeightsView v = bf16.to_fp8_block128().view();
+  v.down_block_scales = nullptr;
+  EXPECT_EQ(error_of([&] { MoeWeights::from_host_view(v); }), "MoE weights: FP8 block-128 down scales are missing");
+  v = bf16.view();
+  v.space = MemorySpace::kDevice;
+  EXPECT_EQ(error_of([&] { MoeWeights::from_host_view(v); }), "MoeWeights::from_host_view: the view is not on the host");
+}
+
 }  // namespace
 }  // namespace wd

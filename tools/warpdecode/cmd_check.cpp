@@ -15,15 +15,21 @@
 //                                against its CPU emulation too)
 // FP8 block-128 weights run the CPU reference and the classical path only
 // (warp decode does not stream them).
+//
+// The weights are synthetic (a preset or custom shape), or with --model DIR
+// one MoE layer of a Hugging Face checkpoint, its router included, as the
+// loader converts it (check_source.h); the inputs are Gaussian either way.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tools/warpdecode/check_rows.h"
+#include "tools/warpdecode/check_source.h"
 #include "tools/warpdecode/commands.h"
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
@@ -184,51 +190,69 @@ void add_check(CLI::App& app) {
     int batch = 4;
     std::string format = "all";
     uint64_t seed = 1;
+    std::string model;
+    int layer = -1;
   };
   auto o = std::make_shared<Opts>();
   o->shape.add_to(cmd);
   cmd->add_option("--batch,-b", o->batch, "Tokens in the batch")->capture_default_str();
   cmd->add_option("--format", o->format, "Weight format: bf16, mxfp8, fp8-block128 (the classical path only) or all")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Random seed of weights and inputs")->capture_default_str();
-  cmd->callback([o] {
-    const MoeShape s = o->shape.resolve();
+  cmd->add_option("--seed", o->seed, "Random seed of weights and inputs (with --model, of the inputs)")
+      ->capture_default_str();
+  cmd->add_option("--model", o->model,
+                  "A Hugging Face Qwen3-MoE checkpoint directory: check one of its MoE layers, its real weights "
+                  "(and router) converted as the loader converts them, instead of synthetic ones");
+  cmd->add_option("--layer", o->layer, "With --model: the model's layer index to check (default: its first MoE layer)");
+  cmd->callback([o, cmd] {
     WD_CHECK(o->batch >= 1 && o->batch <= 4096, "batch = ", o->batch, " must be in [1, 4096]");
     WD_CHECK(o->format == "all" || o->format == "bf16" || o->format == "mxfp8" || o->format == "fp8-block128",
              "unknown format '", o->format, "' (allowed: bf16, mxfp8, fp8-block128, all)");
+    WD_CHECK(!o->model.empty() || cmd->count("--layer") == 0, "--layer needs --model");
+    WD_CHECK(cmd->count("--layer") == 0 || o->layer >= 0, "--layer ", o->layer, " must be >= 0");
+    if (!o->model.empty())
+      for (const char* opt : {"--preset", "--hidden", "--intermediate", "--experts", "--top-k"})
+        WD_CHECK(cmd->count(opt) == 0, "--model takes the checkpoint's shape: drop ", opt);
+    const CheckSource src = o->model.empty()
+                                ? synthetic_check_source(o->shape.resolve(), o->shape.label(), o->seed)
+                                : model_check_source(o->model, cmd->count("--layer") ? o->layer : -1);
+    const MoeShape& s = src.shape;
     const auto gpu = query_gpu();
-    std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", o->shape.label().c_str(),
+    std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", src.label.c_str(),
                 s.hidden, s.intermediate, s.experts, s.top_k, o->batch,
                 (unsigned long long)o->seed,
                 gpu ? ("GPU: " + gpu->name).c_str() : "no CUDA GPU: CPU paths only");
-    SyntheticSpec spec;
-    spec.seed = o->seed;
-    const MoeWeights bf16 = MoeWeights::synthetic(s, spec);
-
-    const auto [x, routing] = untied_inputs(bf16, o->batch, o->seed);
 
     std::printf("%-12s %-50s %-10s %-10s %-8s %-6s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
     int failed = 0, passed = 0, skipped = 0;
+    // Inputs and routing come from the first format's router: every format
+    // keeps the layer's router in BF16, the same values.
+    std::vector<uint16_t> x;
+    reference::Routing routing;
     for (WeightFormat f : kWeightFormats) {
       if (o->format != "all" && o->format != to_string(f)) continue;
-      const MoeWeights converted = f == WeightFormat::kMXFP8         ? bf16.to_mxfp8()
-                                   : f == WeightFormat::kFP8Block128 ? bf16.to_fp8_block128()
-                                                                     : MoeWeights();
-      const MoeWeights& wr = f == WeightFormat::kBF16 ? bf16 : converted;
-      const auto ref = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
-                                              routing.weights.data(), o->batch,
-                                              reference::Precision::kFP64);
-      const auto fp32 = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
-                                               routing.weights.data(), o->batch,
-                                               reference::Precision::kFP32);
-      std::vector<CheckRow> rows{judge(to_string(f), "cpu fp32", ref, fp32, 1e-5)};
+      std::vector<CheckRow> rows;
+      if (const std::string why = src.unavailable(f); !why.empty()) {
+        rows.push_back(CheckRow{to_string(f), "every path", NAN, NAN, NAN, false, why, true});
+      } else {
+        const std::shared_ptr<const MoeWeights> w = src.weights(f);
+        const MoeWeights& wr = *w;
+        if (x.empty()) std::tie(x, routing) = untied_inputs(wr, o->batch, o->seed);
+        const auto ref = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
+                                                routing.weights.data(), o->batch,
+                                                reference::Precision::kFP64);
+        const auto fp32 = reference::moe_experts(wr.view(), x.data(), routing.ids.data(),
+                                                 routing.weights.data(), o->batch,
+                                                 reference::Precision::kFP32);
+        rows.push_back(judge(to_string(f), "cpu fp32", ref, fp32, 1e-5));
 #ifdef WD_HAVE_CUDA
-      if (gpu) {
-        if (f != WeightFormat::kFP8Block128)
-          for (auto& r : check_gpu(wr, x, o->batch, routing, ref)) rows.push_back(r);
-        for (auto& r : check_classical(wr, x, o->batch, routing, ref)) rows.push_back(r);
-      }
+        if (gpu) {
+          if (f != WeightFormat::kFP8Block128)
+            for (auto& r : check_gpu(wr, x, o->batch, routing, ref)) rows.push_back(r);
+          for (auto& r : check_classical(wr, x, o->batch, routing, ref)) rows.push_back(r);
+        }
 #endif
+      }
       for (const auto& r : rows) {
         print_row(r);
         if (r.skipped) ++skipped;
@@ -238,6 +262,7 @@ void add_check(CLI::App& app) {
     }
     const int total = passed + failed;
     if (failed) throw Error(detail::concat("check failed: ", failed, " of ", total, " implementations outside tolerance"));
+    WD_CHECK(total > 0, "check: nothing was checked (every format unavailable on this source: see the notes)");
     std::printf("all %d checks passed", total);
     if (skipped) std::printf(" (%d not run on this shape or device: see their notes)", skipped);
     std::printf("\n");

@@ -1,0 +1,125 @@
+// `warpdecode check --model DIR` as a user runs it: one MoE layer of a
+// checkpoint, its real weights and router, against the FP64 reference in
+// every weight format (on checkpoints the tests write, and the transformers
+// fixture). Without a GPU only the CPU rows run; the GPU rows run on the
+// device (scripts/gpu_check.sh).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "model_files.h"
+
+#include "test_support.h"
+
+namespace wd::model {
+namespace {
+
+using Result = wd::test::CliResult;
+
+Result run(const std::string& args) { return wd::test::run_cli(WD_CLI_PATH, args); }
+
+bool has(const Result& r, const std::string& s) { return r.output.find(s) != std::string::npos; }
+
+std::string tiny_model(const std::string& name, const testing::TinyModelSpec& spec) {
+  const std::string dir = testing::make_temp_dir(name);
+  testing::write_tiny_model(dir, spec);
+  return dir;
+}
+
+// The row of `format` (padded to the format column) and `path`, judged `result`.
+bool row(const Result& r, std::string format, const std::string& path, const std::string& result) {
+  format.resize(12, ' ');
+  const size_t at = r.output.find(format + " " + path);
+  if (at == std::string::npos) return false;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at) + " ";
+  return line.find(" " + result + " ") != std::string::npos;
+}
+
+TEST(CheckCli, ChecksTheFirstMoeLayerOfACheckpointInEveryFormat) {
+  testing::TinyModelSpec spec;  // H 64, I 32, E 8, K 2; layer 1 dense
+  spec.shards = 2;
+  const std::string dir = tiny_model("check-bf16", spec);
+  const Result r = run("check --model " + dir + " --batch 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "check " + dir + " layer 0 (MoE layer 1 of 2): H=64 I=32 E=8 K=2, B=3")) << r.output;
+  for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
+  EXPECT_TRUE(has(r, "checks passed")) << r.output;
+
+  const Result last = run("check --model " + dir + " --layer 2 --format mxfp8 --batch 2");
+  ASSERT_EQ(last.status, 0) << last.output;
+  EXPECT_TRUE(has(last, "layer 2 (MoE layer 2 of 2)")) << last.output;
+  EXPECT_TRUE(row(last, "mxfp8", "cpu fp32", "pass")) << last.output;
+  EXPECT_FALSE(has(last, "bf16 ")) << last.output;
+}
+
+// Its own weights: two checkpoints that differ only in their values give
+// different errors on the same inputs (a check that ignored the checkpoint
+// would print the same figures for both).
+TEST(CheckCli, ReadsTheCheckpointsOwnWeights) {
+  testing::TinyModelSpec a;
+  testing::TinyModelSpec b = a;
+  b.seed = a.seed + 1;
+  const Result ra = run("check --model " + tiny_model("check-seed-a", a) + " --format bf16 --batch 4");
+  const Result rb = run("check --model " + tiny_model("check-seed-b", b) + " --format bf16 --batch 4");
+  ASSERT_EQ(ra.status, 0) << ra.output;
+  ASSERT_EQ(rb.status, 0) << rb.output;
+  const auto figures = [](const Result& r) {
+    const size_t at = r.output.find("cpu fp32");
+    return r.output.substr(at, r.output.find('\n', at) - at);
+  };
+  EXPECT_NE(figures(ra), figures(rb)) << ra.output << rb.output;
+}
+
+TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
+  testing::TinyModelSpec spec;
+  spec.dtype = testing::SourceDType::kFp8Block;
+  spec.block = 128;  // ragged: H = 64 and I = 32 are one partial block
+  const Result r = run("check --model " + tiny_model("check-fp8-128", spec) + " --batch 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
+
+  spec.block = 24;  // blocks the classical path's FP8 format does not take
+  const Result odd = run("check --model " + tiny_model("check-fp8-24", spec) + " --batch 3");
+  ASSERT_EQ(odd.status, 0) << odd.output;
+  EXPECT_TRUE(row(odd, "bf16", "cpu fp32", "pass")) << odd.output;
+  EXPECT_TRUE(row(odd, "mxfp8", "cpu fp32", "pass")) << odd.output;
+  EXPECT_TRUE(row(odd, "fp8-block128", "every path", "skip")) << odd.output;
+  EXPECT_TRUE(has(odd, "the checkpoint's FP8 blocks are 24x24, fp8-block128 takes 128x128")) << odd.output;
+  EXPECT_TRUE(has(odd, "all 2 checks passed (1 not run")) << odd.output;
+
+  const Result none = run("check --model " + tiny_model("check-fp8-24-only", spec) + " --format fp8-block128");
+  EXPECT_NE(none.status, 0) << none.output;
+  EXPECT_TRUE(has(none, "nothing was checked")) << none.output;
+}
+
+TEST(CheckCli, TheTransformersFixturePasses) {
+  const std::string dir = std::string(WD_SOURCE_DIR) + "/tests/fixtures/qwen3moe-tiny";
+  const Result r = run("check --model " + dir + " --batch 6");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "H=256 I=96 E=16 K=4, B=6")) << r.output;
+  for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
+}
+
+TEST(CheckCli, BadArgumentsGetOneClearError) {
+  testing::TinyModelSpec spec;
+  const std::string dir = tiny_model("check-errors", spec);
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"check --model " + dir + " --layer 1", "--layer 1 is a dense layer, not an MoE layer"},
+      {"check --model " + dir + " --layer 3", "--layer 3 is outside the model's layers [0, 3)"},
+      {"check --model " + dir + " --layer -2", "--layer -2 must be >= 0"},
+      {"check --model " + dir + " --preset tiny", "--model takes the checkpoint's shape: drop --preset"},
+      {"check --model " + dir + " --hidden 128", "--model takes the checkpoint's shape: drop --hidden"},
+      {"check --layer 0", "--layer needs --model"},
+      {"check --model " + dir + "/missing", "config.json"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, c.message)) << c.args << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace wd::model

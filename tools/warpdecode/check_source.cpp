@@ -1,0 +1,91 @@
+#include "tools/warpdecode/check_source.h"
+
+#include <utility>
+
+#include "warpdecode/error.h"
+#include "warpdecode/model/checkpoint.h"
+#include "warpdecode/model/config.h"
+#include "warpdecode/model/expert_stack.h"
+#include "warpdecode/model/model_weights.h"
+
+namespace wd::cli {
+
+CheckSource synthetic_check_source(const MoeShape& shape, const std::string& label, uint64_t seed) {
+  SyntheticSpec spec;
+  spec.seed = seed;
+  auto bf16 = std::make_shared<const MoeWeights>(MoeWeights::synthetic(shape, spec));
+  CheckSource src;
+  src.label = label;
+  src.shape = shape;
+  src.unavailable = [](WeightFormat) { return std::string(); };
+  src.weights = [bf16](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
+    switch (f) {
+      case WeightFormat::kBF16: return bf16;
+      case WeightFormat::kMXFP8: return std::make_shared<const MoeWeights>(bf16->to_mxfp8());
+      case WeightFormat::kFP8Block128: return std::make_shared<const MoeWeights>(bf16->to_fp8_block128());
+    }
+    throw InvalidArgument("synthetic_check_source: unknown weight format");
+  };
+  return src;
+}
+
+namespace {
+
+// The opened checkpoint: ModelWeights points into the mapped files.
+struct OpenModel {
+  model::ModelConfig config;
+  model::Checkpoint ckpt;
+  model::ModelWeights weights;
+  int layer = -1;
+  explicit OpenModel(const std::string& dir)
+      : config(model::load_config(dir)), ckpt(model::Checkpoint::open(dir)),
+        weights(model::ModelWeights::map(config, ckpt)) {}
+};
+
+std::shared_ptr<const MoeWeights> stack_weights(const OpenModel& m, model::StackFormat f) {
+  const model::ExpertStack stack = model::load_expert_stack(m.weights, m.layer, f);
+  return std::make_shared<const MoeWeights>(MoeWeights::from_host_view(stack.view()));
+}
+
+}  // namespace
+
+CheckSource model_check_source(const std::string& dir, int layer) {
+  auto m = std::make_shared<OpenModel>(dir);
+  const model::ModelConfig& c = m->config;
+  int moe_index = 0;  // the layer's place among the MoE layers
+  if (layer < 0) {
+    for (int l = 0; l < c.num_hidden_layers && layer < 0; ++l)
+      if (c.is_moe_layer(l)) layer = l;
+    WD_CHECK(layer >= 0, dir, " has no MoE layer");
+  }
+  WD_CHECK(layer < c.num_hidden_layers, "--layer ", layer, " is outside the model's layers [0, ",
+           c.num_hidden_layers, ")");
+  WD_CHECK(c.is_moe_layer(layer), "--layer ", layer, " is a dense layer, not an MoE layer");
+  for (int l = 0; l < layer; ++l) moe_index += c.is_moe_layer(l);
+  m->layer = layer;
+
+  CheckSource src;
+  src.shape = c.moe_shape();
+  src.label = detail::concat(dir, " layer ", layer, " (MoE layer ", moe_index + 1, " of ", c.num_moe_layers(), ")");
+  const bool fp8 = c.quant == model::QuantMethod::kFp8Block;
+  const bool fp8_128 = fp8 && c.quant_block_rows == kFp8BlockSize && c.quant_block_cols == kFp8BlockSize;
+  src.unavailable = [fp8, fp8_128, c](WeightFormat f) {
+    if (f != WeightFormat::kFP8Block128 || !fp8 || fp8_128) return std::string();
+    return detail::concat("the checkpoint's FP8 blocks are ", c.quant_block_rows, "x", c.quant_block_cols,
+                          ", fp8-block128 takes 128x128 (bf16 and mxfp8 are checked from its dequantized values)");
+  };
+  src.weights = [m, fp8](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
+    switch (f) {
+      case WeightFormat::kBF16: return stack_weights(*m, model::StackFormat::kBF16);
+      case WeightFormat::kMXFP8: return stack_weights(*m, model::StackFormat::kMXFP8);
+      case WeightFormat::kFP8Block128:
+        if (fp8) return stack_weights(*m, model::StackFormat::kFp8Block);
+        return std::make_shared<const MoeWeights>(
+            stack_weights(*m, model::StackFormat::kBF16)->to_fp8_block128());
+    }
+    throw InvalidArgument("model_check_source: unknown weight format");
+  };
+  return src;
+}
+
+}  // namespace wd::cli

@@ -1,0 +1,41 @@
+// The layer `warpdecode check` runs, in each weight format: synthetic
+// weights of a shape, or one MoE layer of a Hugging Face checkpoint as the
+// loader converts it (model::load_expert_stack).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "warpdecode/layout.h"
+#include "warpdecode/weights.h"
+
+namespace wd::cli {
+
+struct CheckSource {
+  std::string label;  // what the header line names: the preset, or the checkpoint and layer
+  MoeShape shape;
+  // Why format f cannot be checked on this source ("" when it can).
+  std::function<std::string(WeightFormat)> unavailable;
+  // The layer's weights in format f (one that is available). Each call may
+  // load and convert afresh: the caller holds one format at a time.
+  std::function<std::shared_ptr<const MoeWeights>(WeightFormat)> weights;
+};
+
+// Weights drawn by MoeWeights::synthetic(shape, seed); MXFP8 and FP8
+// block-128 are converted from those BF16 weights.
+CheckSource synthetic_check_source(const MoeShape& shape, const std::string& label, uint64_t seed);
+
+// MoE layer `layer` (the model's layer index; -1: its first MoE layer) of
+// the checkpoint in `dir`. BF16 and MXFP8 come from the loader's
+// conversions of the checkpoint's values (an FP8 checkpoint dequantized
+// exactly, then rounded to BF16 or quantized to MXFP8); FP8 block-128 is an
+// FP8 checkpoint's bytes and scales as they are where its blocks are
+// 128 x 128 (unavailable otherwise), and a BF16/F16/F32 checkpoint's BF16
+// weights quantized by MoeWeights::to_fp8_block128. Throws wd::Error
+// naming the problem (no such directory or layer, a dense layer, a format
+// the loader refuses).
+CheckSource model_check_source(const std::string& dir, int layer);
+
+}  // namespace wd::cli
