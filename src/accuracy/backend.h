@@ -16,7 +16,8 @@
 //
 // A backend holds one layer at a time: synthetic weights of a seed, in every
 // format asked for, generated on the device or on the host (bit-identical,
-// see weights.h), and copies the routed experts to the host for the judge.
+// see weights.h), or a given BF16 layer and its conversions; and copies the
+// routed experts to the host for the judge.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 
 #include "accuracy/experts.h"
 #include "warpdecode/layout.h"
+#include "warpdecode/weights.h"
 
 namespace wd::accuracy {
 
@@ -56,6 +58,10 @@ class Backend {
   // Makes the layer of `seed` current (SyntheticSpec{seed}, default stddev),
   // in BF16 and every format in `formats`.
   virtual void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) = 0;
+  // Makes the given layer current (BF16, the backend's shape: e.g. a
+  // checkpoint's), and its conversions to every format in `formats`
+  // (MoeWeights::to_mxfp8, and FP8 block-128 quantized as for set_layer).
+  virtual void set_layer_weights(const MoeWeights& bf16, const std::vector<WeightFormat>& formats) = 0;
   // The current layer's router (E, H), BF16, on the host.
   virtual const std::vector<uint16_t>& router() const = 0;
   // Host copies of the experts `ids` of the current layer in format f.
@@ -85,6 +91,10 @@ std::unique_ptr<Backend> make_cpu_backend(const MoeShape& shape, OutputFormat ou
 // The GPU kernels on the current CUDA device, sized for batches up to max_batch.
 std::unique_ptr<Backend> make_gpu_backend(const MoeShape& shape, int max_batch, OutputFormat out);
 #endif
+
+// Throws InvalidArgument unless w is a BF16 layer of `shape` (H, I, E, K
+// and norm_topk_prob): what set_layer_weights takes.
+void check_given_layer(const MoeWeights& w, const MoeShape& shape);
 
 // y rounded as a path of this output type writes it.
 void round_output(std::vector<double>& y, OutputFormat out);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "accuracy/backend.h"
+#include "moe/classical_rules.h"
 #include "warpdecode/classical_config.h"
 #include "warpdecode/classical_reference.h"
 #include "warpdecode/error.h"
@@ -45,6 +46,16 @@ bool path_runs(Path p, WeightFormat requested) {
   return p != Path::kClassicalFp8 || requested != WeightFormat::kBF16;
 }
 
+void check_given_layer(const MoeWeights& w, const MoeShape& shape) {
+  const MoeShape& g = w.shape();
+  WD_CHECK(w.format() == WeightFormat::kBF16, "accuracy: a given layer must be BF16, not ", to_string(w.format()));
+  WD_CHECK(g.hidden == shape.hidden && g.intermediate == shape.intermediate && g.experts == shape.experts &&
+               g.top_k == shape.top_k && g.norm_topk_prob == shape.norm_topk_prob,
+           "accuracy: the given layer's shape (H=", g.hidden, " I=", g.intermediate, " E=", g.experts, " K=", g.top_k,
+           ") is not the backend's (H=", shape.hidden, " I=", shape.intermediate, " E=", shape.experts, " K=",
+           shape.top_k, ")");
+}
+
 void round_output(std::vector<double>& y, OutputFormat out) {
   for (double& v : y) v = out == OutputFormat::kBF16 ? double(bf16_to_float(float_to_bf16(float(v)))) : double(float(v));
 }
@@ -59,11 +70,18 @@ class CpuBackend final : public Backend {
 
   bool gpu() const override { return false; }
 
+  // W8A8 quantizes activations in groups of 128: H and I multiples of 128.
+  bool available(Path p) const override {
+    return p != Path::kClassicalFp8 || classical_rules::w8a8_shape_ok(shape_);
+  }
+
   std::string describe(Path p) const override {
     switch (p) {
       case Path::kWarp: return "CPU model: FP32-accumulating reference (reference::moe_experts, kFP32)";
       case Path::kClassicalBf16: return "CPU model: classical-path reference, BF16 (reference::classical_experts)";
-      case Path::kClassicalFp8: return "CPU model: classical-path reference, W8A8 (reference::classical_experts)";
+      case Path::kClassicalFp8:
+        return available(p) ? "CPU model: classical-path reference, W8A8 (reference::classical_experts)"
+                            : "not run: W8A8 needs H and I to be multiples of 128";
       case Path::kClassicalW8A16:
         return "CPU model: classical-path reference, W8A16 (reference::classical_experts, BF16 activations)";
     }
@@ -71,15 +89,14 @@ class CpuBackend final : public Backend {
   }
 
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) override {
-    layers_.clear();
     SyntheticSpec spec;
     spec.seed = seed;
-    MoeWeights bf16 = MoeWeights::synthetic(shape_, spec);
-    for (WeightFormat f : formats) {
-      if (f == WeightFormat::kMXFP8) layers_.emplace(f, bf16.to_mxfp8());
-      if (f == WeightFormat::kFP8Block128) layers_.emplace(f, bf16.to_fp8_block128());
-    }
-    layers_.emplace(WeightFormat::kBF16, std::move(bf16));
+    hold(MoeWeights::synthetic(shape_, spec), formats);
+  }
+
+  void set_layer_weights(const MoeWeights& bf16, const std::vector<WeightFormat>& formats) override {
+    check_given_layer(bf16, shape_);
+    hold(bf16, formats);
   }
 
   const std::vector<uint16_t>& router() const override { return layer(WeightFormat::kBF16).router; }
@@ -106,6 +123,15 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  void hold(MoeWeights bf16, const std::vector<WeightFormat>& formats) {
+    layers_.clear();
+    for (WeightFormat f : formats) {
+      if (f == WeightFormat::kMXFP8) layers_.emplace(f, bf16.to_mxfp8());
+      if (f == WeightFormat::kFP8Block128) layers_.emplace(f, bf16.to_fp8_block128());
+    }
+    layers_.emplace(WeightFormat::kBF16, std::move(bf16));
+  }
+
   // A classical path fuses SiLU·up into its gate_up GEMM where the H200
   // (sm_90a) configuration for this batch does: the configuration the GPU
   // backend runs (ClassicalConfig::for_batch on the path's weights).

@@ -1,6 +1,6 @@
 // The GPU backend of `warpdecode accuracy`: the real kernels (WarpDecodeMoe,
-// ClassicalMoe) on synthetic weights generated on the device, one layer at a
-// time. Every call is synchronous (the harness is not timed) and every CUDA
+// ClassicalMoe) on synthetic weights generated on the device, or a given
+// layer uploaded, one layer at a time. Every call is synchronous (the harness is not timed) and every CUDA
 // call is checked; outputs are NaN-poisoned before each run so that an
 // unwritten element shows as a non-finite error instead of a plausible one.
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include "accuracy/backend.h"
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
+#include "moe/classical_rules.h"
 #include "warpdecode/classical.h"
 #include "warpdecode/error.h"
 #include "warpdecode/formats.h"
@@ -39,7 +40,9 @@ class GpuBackend final : public Backend {
     switch (p) {
       case Path::kWarp: return "GPU kernels: WarpDecodeMoe (moe_gate_up + moe_down)";
       case Path::kClassicalBf16: return "GPU kernels: ClassicalMoe, BF16 weights and activations";
-      case Path::kClassicalFp8: return "GPU kernels: ClassicalMoe, W8A8 (FP8 activations per token and group of 128)";
+      case Path::kClassicalFp8:
+        return available(p) ? "GPU kernels: ClassicalMoe, W8A8 (FP8 activations per token and group of 128)"
+                            : "not run: W8A8 needs H and I to be multiples of 128";
       case Path::kClassicalW8A16:
         return available(p) ? "GPU kernels: ClassicalMoe, W8A16 (MXFP8 weights decoded to BF16, BF16 activations)"
                             : "not run: W8A16 needs the sm_90a kernels";
@@ -48,6 +51,7 @@ class GpuBackend final : public Backend {
   }
 
   bool available(Path p) const override {
+    if (p == Path::kClassicalFp8) return classical_rules::w8a8_shape_ok(shape_);  // groups of 128
     return p != Path::kClassicalW8A16 ||
            ClassicalConfig::for_batch(shape_, 1, WeightFormat::kMXFP8, ClassicalMoe::wgmma_available(), true)
                .bf16_activations;
@@ -67,10 +71,21 @@ class GpuBackend final : public Backend {
       if (f == WeightFormat::kFP8Block128 && !block_)
         block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
     }
-    dense_.emplace(WeightFormat::kBF16, std::move(bf16));
-    WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    router_.resize(size_t(shape_.experts) * shape_.hidden);
-    copy_to_host(router_.data(), view(WeightFormat::kBF16).router, router_.size() * sizeof(uint16_t));
+    hold(std::move(bf16));
+  }
+
+  void set_layer_weights(const MoeWeights& w, const std::vector<WeightFormat>& formats) override {
+    check_given_layer(w, shape_);
+    dense_.clear();
+    block_.reset();
+    auto bf16 = std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w));
+    for (WeightFormat f : formats) {
+      if (f == WeightFormat::kMXFP8 && !dense_.count(f))
+        dense_.emplace(f, std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w.to_mxfp8())));
+      if (f == WeightFormat::kFP8Block128 && !block_)
+        block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
+    }
+    hold(std::move(bf16));
   }
 
   const std::vector<uint16_t>& router() const override { return router_; }
@@ -138,6 +153,15 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  // Makes bf16 (and the formats already in dense_ and block_) the current
+  // layer once the stream's conversions are done; keeps its router on the host.
+  void hold(std::unique_ptr<DeviceMoeWeights> bf16) {
+    dense_.emplace(WeightFormat::kBF16, std::move(bf16));
+    WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    router_.resize(size_t(shape_.experts) * shape_.hidden);
+    copy_to_host(router_.data(), view(WeightFormat::kBF16).router, router_.size() * sizeof(uint16_t));
+  }
+
   MoeWeightsView view(WeightFormat f) const {
     if (f == WeightFormat::kFP8Block128) {
       WD_CHECK(block_ != nullptr, "accuracy: the current layer is not held in fp8-block128");

@@ -51,6 +51,7 @@ void validate(const Common& o) {
   WD_CHECK(!o.formats.empty() && !o.batches.empty() && !o.inputs.empty(), "accuracy: no format, batch or input kind");
   WD_CHECK(o.seeds >= 1, "accuracy: seeds = ", o.seeds, " must be >= 1");
   for (int b : o.batches) WD_CHECK(b >= 1 && b <= 4096, "accuracy: batch = ", b, " must be in [1, 4096]");
+  if (o.layer) check_given_layer(*o.layer, o.shape);
 }
 
 // BF16 and every format a path runs for the requests.
@@ -92,8 +93,9 @@ std::vector<LayerRecord> measure_layer(Backend& backend, const Common& opt, cons
   };
   std::map<std::tuple<size_t, size_t, size_t>, Samples> all;
   const auto t0 = Clock::now();
+  if (opt.layer) backend.set_layer_weights(*opt.layer, needed);
   for (int seed = 0; seed < opt.seeds; ++seed) {
-    backend.set_layer(layer_seed(opt.seed, seed, 0), needed);
+    if (!opt.layer) backend.set_layer(layer_seed(opt.seed, seed, 0), needed);
     // Inputs and FP64 routings of every (batch, inputs) case, then one host
     // copy per format of the experts any of them is routed to.
     std::map<std::pair<size_t, size_t>, std::pair<std::vector<uint16_t>, PathRouting>> cases;
@@ -225,6 +227,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
   validate(opt);
   const MoeShape& s = opt.shape;
   WD_CHECK(opt.layers >= 1 && opt.layers <= 1024, "drift: layers = ", opt.layers, " must be in [1, 1024]");
+  WD_CHECK(!opt.layer, "drift: the stack is synthetic, one layer of seeded weights a depth (not a given layer)");
   const std::vector<WeightFormat> needed = formats_needed(opt.formats);
   const int L = opt.layers, K = s.top_k, H = s.hidden;
 

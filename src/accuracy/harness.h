@@ -1,8 +1,9 @@
 // The measurements behind `warpdecode accuracy` (docs/ACCURACY.md).
 //
 // One layer (measure_layer): for each seed, synthetic weights (BF16, and the
-// requested FP8 format quantized from them) and inputs (B, H) BF16, Gaussian
-// or with outlier channels. The routing is the FP64 reference router's,
+// requested FP8 format quantized from them; or one given BF16 layer for
+// every seed, Common::layer) and inputs (B, H) BF16, Gaussian or with
+// outlier channels. The routing is the FP64 reference router's,
 // given to every path, so that all three compute the same experts and only
 // their arithmetic differs. Each path's output is judged against
 // wd::reference::moe_experts in FP64 on the weights that path ran
@@ -29,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,10 @@ struct Common {
   int seeds = 8;
   uint64_t seed = 1;
   OutputFormat output = OutputFormat::kBF16;  // what the backend's paths write (for the records)
+  // A given BF16 layer of `shape` (e.g. a checkpoint's) instead of synthetic
+  // weights: measure_layer then holds it for every seed, and each seed draws
+  // only new inputs. measure_drift refuses it (its stack is synthetic).
+  std::shared_ptr<const MoeWeights> layer;
 };
 
 struct PathStats {

@@ -45,6 +45,35 @@ TEST(AccuracyGpu, DeviceLayersMatchTheHostGenerator) {
   }
 }
 
+// A given layer (a checkpoint's, in `accuracy --model`) uploaded and
+// converted on the GPU backend is the layer the same weights generated on
+// the device are, in every format.
+TEST(AccuracyGpu, GivenLayersMatchTheGeneratedOnes) {
+  WD_REQUIRE_GPU();
+  const std::vector<WeightFormat> formats{WeightFormat::kMXFP8, WeightFormat::kFP8Block128};
+  auto generated = make_gpu_backend(tiny(), 8, OutputFormat::kBF16);
+  auto given = make_gpu_backend(tiny(), 8, OutputFormat::kBF16);
+  const uint64_t seed = 0x5DEECE66Dull;
+  SyntheticSpec spec;
+  spec.seed = seed;
+  generated->set_layer(seed, formats);
+  given->set_layer_weights(MoeWeights::synthetic(tiny(), spec), formats);
+  ASSERT_EQ(given->router(), generated->router());
+  for (WeightFormat f : kWeightFormats) {
+    const HostExperts g = given->slice(f, {1, 7, 12}), c = generated->slice(f, {1, 7, 12});
+    SCOPED_TRACE(to_string(f));
+    EXPECT_FALSE(g.router.empty());
+    EXPECT_EQ(g.gate_up_bf16, c.gate_up_bf16);
+    EXPECT_EQ(g.down_bf16, c.down_bf16);
+    EXPECT_EQ(g.gate_up_q, c.gate_up_q);
+    EXPECT_EQ(g.down_q, c.down_q);
+    EXPECT_EQ(g.gate_up_scales, c.gate_up_scales);
+    EXPECT_EQ(g.down_scales, c.down_scales);
+    EXPECT_EQ(g.gate_up_block_scales, c.gate_up_block_scales);
+    EXPECT_EQ(g.down_block_scales, c.down_block_scales);
+  }
+}
+
 TEST(AccuracyGpu, EndToEndTinyFp8FurtherThanWarp) {
   WD_REQUIRE_GPU();
   Common o;

@@ -167,6 +167,42 @@ TEST(AccuracyHarness, Deterministic) {
   EXPECT_LT(ra[0].paths[int(Path::kWarp)].rel_l2.worst, 1e-5);
 }
 
+// A given layer (Common::layer) is held for every seed: with one seed and
+// the layer that seed would have drawn, the records are the synthetic run's
+// exactly; with two, the second seed's differ (its own weights there, the
+// given layer here). A layer of another shape or format, and drift, refuse.
+TEST(AccuracyHarness, AGivenLayerIsHeldForEverySeed) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  Common o = tiny_options();
+  o.seeds = 1;
+  const auto synthetic = measure_layer(*backend, o);
+  SyntheticSpec spec;
+  spec.seed = layer_seed(o.seed, 0, 0);
+  o.layer = std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), spec));
+  const auto given = measure_layer(*backend, o);
+  ASSERT_EQ(given.size(), synthetic.size());
+  for (size_t i = 0; i < given.size(); ++i) EXPECT_EQ(to_json(given[i]).dump(), to_json(synthetic[i]).dump());
+
+  o.seeds = 2;
+  const auto held = measure_layer(*backend, o);
+  Common o2 = o;
+  o2.layer.reset();
+  const auto drawn = measure_layer(*backend, o2);
+  for (size_t i = 0; i < held.size(); ++i) EXPECT_NE(to_json(held[i]).dump(), to_json(drawn[i]).dump());
+
+  Common bad = o;
+  bad.layer = std::make_shared<const MoeWeights>(o.layer->to_mxfp8());
+  EXPECT_THROW(measure_layer(*backend, bad), InvalidArgument);
+  MoeShape other = tiny();
+  other.hidden *= 2;
+  bad.layer = std::make_shared<const MoeWeights>(MoeWeights::synthetic(other, spec));
+  EXPECT_THROW(measure_layer(*backend, bad), InvalidArgument);
+  DriftOptions d;
+  static_cast<Common&>(d) = o;
+  d.layers = 2;
+  EXPECT_THROW(measure_drift(*backend, d), Error);
+}
+
 // A backend whose classical FP8 path writes NaN: the errors are NaN, the
 // JSON null, and nothing is dropped.
 class NaNFp8 final : public Backend {
@@ -175,6 +211,9 @@ class NaNFp8 final : public Backend {
   bool gpu() const override { return false; }
   std::string describe(Path p) const override { return b_->describe(p); }
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& f) override { b_->set_layer(seed, f); }
+  void set_layer_weights(const MoeWeights& w, const std::vector<WeightFormat>& f) override {
+    b_->set_layer_weights(w, f);
+  }
   const std::vector<uint16_t>& router() const override { return b_->router(); }
   HostExperts slice(WeightFormat f, const std::vector<int32_t>& ids) override { return b_->slice(f, ids); }
   PathRouting route(Path p, WeightFormat f, const uint16_t* x, int batch) override { return b_->route(p, f, x, batch); }

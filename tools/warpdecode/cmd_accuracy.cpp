@@ -5,18 +5,22 @@
 //
 // With a CUDA GPU the paths are the GPU kernels. Without one (or with --cpu)
 // they are CPU models of the paths, and every line and record says so.
+// With --model DIR the one-layer study runs on a checkpoint's MoE layer
+// (layer_source.h) instead of synthetic weights.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "accuracy/harness.h"
 #include "tools/warpdecode/batch_list.h"
 #include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/layer_source.h"
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
 
@@ -41,6 +45,9 @@ struct Opts {
   std::string residual = "fp32";
   bool drift_only = false, cpu = false;
   std::string json;
+  std::string model;
+  int layer = -1;
+  CLI::App* cmd = nullptr;  // which options were given
 };
 
 std::string cell(double v, const char* f) {
@@ -96,10 +103,29 @@ void print_drift(const accuracy::DriftRecord& d) {
 }
 
 void run(const Opts& o) {
-  const MoeShape shape = o.shape.resolve();
+  const bool given_layer = o.cmd->count("--layer") > 0;
+  WD_CHECK(!o.model.empty() || !given_layer, "--layer needs --model");
+  WD_CHECK(!given_layer || o.layer >= 0, "--layer ", o.layer, " must be >= 0");
+  std::shared_ptr<const MoeWeights> model_layer;
+  std::string label = o.shape.label(), model_label;
+  MoeShape shape;
+  if (o.model.empty()) {
+    shape = o.shape.resolve();
+  } else {
+    for (const char* opt : {"--preset", "--hidden", "--intermediate", "--experts", "--top-k"})
+      WD_CHECK(o.cmd->count(opt) == 0, "--model takes the checkpoint's shape: drop ", opt);
+    WD_CHECK(o.drift_layers == "0" && !o.drift_only,
+             "--model measures the checkpoint's layer alone: drift runs synthetic stacks (drop --drift-layers)");
+    const LayerSource src = model_layer_source(o.model, given_layer ? o.layer : -1);
+    shape = src.shape;
+    label = src.name;
+    model_label = src.label;
+    model_layer = src.weights(WeightFormat::kBF16);
+  }
   accuracy::DriftOptions c;
-  c.preset = o.shape.label();
+  c.preset = label;
   c.shape = shape;
+  c.layer = model_layer;
   c.formats.clear();
   for (const auto& f : o.formats) c.formats.push_back(parse_weight_format(f));
   c.batches = o.batches;
@@ -137,6 +163,7 @@ void run(const Opts& o) {
   std::printf("accuracy %s: H=%d I=%d E=%d K=%d, %d seeds from %llu, outputs %s\n", c.preset.c_str(), shape.hidden,
               shape.intermediate, shape.experts, shape.top_k, c.seeds, (unsigned long long)c.seed,
               accuracy::to_string(c.output));
+  if (model_layer) std::printf("weights: %s, the same layer for every seed (new inputs each)\n", model_label.c_str());
   if (backend->gpu())
     std::printf("GPU: %s, CUDA %s, driver %s | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
                 build_description().c_str());
@@ -167,7 +194,10 @@ void run(const Opts& o) {
   Json paths;
   for (Path p : accuracy::kAllPaths) paths[accuracy::to_string(p)] = backend->describe(p);
   header["paths"] = paths;
-  header["weights"] = "synthetic: BF16 N(0, 0.02) (SyntheticSpec defaults), one seed per layer; FP8 formats quantized from them";
+  header["weights"] = model_layer ? model_label + ": BF16 as the checkpoint loader converts it, the same layer for every "
+                                             "seed (new inputs each); FP8 formats quantized from it"
+                                   : "synthetic: BF16 N(0, 0.02) (SyntheticSpec defaults), one seed per layer; FP8 "
+                                     "formats quantized from them";
   header["method"] =
       "one layer: FP64 router's routing given to every path; each path vs wd::reference::moe_experts (FP64) on the "
       "weights it ran; drift: r += moe(bf16(rmsnorm(r))) per layer, each path with its own router and residual stream";
@@ -232,6 +262,11 @@ void add_accuracy(CLI::App& app) {
   cmd->add_flag("--drift-only", o->drift_only, "Skip the one-layer measurement");
   cmd->add_flag("--cpu", o->cpu, "Run the CPU models even where a GPU is present");
   cmd->add_option("--json", o->json, "Also write the records as JSON to this file");
+  cmd->add_option("--model", o->model,
+                  "A Hugging Face Qwen3-MoE checkpoint directory: measure one of its MoE layers (its real weights and "
+                  "router, BF16 as the loader converts them) instead of synthetic weights; every seed draws new inputs");
+  cmd->add_option("--layer", o->layer, "With --model: the model's layer index (default: its first MoE layer)");
+  o->cmd = cmd;
   cmd->callback([o] { run(*o); });
 }
 

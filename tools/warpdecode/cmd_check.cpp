@@ -18,7 +18,7 @@
 //
 // The weights are synthetic (a preset or custom shape), or with --model DIR
 // one MoE layer of a Hugging Face checkpoint, its router included, as the
-// loader converts it (check_source.h); the inputs are Gaussian either way.
+// loader converts it (layer_source.h); the inputs are Gaussian either way.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "tools/warpdecode/check_rows.h"
-#include "tools/warpdecode/check_source.h"
+#include "tools/warpdecode/layer_source.h"
 #include "tools/warpdecode/commands.h"
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
@@ -213,9 +213,9 @@ void add_check(CLI::App& app) {
     if (!o->model.empty())
       for (const char* opt : {"--preset", "--hidden", "--intermediate", "--experts", "--top-k"})
         WD_CHECK(cmd->count(opt) == 0, "--model takes the checkpoint's shape: drop ", opt);
-    const CheckSource src = o->model.empty()
-                                ? synthetic_check_source(o->shape.resolve(), o->shape.label(), o->seed)
-                                : model_check_source(o->model, cmd->count("--layer") ? o->layer : -1);
+    const LayerSource src = o->model.empty()
+                                ? synthetic_layer_source(o->shape.resolve(), o->shape.label(), o->seed)
+                                : model_layer_source(o->model, cmd->count("--layer") ? o->layer : -1);
     const MoeShape& s = src.shape;
     const auto gpu = query_gpu();
     std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", src.label.c_str(),

@@ -1,6 +1,7 @@
-// The layer `warpdecode check` runs, in each weight format: synthetic
-// weights of a shape, or one MoE layer of a Hugging Face checkpoint as the
-// loader converts it (model::load_expert_stack).
+// The layer `warpdecode check` (in each weight format) and `warpdecode
+// accuracy --model` (in BF16) run: synthetic weights of a shape, or one MoE
+// layer of a Hugging Face checkpoint as the loader converts it
+// (model::load_expert_stack).
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,9 @@
 
 namespace wd::cli {
 
-struct CheckSource {
-  std::string label;  // what the header line names: the preset, or the checkpoint and layer
+struct LayerSource {
+  std::string label;  // what a header line names: the preset, or the checkpoint and layer
+  std::string name;   // short, for records and table columns: the preset, or "<checkpoint dir name>:<layer>"
   MoeShape shape;
   // Why format f cannot be checked on this source ("" when it can).
   std::function<std::string(WeightFormat)> unavailable;
@@ -25,7 +27,7 @@ struct CheckSource {
 
 // Weights drawn by MoeWeights::synthetic(shape, seed); MXFP8 and FP8
 // block-128 are converted from those BF16 weights.
-CheckSource synthetic_check_source(const MoeShape& shape, const std::string& label, uint64_t seed);
+LayerSource synthetic_layer_source(const MoeShape& shape, const std::string& label, uint64_t seed);
 
 // MoE layer `layer` (the model's layer index; -1: its first MoE layer) of
 // the checkpoint in `dir`. BF16 and MXFP8 come from the loader's
@@ -36,6 +38,6 @@ CheckSource synthetic_check_source(const MoeShape& shape, const std::string& lab
 // weights quantized by MoeWeights::to_fp8_block128. Throws wd::Error
 // naming the problem (no such directory or layer, a dense layer, a format
 // the loader refuses).
-CheckSource model_check_source(const std::string& dir, int layer);
+LayerSource model_layer_source(const std::string& dir, int layer);
 
 }  // namespace wd::cli

@@ -1,4 +1,4 @@
-#include "tools/warpdecode/check_source.h"
+#include "tools/warpdecode/layer_source.h"
 
 #include <utility>
 
@@ -10,12 +10,13 @@
 
 namespace wd::cli {
 
-CheckSource synthetic_check_source(const MoeShape& shape, const std::string& label, uint64_t seed) {
+LayerSource synthetic_layer_source(const MoeShape& shape, const std::string& label, uint64_t seed) {
   SyntheticSpec spec;
   spec.seed = seed;
   auto bf16 = std::make_shared<const MoeWeights>(MoeWeights::synthetic(shape, spec));
-  CheckSource src;
+  LayerSource src;
   src.label = label;
+  src.name = label;
   src.shape = shape;
   src.unavailable = [](WeightFormat) { return std::string(); };
   src.weights = [bf16](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
@@ -24,7 +25,7 @@ CheckSource synthetic_check_source(const MoeShape& shape, const std::string& lab
       case WeightFormat::kMXFP8: return std::make_shared<const MoeWeights>(bf16->to_mxfp8());
       case WeightFormat::kFP8Block128: return std::make_shared<const MoeWeights>(bf16->to_fp8_block128());
     }
-    throw InvalidArgument("synthetic_check_source: unknown weight format");
+    throw InvalidArgument("synthetic_layer_source: unknown weight format");
   };
   return src;
 }
@@ -49,7 +50,7 @@ std::shared_ptr<const MoeWeights> stack_weights(const OpenModel& m, model::Stack
 
 }  // namespace
 
-CheckSource model_check_source(const std::string& dir, int layer) {
+LayerSource model_layer_source(const std::string& dir, int layer) {
   auto m = std::make_shared<OpenModel>(dir);
   const model::ModelConfig& c = m->config;
   int moe_index = 0;  // the layer's place among the MoE layers
@@ -64,9 +65,13 @@ CheckSource model_check_source(const std::string& dir, int layer) {
   for (int l = 0; l < layer; ++l) moe_index += c.is_moe_layer(l);
   m->layer = layer;
 
-  CheckSource src;
+  LayerSource src;
   src.shape = c.moe_shape();
   src.label = detail::concat(dir, " layer ", layer, " (MoE layer ", moe_index + 1, " of ", c.num_moe_layers(), ")");
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  base = base.substr(base.find_last_of('/') + 1);  // npos + 1 == 0: no slash
+  src.name = detail::concat(base, ":", layer);
   const bool fp8 = c.quant == model::QuantMethod::kFp8Block;
   const bool fp8_128 = fp8 && c.quant_block_rows == kFp8BlockSize && c.quant_block_cols == kFp8BlockSize;
   src.unavailable = [fp8, fp8_128, c](WeightFormat f) {
@@ -83,7 +88,7 @@ CheckSource model_check_source(const std::string& dir, int layer) {
         return std::make_shared<const MoeWeights>(
             stack_weights(*m, model::StackFormat::kBF16)->to_fp8_block128());
     }
-    throw InvalidArgument("model_check_source: unknown weight format");
+    throw InvalidArgument("model_layer_source: unknown weight format");
   };
   return src;
 }

@@ -1,10 +1,13 @@
-// `warpdecode check --model DIR` as a user runs it: one MoE layer of a
-// checkpoint, its real weights and router, against the FP64 reference in
-// every weight format (on checkpoints the tests write, and the transformers
-// fixture). Without a GPU only the CPU rows run; the GPU rows run on the
-// device (scripts/gpu_check.sh).
+// `warpdecode check --model DIR` and `warpdecode accuracy --model DIR` as a
+// user runs them: one MoE layer of a checkpoint, its real weights and
+// router, against the FP64 reference (on checkpoints the tests write, and
+// the transformers fixture). Without a GPU only the CPU rows and models run;
+// the GPU rows run on the device (scripts/gpu_check.sh).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "model_files.h"
@@ -113,6 +116,81 @@ TEST(CheckCli, BadArgumentsGetOneClearError) {
       {"check --model " + dir + " --hidden 128", "--model takes the checkpoint's shape: drop --hidden"},
       {"check --layer 0", "--layer needs --model"},
       {"check --model " + dir + "/missing", "config.json"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, c.message)) << c.args << "\n" << r.output;
+  }
+}
+
+// The JSON `accuracy --json` wrote to path.
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(AccuracyCli, MeasuresACheckpointsLayer) {
+  testing::TinyModelSpec spec;
+  spec.hidden = 128;  // multiples of 128: the classical W8A8 path runs
+  spec.moe_intermediate = 128;
+  spec.experts = 16;
+  spec.top_k = 4;
+  const std::string dir = tiny_model("accuracy-model", spec);
+  const std::string json = testing::make_temp_dir("accuracy-model-json") + "/acc.json";
+  const Result r = run("accuracy --model " + dir + " --layer 2 --batch 4,8 --seeds 2 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "weights: " + dir + " layer 2 (MoE layer 2 of 2), the same layer for every seed")) << r.output;
+  const auto doc = read_json(json);
+  EXPECT_NE(doc["header"]["weights"].get<std::string>().find(dir + " layer 2"), std::string::npos);
+  ASSERT_EQ(doc["records"].size(), 4u);  // 2 batches x 2 input kinds, MXFP8
+  const std::string name = dir.substr(dir.find_last_of('/') + 1) + ":2";
+  for (const auto& rec : doc["records"]) {
+    EXPECT_EQ(rec["preset"], name);
+    EXPECT_EQ(rec["shape"]["hidden"], 128);
+    // Every path ran, and the W8A8 path's activation quantization costs
+    // what it costs on synthetic weights: many times warp decode's error.
+    for (const char* path : {"err_warp", "err_classical_bf16", "err_classical_fp8"})
+      ASSERT_TRUE(rec[path].is_number()) << path << rec.dump();
+    EXPECT_GT(rec["err_warp"].get<double>(), 0.0);
+    EXPECT_LT(rec["err_warp"].get<double>(), 4e-3);
+    EXPECT_GT(rec["ratio_fp8_over_warp"].get<double>(), 3.0) << rec.dump();
+  }
+}
+
+// The checkpoint's own weights: two models that differ only in their values
+// give different errors on the same inputs.
+TEST(AccuracyCli, ReadsTheCheckpointsOwnWeights) {
+  testing::TinyModelSpec a;
+  testing::TinyModelSpec b = a;
+  b.seed = a.seed + 1;
+  std::string errs[2];
+  int i = 0;
+  for (const auto& spec : {a, b}) {
+    const std::string dir = tiny_model("accuracy-seed-" + std::to_string(i), spec);
+    const std::string json = dir + "-acc.json";
+    const Result r = run("accuracy --model " + dir + " --batch 4 --inputs gaussian --seeds 1 --json " + json);
+    ASSERT_EQ(r.status, 0) << r.output;
+    // H = 64, I = 32: no W8A8 there, said so.
+    EXPECT_TRUE(has(r, "not run: W8A8 needs H and I to be multiples of 128")) << r.output;
+    const auto doc = read_json(json);
+    ASSERT_EQ(doc["records"].size(), 1u);
+    EXPECT_TRUE(doc["records"][0]["err_classical_fp8"].is_null());
+    errs[i++] = doc["records"][0]["err_warp"].dump() + doc["records"][0]["err_weight_quant"].dump();
+  }
+  EXPECT_NE(errs[0], errs[1]);
+}
+
+TEST(AccuracyCli, BadArgumentsGetOneClearError) {
+  testing::TinyModelSpec spec;
+  const std::string dir = tiny_model("accuracy-errors", spec);
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"accuracy --model " + dir + " --drift-layers 2", "--model measures the checkpoint's layer alone"},
+      {"accuracy --model " + dir + " --preset tiny", "--model takes the checkpoint's shape: drop --preset"},
+      {"accuracy --model " + dir + " --layer 1", "--layer 1 is a dense layer, not an MoE layer"},
+      {"accuracy --layer 0", "--layer needs --model"},
   };
   for (const auto& c : cases) {
     const Result r = run(c.args);
