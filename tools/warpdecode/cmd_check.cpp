@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "tools/warpdecode/check_rows.h"
-#include "tools/warpdecode/layer_source.h"
 #include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/layer_source.h"
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
 #include "warpdecode/reference.h"
