@@ -229,6 +229,12 @@ std::string tiny_config_json(const TinyModelSpec& s) {
   return c.dump(2);
 }
 
+std::string tiny_model_dir(const std::string& tag, const TinyModelSpec& spec) {
+  const std::string dir = make_temp_dir(tag);
+  write_tiny_model(dir, spec);
+  return dir;
+}
+
 void write_tiny_model(const std::string& dir, const TinyModelSpec& s) {
   write_file(dir + "/config.json", tiny_config_json(s));
   std::vector<RawTensor> raw;

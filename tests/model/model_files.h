@@ -46,6 +46,8 @@ struct TinyModelSpec {
 // Writes config.json and the safetensors files of a random Qwen3-MoE model.
 // Returns the tensors written (by name, as logical FP32 values for tests).
 void write_tiny_model(const std::string& dir, const TinyModelSpec& spec);
+// A fresh directory named after `tag` holding the tiny model of `spec`.
+std::string tiny_model_dir(const std::string& tag, const TinyModelSpec& spec);
 std::string tiny_config_json(const TinyModelSpec& spec);
 
 // The value write_tiny_model stores for element i of tensor `name` (before

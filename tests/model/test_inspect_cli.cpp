@@ -20,17 +20,10 @@ Result run(const std::string& args) { return wd::test::run_cli(WD_CLI_PATH, args
 
 bool has(const Result& r, const std::string& s) { return r.output.find(s) != std::string::npos; }
 
-// A fresh directory named after `name` holding the tiny model of `spec`.
-std::string tiny_model(const std::string& name, const testing::TinyModelSpec& spec) {
-  const std::string dir = testing::make_temp_dir(name);
-  testing::write_tiny_model(dir, spec);
-  return dir;
-}
-
 TEST(InspectCli, PrintsShapeDtypesParametersAndMemory) {
   testing::TinyModelSpec spec;
   spec.shards = 2;
-  const std::string dir = tiny_model("inspect", spec);
+  const std::string dir = testing::tiny_model_dir("inspect", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   // H=64, 3 layers (layer 1 dense), 4/2 heads x 16, I=32, F=96, E=8, K=2, V=128, untied:
@@ -70,7 +63,7 @@ TEST(InspectCli, PrintsShapeDtypesParametersAndMemory) {
 TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
   testing::TinyModelSpec spec;
   spec.moe_intermediate = 64;
-  const std::string dir = tiny_model("inspect_tiled", spec);
+  const std::string dir = testing::tiny_model_dir("inspect_tiled", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   // Experts: 2 MoE layers x 8 x 3 x 64 x 64 = 196608 parameters.
@@ -92,7 +85,7 @@ TEST(InspectCli, TiledCopiesWhereTheShapeTakesThem) {
 TEST(InspectCli, TiledOnlyBf16NeedsNoScratchWhereTheClassicalPathReadsIt) {
   testing::TinyModelSpec spec;
   spec.moe_intermediate = 128;
-  const std::string dir = tiny_model("inspect_tiled_direct", spec);
+  const std::string dir = testing::tiny_model_dir("inspect_tiled_direct", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   // The scratch: one layer, 8 x 3 x 64 x 128 = 196608 parameters: 384.0 KiB BF16.
@@ -106,14 +99,14 @@ TEST(InspectCli, TiledOnlyMxfp8NeedsNoScratchWhereW8A16ReadsIt) {
   testing::TinyModelSpec spec;
   spec.hidden = 128;
   spec.moe_intermediate = 128;
-  const std::string dir = tiny_model("inspect_tiled_mx_direct", spec);
+  const std::string dir = testing::tiny_model_dir("inspect_tiled_mx_direct", spec);
   const Result r = run("inspect " + dir);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r, "the same when tiled-only, the fastest warp decode (prefill: the classical path reads it as it "
                      "is in W8A16 on sm_90a; elsewhere + "))
       << r.output;
   // H = 64 (the default spec): the scratch, without the exception.
-  const Result small = run("inspect " + tiny_model("inspect_tiled_mx_scratch", testing::TinyModelSpec{}));
+  const Result small = run("inspect " + testing::tiny_model_dir("inspect_tiled_mx_scratch", testing::TinyModelSpec{}));
   ASSERT_EQ(small.status, 0) << small.output;
   EXPECT_FALSE(has(small, "in W8A16 on sm_90a")) << small.output;
 }
@@ -121,7 +114,7 @@ TEST(InspectCli, TiledOnlyMxfp8NeedsNoScratchWhereW8A16ReadsIt) {
 TEST(InspectCli, Fp8CheckpointsShowTheirOwnFormatAndConvert) {
   testing::TinyModelSpec spec;
   spec.dtype = testing::SourceDType::kFp8Block;
-  const std::string dir = tiny_model("inspect_fp8", spec);
+  const std::string dir = testing::tiny_model_dir("inspect_fp8", spec);
   const Result r = run("inspect " + dir + " --convert mxfp8");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r, "quant       fp8 e4m3, block scales 24x24")) << r.output;
@@ -147,7 +140,7 @@ TEST(InspectCli, ErrorsAreOneLineAndNonZero) {
   r = run("inspect " + empty + " --convert fp4");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output, "warpdecode: error: unknown weight format 'fp4' (allowed: bf16, mxfp8, fp8-block)\n");
-  const std::string bf16 = tiny_model("inspect_bf16", {});
+  const std::string bf16 = testing::tiny_model_dir("inspect_bf16", {});
   r = run("inspect " + bf16 + " --convert fp8-block");
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r, "fp8-block needs an FP8 checkpoint")) << r.output;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "model_files.h"
 
@@ -23,12 +24,6 @@ Result run(const std::string& args) { return wd::test::run_cli(WD_CLI_PATH, args
 
 bool has(const Result& r, const std::string& s) { return r.output.find(s) != std::string::npos; }
 
-std::string tiny_model(const std::string& name, const testing::TinyModelSpec& spec) {
-  const std::string dir = testing::make_temp_dir(name);
-  testing::write_tiny_model(dir, spec);
-  return dir;
-}
-
 // The row of `format` (padded to the format column) and `path`, judged `result`.
 bool row(const Result& r, std::string format, const std::string& path, const std::string& result) {
   format.resize(12, ' ');
@@ -38,10 +33,23 @@ bool row(const Result& r, std::string format, const std::string& path, const std
   return line.find(" " + result + " ") != std::string::npos;
 }
 
+struct ErrorCase {
+  std::string args, message;
+};
+
+// Each command fails with its one-line message.
+void expect_errors(const std::vector<ErrorCase>& cases) {
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, c.message)) << c.args << "\n" << r.output;
+  }
+}
+
 TEST(CheckCli, ChecksTheFirstMoeLayerOfACheckpointInEveryFormat) {
   testing::TinyModelSpec spec;  // H 64, I 32, E 8, K 2; layer 1 dense
   spec.shards = 2;
-  const std::string dir = tiny_model("check-bf16", spec);
+  const std::string dir = testing::tiny_model_dir("check-bf16", spec);
   const Result r = run("check --model " + dir + " --batch 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r, "check " + dir + " layer 0 (MoE layer 1 of 2): H=64 I=32 E=8 K=2, B=3")) << r.output;
@@ -62,8 +70,8 @@ TEST(CheckCli, ReadsTheCheckpointsOwnWeights) {
   testing::TinyModelSpec a;
   testing::TinyModelSpec b = a;
   b.seed = a.seed + 1;
-  const Result ra = run("check --model " + tiny_model("check-seed-a", a) + " --format bf16 --batch 4");
-  const Result rb = run("check --model " + tiny_model("check-seed-b", b) + " --format bf16 --batch 4");
+  const Result ra = run("check --model " + testing::tiny_model_dir("check-seed-a", a) + " --format bf16 --batch 4");
+  const Result rb = run("check --model " + testing::tiny_model_dir("check-seed-b", b) + " --format bf16 --batch 4");
   ASSERT_EQ(ra.status, 0) << ra.output;
   ASSERT_EQ(rb.status, 0) << rb.output;
   const auto figures = [](const Result& r) {
@@ -77,12 +85,12 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   testing::TinyModelSpec spec;
   spec.dtype = testing::SourceDType::kFp8Block;
   spec.block = 128;  // ragged: H = 64 and I = 32 are one partial block
-  const Result r = run("check --model " + tiny_model("check-fp8-128", spec) + " --batch 3");
+  const Result r = run("check --model " + testing::tiny_model_dir("check-fp8-128", spec) + " --batch 3");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
 
   spec.block = 24;  // blocks the classical path's FP8 format does not take
-  const Result odd = run("check --model " + tiny_model("check-fp8-24", spec) + " --batch 3");
+  const Result odd = run("check --model " + testing::tiny_model_dir("check-fp8-24", spec) + " --batch 3");
   ASSERT_EQ(odd.status, 0) << odd.output;
   EXPECT_TRUE(row(odd, "bf16", "cpu fp32", "pass")) << odd.output;
   EXPECT_TRUE(row(odd, "mxfp8", "cpu fp32", "pass")) << odd.output;
@@ -90,7 +98,7 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   EXPECT_TRUE(has(odd, "the checkpoint's FP8 blocks are 24x24, fp8-block128 takes 128x128")) << odd.output;
   EXPECT_TRUE(has(odd, "all 2 checks passed (1 not run")) << odd.output;
 
-  const Result none = run("check --model " + tiny_model("check-fp8-24-only", spec) + " --format fp8-block128");
+  const Result none = run("check --model " + testing::tiny_model_dir("check-fp8-24-only", spec) + " --format fp8-block128");
   EXPECT_NE(none.status, 0) << none.output;
   EXPECT_TRUE(has(none, "nothing was checked")) << none.output;
 }
@@ -105,10 +113,8 @@ TEST(CheckCli, TheTransformersFixturePasses) {
 
 TEST(CheckCli, BadArgumentsGetOneClearError) {
   testing::TinyModelSpec spec;
-  const std::string dir = tiny_model("check-errors", spec);
-  const struct {
-    std::string args, message;
-  } cases[] = {
+  const std::string dir = testing::tiny_model_dir("check-errors", spec);
+  expect_errors({
       {"check --model " + dir + " --layer 1", "--layer 1 is a dense layer, not an MoE layer"},
       {"check --model " + dir + " --layer 3", "--layer 3 is outside the model's layers [0, 3)"},
       {"check --model " + dir + " --layer -2", "--layer -2 must be >= 0"},
@@ -116,12 +122,7 @@ TEST(CheckCli, BadArgumentsGetOneClearError) {
       {"check --model " + dir + " --hidden 128", "--model takes the checkpoint's shape: drop --hidden"},
       {"check --layer 0", "--layer needs --model"},
       {"check --model " + dir + "/missing", "config.json"},
-  };
-  for (const auto& c : cases) {
-    const Result r = run(c.args);
-    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
-    EXPECT_TRUE(has(r, c.message)) << c.args << "\n" << r.output;
-  }
+  });
 }
 
 // The JSON `accuracy --json` wrote to path.
@@ -136,7 +137,7 @@ TEST(AccuracyCli, MeasuresACheckpointsLayer) {
   spec.moe_intermediate = 128;
   spec.experts = 16;
   spec.top_k = 4;
-  const std::string dir = tiny_model("accuracy-model", spec);
+  const std::string dir = testing::tiny_model_dir("accuracy-model", spec);
   const std::string json = testing::make_temp_dir("accuracy-model-json") + "/acc.json";
   const Result r = run("accuracy --model " + dir + " --layer 2 --batch 4,8 --seeds 2 --json " + json);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -167,7 +168,7 @@ TEST(AccuracyCli, ReadsTheCheckpointsOwnWeights) {
   std::string errs[2];
   int i = 0;
   for (const auto& spec : {a, b}) {
-    const std::string dir = tiny_model("accuracy-seed-" + std::to_string(i), spec);
+    const std::string dir = testing::tiny_model_dir("accuracy-seed-" + std::to_string(i), spec);
     const std::string json = dir + "-acc.json";
     const Result r = run("accuracy --model " + dir + " --batch 4 --inputs gaussian --seeds 1 --json " + json);
     ASSERT_EQ(r.status, 0) << r.output;
@@ -183,20 +184,13 @@ TEST(AccuracyCli, ReadsTheCheckpointsOwnWeights) {
 
 TEST(AccuracyCli, BadArgumentsGetOneClearError) {
   testing::TinyModelSpec spec;
-  const std::string dir = tiny_model("accuracy-errors", spec);
-  const struct {
-    std::string args, message;
-  } cases[] = {
+  const std::string dir = testing::tiny_model_dir("accuracy-errors", spec);
+  expect_errors({
       {"accuracy --model " + dir + " --drift-layers 2", "--model measures the checkpoint's layer alone"},
       {"accuracy --model " + dir + " --preset tiny", "--model takes the checkpoint's shape: drop --preset"},
       {"accuracy --model " + dir + " --layer 1", "--layer 1 is a dense layer, not an MoE layer"},
       {"accuracy --layer 0", "--layer needs --model"},
-  };
-  for (const auto& c : cases) {
-    const Result r = run(c.args);
-    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
-    EXPECT_TRUE(has(r, c.message)) << c.args << "\n" << r.output;
-  }
+  });
 }
 
 }  // namespace
