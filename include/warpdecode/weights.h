@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "warpdecode/formats.h"
@@ -36,12 +38,14 @@ class MoeWeights {
   // each quantized by quantize_fp8_block128. Throws on non-finite values.
   MoeWeights to_fp8_block128() const;
 
-  // A copy of the tensors of a host view in any format: a layer held
-  // elsewhere, e.g. a checkpoint's model::ExpertStack, as MoeWeights (the
-  // type the self-check takes). Throws InvalidArgument unless the view is on
-  // the host and MoeWeightsView::validate() passes (every tensor its format
-  // needs present); the tiled copies, device-only, are not copied.
-  static MoeWeights from_host_view(const MoeWeightsView& v);
+  // A layer held elsewhere as MoeWeights (the type the self-check and the
+  // accuracy harness take): the tensors of a holder with MoeWeights' member
+  // names (router, gate_up_bf16, ..., down_block_scales; e.g. a
+  // checkpoint's model::ExpertStack) moved in, not copied. Throws
+  // InvalidArgument unless every tensor `format` needs is there with its
+  // layout's size (layout.h).
+  template <typename Holder>
+  static MoeWeights adopt(Holder&& h, const MoeShape& shape, WeightFormat format);
 
   MoeWeightsView view() const;
   const MoeShape& shape() const { return shape_; }
@@ -58,9 +62,30 @@ class MoeWeights {
   std::vector<float> down_block_scales;     // (E, ceil(H/128), ceil(I/128))
 
  private:
+  void check_adopted() const;  // adopt's checks
+
   MoeShape shape_;
   WeightFormat format_ = WeightFormat::kBF16;
 };
+
+template <typename Holder>
+MoeWeights MoeWeights::adopt(Holder&& h, const MoeShape& shape, WeightFormat format) {
+  static_assert(!std::is_lvalue_reference<Holder>::value, "MoeWeights::adopt moves the tensors: pass an rvalue");
+  MoeWeights w;
+  w.shape_ = shape;
+  w.format_ = format;
+  w.router = std::move(h.router);
+  w.gate_up_bf16 = std::move(h.gate_up_bf16);
+  w.down_bf16 = std::move(h.down_bf16);
+  w.gate_up_q = std::move(h.gate_up_q);
+  w.gate_up_scales = std::move(h.gate_up_scales);
+  w.down_q = std::move(h.down_q);
+  w.down_scales = std::move(h.down_scales);
+  w.gate_up_block_scales = std::move(h.gate_up_block_scales);
+  w.down_block_scales = std::move(h.down_block_scales);
+  w.check_adopted();
+  return w;
+}
 
 // The host view of anything that holds a layer's tensors as vectors under
 // MoeWeights' member names (router, gate_up_bf16, down_bf16, gate_up_q,

@@ -139,32 +139,33 @@ MoeWeights MoeWeights::to_fp8_block128() const {
   return q;
 }
 
-MoeWeights MoeWeights::from_host_view(const MoeWeightsView& v) {
-  WD_CHECK(v.space == MemorySpace::kHost, "MoeWeights::from_host_view: the view is not on the host");
-  v.validate();  // on the host every tensor of the format is there
-  const bool bf16 = v.format == WeightFormat::kBF16, mx = v.format == WeightFormat::kMXFP8;
-  MoeWeights w;
-  w.shape_ = v.shape;
-  w.format_ = v.format;
-  const size_t E = v.shape.experts, H = v.shape.hidden, I = v.shape.intermediate;
-  auto copy = [](auto& dst, const auto* src, size_t n) { dst.assign(src, src + n); };
-  copy(w.router, v.router, E * H);
-  if (bf16) {
-    copy(w.gate_up_bf16, static_cast<const uint16_t*>(v.gate_up), E * 2 * I * H);
-    copy(w.down_bf16, static_cast<const uint16_t*>(v.down), E * H * I);
-    return w;
+void MoeWeights::check_adopted() const {
+  shape_.validate();
+  const size_t E = shape_.experts, H = shape_.hidden, I = shape_.intermediate;
+  const size_t B = kFp8BlockSize, hb = (H + B - 1) / B, ib = (I + B - 1) / B;
+  auto need = [&](size_t got, size_t want, const char* what) {
+    WD_CHECK(got == want, "MoeWeights::adopt: ", to_string(format_), " ", what, " holds ", got,
+             " elements, its layout ", want);
+  };
+  need(router.size(), E * H, "router");
+  switch (format_) {
+    case WeightFormat::kBF16:
+      need(gate_up_bf16.size(), E * 2 * I * H, "gate_up");
+      need(down_bf16.size(), E * H * I, "down");
+      break;
+    case WeightFormat::kMXFP8:
+      need(gate_up_q.size(), E * 2 * I * H, "gate_up");
+      need(down_q.size(), E * H * I, "down");
+      need(gate_up_scales.size(), E * 2 * I * H / kMxBlock, "gate_up scales");
+      need(down_scales.size(), E * H * I / kMxBlock, "down scales");
+      break;
+    case WeightFormat::kFP8Block128:
+      need(gate_up_q.size(), E * 2 * I * H, "gate_up");
+      need(down_q.size(), E * H * I, "down");
+      need(gate_up_block_scales.size(), E * 2 * ib * hb, "gate_up block scales");
+      need(down_block_scales.size(), E * hb * ib, "down block scales");
+      break;
   }
-  copy(w.gate_up_q, static_cast<const uint8_t*>(v.gate_up), E * 2 * I * H);
-  copy(w.down_q, static_cast<const uint8_t*>(v.down), E * H * I);
-  if (mx) {
-    copy(w.gate_up_scales, v.gate_up_scales, E * 2 * I * H / kMxBlock);
-    copy(w.down_scales, v.down_scales, E * H * I / kMxBlock);
-  } else {
-    const size_t B = kFp8BlockSize, hb = (H + B - 1) / B, ib = (I + B - 1) / B;
-    copy(w.gate_up_block_scales, v.gate_up_block_scales, E * 2 * ib * hb);
-    copy(w.down_block_scales, v.down_block_scales, E * hb * ib);
-  }
-  return w;
 }
 
 MoeWeightsView MoeWeights::view() const { return host_moe_view(*this, shape_, format_); }

@@ -102,12 +102,14 @@ TEST(Synthetic, ViewsPointAtTheirTensors) {
   EXPECT_THROW(v.validate(), InvalidArgument);
 }
 
-TEST(Synthetic, FromHostViewCopiesEveryFormat) {
+TEST(Synthetic, AdoptTakesEveryFormatsTensors) {
   const auto bf16 = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
   for (const MoeWeights& w : {bf16, bf16.to_mxfp8(), bf16.to_fp8_block128()}) {
-    const MoeWeights c = MoeWeights::from_host_view(w.view());
+    MoeWeights holder = w;
+    const MoeWeights c = MoeWeights::adopt(std::move(holder), w.shape(), w.format());
     EXPECT_EQ(c.format(), w.format());
     EXPECT_EQ(c.shape().hidden, w.shape().hidden);
+    EXPECT_FALSE(c.router.empty());
     EXPECT_EQ(c.router, w.router);
     EXPECT_EQ(c.gate_up_bf16, w.gate_up_bf16);
     EXPECT_EQ(c.down_bf16, w.down_bf16);
@@ -117,14 +119,21 @@ TEST(Synthetic, FromHostViewCopiesEveryFormat) {
     EXPECT_EQ(c.down_scales, w.down_scales);
     EXPECT_EQ(c.gate_up_block_scales, w.gate_up_block_scales);
     EXPECT_EQ(c.down_block_scales, w.down_block_scales);
-    EXPECT_FALSE(c.router.empty());
+    EXPECT_NO_THROW(c.view().validate());
   }
-  MoeWeightsView v = bf16.to_fp8_block128().view();
-  v.down_block_scales = nullptr;
-  EXPECT_EQ(error_of([&] { MoeWeights::from_host_view(v); }), "MoE weights: FP8 block-128 down scales are missing");
-  v = bf16.view();
-  v.space = MemorySpace::kDevice;
-  EXPECT_EQ(error_of([&] { MoeWeights::from_host_view(v); }), "MoeWeights::from_host_view: the view is not on the host");
+  MoeWeights missing = bf16.to_fp8_block128();
+  missing.down_block_scales.clear();
+  const MoeShape s = bf16.shape();
+  EXPECT_NE(error_of([&] { MoeWeights::adopt(std::move(missing), s, WeightFormat::kFP8Block128); })
+                .find("MoeWeights::adopt: fp8-block128 down block scales holds 0 elements"),
+            std::string::npos);
+  MoeWeights short_router = bf16;
+  short_router.router.pop_back();
+  EXPECT_NE(error_of([&] { MoeWeights::adopt(std::move(short_router), s, WeightFormat::kBF16); }).find("router holds"),
+            std::string::npos);
+  MoeWeights wrong = bf16;  // BF16 tensors declared MXFP8
+  EXPECT_NE(error_of([&] { MoeWeights::adopt(std::move(wrong), s, WeightFormat::kMXFP8); }).find("mxfp8 gate_up holds 0"),
+            std::string::npos);
 }
 
 }  // namespace

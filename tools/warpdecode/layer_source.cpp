@@ -44,8 +44,10 @@ struct OpenModel {
 };
 
 std::shared_ptr<const MoeWeights> stack_weights(const OpenModel& m, model::StackFormat f) {
-  const model::ExpertStack stack = model::load_expert_stack(m.weights, m.layer, f);
-  return std::make_shared<const MoeWeights>(MoeWeights::from_host_view(stack.view()));
+  model::ExpertStack stack = model::load_expert_stack(m.weights, m.layer, f);
+  const MoeShape shape = stack.shape;
+  const WeightFormat format = stack.view().format;  // throws for FP8 blocks other than 128 x 128
+  return std::make_shared<const MoeWeights>(MoeWeights::adopt(std::move(stack), shape, format));
 }
 
 }  // namespace
