@@ -6,6 +6,7 @@
 // non-finite error instead of a plausible one.
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -59,34 +60,21 @@ class GpuBackend final : public Backend {
   }
 
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) override {
-    dense_.clear();  // the previous layer's memory first
-    block_.reset();
+    drop_layer();
     SyntheticSpec spec;
     spec.seed = seed;
-    auto bf16 = std::make_unique<DeviceMoeWeights>(
-        DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kBF16, MxScaleRule::kNoSaturate, stream_));
-    for (WeightFormat f : formats) {
-      if (f == WeightFormat::kMXFP8 && !dense_.count(f))
-        dense_.emplace(f, std::make_unique<DeviceMoeWeights>(
-                              DeviceMoeWeights::synthetic(shape_, spec, f, MxScaleRule::kNoSaturate, stream_)));
-      if (f == WeightFormat::kFP8Block128 && !block_)
-        block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
-    }
-    hold(std::move(bf16));
+    hold(std::make_unique<DeviceMoeWeights>(
+             DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kBF16, MxScaleRule::kNoSaturate, stream_)),
+         formats, [&] {
+           return DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kMXFP8, MxScaleRule::kNoSaturate, stream_);
+         });
   }
 
   void set_layer_weights(const MoeWeights& w, const std::vector<WeightFormat>& formats) override {
     check_given_layer(w, shape_);
-    dense_.clear();
-    block_.reset();
-    auto bf16 = std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w));
-    for (WeightFormat f : formats) {
-      if (f == WeightFormat::kMXFP8 && !dense_.count(f))
-        dense_.emplace(f, std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w.to_mxfp8())));
-      if (f == WeightFormat::kFP8Block128 && !block_)
-        block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
-    }
-    hold(std::move(bf16));
+    drop_layer();
+    hold(std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w)), formats,
+         [&] { return DeviceMoeWeights::upload(w.to_mxfp8()); });
   }
 
   const std::vector<uint16_t>& router() const override { return router_; }
@@ -154,9 +142,23 @@ class GpuBackend final : public Backend {
   }
 
  private:
-  // Makes bf16 (and the formats already in dense_ and block_) the current
-  // layer once the stream's conversions are done; keeps its router on the host.
-  void hold(std::unique_ptr<DeviceMoeWeights> bf16) {
+  // The previous layer's memory freed before the next one is made.
+  void drop_layer() {
+    dense_.clear();
+    block_.reset();
+  }
+
+  // Makes bf16 the current layer with every format in `formats`: MXFP8 from
+  // make_mxfp8, FP8 block-128 quantized from bf16 on the device; waits for
+  // the stream and keeps the router on the host.
+  void hold(std::unique_ptr<DeviceMoeWeights> bf16, const std::vector<WeightFormat>& formats,
+            const std::function<DeviceMoeWeights()>& make_mxfp8) {
+    for (WeightFormat f : formats) {
+      if (f == WeightFormat::kMXFP8 && !dense_.count(f))
+        dense_.emplace(f, std::make_unique<DeviceMoeWeights>(make_mxfp8()));
+      if (f == WeightFormat::kFP8Block128 && !block_)
+        block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
+    }
     dense_.emplace(WeightFormat::kBF16, std::move(bf16));
     WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     router_.resize(size_t(shape_.experts) * shape_.hidden);

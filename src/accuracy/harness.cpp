@@ -51,7 +51,6 @@ void validate(const Common& o) {
   WD_CHECK(!o.formats.empty() && !o.batches.empty() && !o.inputs.empty(), "accuracy: no format, batch or input kind");
   WD_CHECK(o.seeds >= 1, "accuracy: seeds = ", o.seeds, " must be >= 1");
   for (int b : o.batches) WD_CHECK(b >= 1 && b <= 4096, "accuracy: batch = ", b, " must be in [1, 4096]");
-  if (o.layer) check_given_layer(*o.layer, o.shape);
 }
 
 // BF16 and every format a path runs for the requests.

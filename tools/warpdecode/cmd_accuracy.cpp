@@ -45,9 +45,7 @@ struct Opts {
   std::string residual = "fp32";
   bool drift_only = false, cpu = false;
   std::string json;
-  std::string model;
-  int layer = -1;
-  CLI::App* cmd = nullptr;  // which options were given
+  ModelOptions model;
 };
 
 std::string cell(double v, const char* f) {
@@ -103,20 +101,16 @@ void print_drift(const accuracy::DriftRecord& d) {
 }
 
 void run(const Opts& o) {
-  const bool given_layer = o.cmd->count("--layer") > 0;
-  WD_CHECK(!o.model.empty() || !given_layer, "--layer needs --model");
-  WD_CHECK(!given_layer || o.layer >= 0, "--layer ", o.layer, " must be >= 0");
+  o.model.validate(o.shape);
   std::shared_ptr<const MoeWeights> model_layer;
   std::string label = o.shape.label(), model_label;
   MoeShape shape;
-  if (o.model.empty()) {
+  if (!o.model.given()) {
     shape = o.shape.resolve();
   } else {
-    for (const char* opt : {"--preset", "--hidden", "--intermediate", "--experts", "--top-k"})
-      WD_CHECK(o.cmd->count(opt) == 0, "--model takes the checkpoint's shape: drop ", opt);
     WD_CHECK(o.drift_layers == "0" && !o.drift_only,
              "--model measures the checkpoint's layer alone: drift runs synthetic stacks (drop --drift-layers)");
-    const LayerSource src = model_layer_source(o.model, given_layer ? o.layer : -1);
+    const LayerSource src = o.model.source();
     shape = src.shape;
     label = src.name;
     model_label = src.label;
@@ -262,11 +256,9 @@ void add_accuracy(CLI::App& app) {
   cmd->add_flag("--drift-only", o->drift_only, "Skip the one-layer measurement");
   cmd->add_flag("--cpu", o->cpu, "Run the CPU models even where a GPU is present");
   cmd->add_option("--json", o->json, "Also write the records as JSON to this file");
-  cmd->add_option("--model", o->model,
+  o->model.add_to(cmd,
                   "A Hugging Face Qwen3-MoE checkpoint directory: measure one of its MoE layers (its real weights and "
                   "router, BF16 as the loader converts them) instead of synthetic weights; every seed draws new inputs");
-  cmd->add_option("--layer", o->layer, "With --model: the model's layer index (default: its first MoE layer)");
-  o->cmd = cmd;
   cmd->callback([o] { run(*o); });
 }
 

@@ -190,8 +190,7 @@ void add_check(CLI::App& app) {
     int batch = 4;
     std::string format = "all";
     uint64_t seed = 1;
-    std::string model;
-    int layer = -1;
+    ModelOptions model;
   };
   auto o = std::make_shared<Opts>();
   o->shape.add_to(cmd);
@@ -200,22 +199,16 @@ void add_check(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed of weights and inputs (with --model, of the inputs)")
       ->capture_default_str();
-  cmd->add_option("--model", o->model,
+  o->model.add_to(cmd,
                   "A Hugging Face Qwen3-MoE checkpoint directory: check one of its MoE layers, its real weights "
                   "(and router) converted as the loader converts them, instead of synthetic ones");
-  cmd->add_option("--layer", o->layer, "With --model: the model's layer index to check (default: its first MoE layer)");
-  cmd->callback([o, cmd] {
+  cmd->callback([o] {
     WD_CHECK(o->batch >= 1 && o->batch <= 4096, "batch = ", o->batch, " must be in [1, 4096]");
     WD_CHECK(o->format == "all" || o->format == "bf16" || o->format == "mxfp8" || o->format == "fp8-block128",
              "unknown format '", o->format, "' (allowed: bf16, mxfp8, fp8-block128, all)");
-    WD_CHECK(!o->model.empty() || cmd->count("--layer") == 0, "--layer needs --model");
-    WD_CHECK(cmd->count("--layer") == 0 || o->layer >= 0, "--layer ", o->layer, " must be >= 0");
-    if (!o->model.empty())
-      for (const char* opt : {"--preset", "--hidden", "--intermediate", "--experts", "--top-k"})
-        WD_CHECK(cmd->count(opt) == 0, "--model takes the checkpoint's shape: drop ", opt);
-    const LayerSource src = o->model.empty()
-                                ? synthetic_layer_source(o->shape.resolve(), o->shape.label(), o->seed)
-                                : model_layer_source(o->model, cmd->count("--layer") ? o->layer : -1);
+    o->model.validate(o->shape);
+    const LayerSource src = o->model.given() ? o->model.source()
+                                             : synthetic_layer_source(o->shape.resolve(), o->shape.label(), o->seed);
     const MoeShape& s = src.shape;
     const auto gpu = query_gpu();
     std::printf("check %s: H=%d I=%d E=%d K=%d, B=%d, seed %llu; %s\n", src.label.c_str(),

@@ -1,11 +1,15 @@
 // Shape selection shared by the subcommands: a preset, optionally overridden
-// dimension by dimension (--hidden, --intermediate, --experts, --top-k).
+// dimension by dimension (--hidden, --intermediate, --experts, --top-k); and
+// for check and accuracy, a checkpoint's layer instead (--model, --layer).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <utility>
 
+#include "tools/warpdecode/layer_source.h"
+#include "warpdecode/error.h"
 #include "warpdecode/layout.h"
 
 namespace wd::cli {
@@ -16,10 +20,12 @@ struct ShapeOptions {
   // The override options; a dimension is overridden only when given (even as 0,
   // which validation then refuses by name).
   CLI::Option *o_hidden = nullptr, *o_intermediate = nullptr, *o_experts = nullptr, *o_top_k = nullptr;
+  CLI::Option* o_preset = nullptr;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--preset", preset, "Shape preset: qwen3-30b-a3b, qwen3-235b-a22b, qwen3-coder-480b-a35b, tiny")
-        ->capture_default_str();
+    o_preset = cmd->add_option("--preset", preset,
+                               "Shape preset: qwen3-30b-a3b, qwen3-235b-a22b, qwen3-coder-480b-a35b, tiny")
+                   ->capture_default_str();
     o_hidden = cmd->add_option("--hidden", hidden, "Override H (hidden_size)");
     o_intermediate = cmd->add_option("--intermediate", intermediate, "Override I (moe_intermediate_size)");
     o_experts = cmd->add_option("--experts", experts, "Override E (num_experts)");
@@ -37,11 +43,49 @@ struct ShapeOptions {
     return s;
   }
 
+  // The first shape option given on the command line ("--preset", ...), or
+  // nullptr when none was.
+  const char* given_option() const {
+    const std::pair<const CLI::Option*, const char*> options[] = {
+        {o_preset, "--preset"}, {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"},
+        {o_experts, "--experts"}, {o_top_k, "--top-k"}};
+    for (const auto& [o, name] : options)
+      if (o && o->count()) return name;
+    return nullptr;
+  }
+
   std::string label() const {
     const bool custom = (o_hidden && o_hidden->count()) || (o_intermediate && o_intermediate->count()) ||
                         (o_experts && o_experts->count()) || (o_top_k && o_top_k->count());
     return custom ? preset + "(custom)" : preset;
   }
+};
+
+// --model DIR [--layer L]: one MoE layer of a Hugging Face checkpoint
+// (layer_source.h) instead of a ShapeOptions shape (check, accuracy).
+struct ModelOptions {
+  std::string dir;
+  int layer = -1;  // -1: the checkpoint's first MoE layer
+  CLI::Option* o_layer = nullptr;
+
+  void add_to(CLI::App* cmd, const std::string& model_help) {
+    cmd->add_option("--model", dir, model_help);
+    o_layer = cmd->add_option("--layer", layer, "With --model: the model's layer index (default: its first MoE layer)");
+  }
+
+  bool given() const { return !dir.empty(); }
+
+  // Throws wd::InvalidArgument for --layer without --model, a negative
+  // --layer, or --model beside a shape option (the checkpoint has its shape).
+  void validate(const ShapeOptions& shape) const {
+    const bool layer_given = o_layer && o_layer->count();
+    WD_CHECK(given() || !layer_given, "--layer needs --model");
+    WD_CHECK(!layer_given || layer >= 0, "--layer ", layer, " must be >= 0");
+    const char* conflict = given() ? shape.given_option() : nullptr;
+    WD_CHECK(conflict == nullptr, "--model takes the checkpoint's shape: drop ", conflict ? conflict : "");
+  }
+
+  LayerSource source() const { return model_layer_source(dir, layer); }
 };
 
 }  // namespace wd::cli
