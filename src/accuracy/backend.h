@@ -16,11 +16,12 @@
 //
 // A backend holds one layer at a time: synthetic weights of a seed, in every
 // format asked for, generated on the device or on the host (bit-identical,
-// see weights.h), or a given BF16 layer and its conversions; and copies the
-// routed experts to the host for the judge.
+// see weights.h), or a given layer in each format its source has (e.g. a
+// checkpoint's); and copies the routed experts to the host for the judge.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,18 @@ const char* to_string(Path p);  // "warp", "classical_bf16", "classical_fp8", "c
 enum class OutputFormat { kBF16, kFP32 };
 const char* to_string(OutputFormat t);
 OutputFormat parse_output_format(const std::string& s);
+
+// A given layer, in each format its source has it: called once for BF16 and
+// once for every other format a backend is asked to hold, as the backend
+// needs it (each format may be loaded afresh; the GPU backend uploads one and
+// lets it go before asking for the next). A checkpoint's source
+// (cli::LayerSource::weights) gives BF16 and MXFP8 as its loader converts the
+// checkpoint's values, and an FP8 checkpoint's own block-128 bytes and scales.
+using LayerWeights = std::function<std::shared_ptr<const MoeWeights>(WeightFormat)>;
+
+// A BF16 layer and its conversions as set_layer makes them
+// (MoeWeights::to_mxfp8, to_fp8_block128), converted when asked for.
+LayerWeights converted_layer(std::shared_ptr<const MoeWeights> bf16);
 
 struct PathRouting {
   std::vector<int32_t> ids;     // (B, K)
@@ -58,10 +71,10 @@ class Backend {
   // Makes the layer of `seed` current (SyntheticSpec{seed}, default stddev),
   // in BF16 and every format in `formats`.
   virtual void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) = 0;
-  // Makes the given layer current (BF16, the backend's shape: e.g. a
-  // checkpoint's), and its conversions to every format in `formats`
-  // (MoeWeights::to_mxfp8, and FP8 block-128 quantized as for set_layer).
-  virtual void set_layer_weights(const MoeWeights& bf16, const std::vector<WeightFormat>& formats) = 0;
+  // Makes the given layer current: layer(kBF16) and layer(f) for every f
+  // in `formats`, each of the backend's shape and of format f
+  // (check_given_layer).
+  virtual void set_layer_weights(const LayerWeights& layer, const std::vector<WeightFormat>& formats) = 0;
   // The current layer's router (E, H), BF16, on the host.
   virtual const std::vector<uint16_t>& router() const = 0;
   // Host copies of the experts `ids` of the current layer in format f.
@@ -92,9 +105,10 @@ std::unique_ptr<Backend> make_cpu_backend(const MoeShape& shape, OutputFormat ou
 std::unique_ptr<Backend> make_gpu_backend(const MoeShape& shape, int max_batch, OutputFormat out);
 #endif
 
-// Throws InvalidArgument unless w is a BF16 layer of `shape` (H, I, E, K
-// and norm_topk_prob): what set_layer_weights takes.
-void check_given_layer(const MoeWeights& w, const MoeShape& shape);
+// The layer `layer` gives for format f, checked: throws InvalidArgument
+// unless it is a layer of `shape` (H, I, E, K and norm_topk_prob) in format
+// f. What set_layer_weights holds.
+std::shared_ptr<const MoeWeights> given_layer(const LayerWeights& layer, WeightFormat f, const MoeShape& shape);
 
 // y rounded as a path of this output type writes it.
 void round_output(std::vector<double>& y, OutputFormat out);

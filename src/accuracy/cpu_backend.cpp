@@ -1,6 +1,7 @@
 // The CPU models of the three paths (see backend.h), and what all backends share.
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "accuracy/backend.h"
 #include "moe/classical_rules.h"
@@ -46,14 +47,29 @@ bool path_runs(Path p, WeightFormat requested) {
   return p != Path::kClassicalFp8 || requested != WeightFormat::kBF16;
 }
 
-void check_given_layer(const MoeWeights& w, const MoeShape& shape) {
-  const MoeShape& g = w.shape();
-  WD_CHECK(w.format() == WeightFormat::kBF16, "accuracy: a given layer must be BF16, not ", to_string(w.format()));
+LayerWeights converted_layer(std::shared_ptr<const MoeWeights> bf16) {
+  WD_CHECK(bf16 != nullptr && bf16->format() == WeightFormat::kBF16, "converted_layer: a BF16 layer is needed");
+  return [bf16](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
+    switch (f) {
+      case WeightFormat::kBF16: return bf16;
+      case WeightFormat::kMXFP8: return std::make_shared<const MoeWeights>(bf16->to_mxfp8());
+      case WeightFormat::kFP8Block128: return std::make_shared<const MoeWeights>(bf16->to_fp8_block128());
+    }
+    throw InvalidArgument("converted_layer: unknown weight format");
+  };
+}
+
+std::shared_ptr<const MoeWeights> given_layer(const LayerWeights& layer, WeightFormat f, const MoeShape& shape) {
+  std::shared_ptr<const MoeWeights> w = layer(f);
+  WD_CHECK(w != nullptr, "accuracy: the given layer has no ", to_string(f), " weights");
+  const MoeShape& g = w->shape();
+  WD_CHECK(w->format() == f, "accuracy: the given layer's ", to_string(f), " weights are ", to_string(w->format()));
   WD_CHECK(g.hidden == shape.hidden && g.intermediate == shape.intermediate && g.experts == shape.experts &&
                g.top_k == shape.top_k && g.norm_topk_prob == shape.norm_topk_prob,
            "accuracy: the given layer's shape (H=", g.hidden, " I=", g.intermediate, " E=", g.experts, " K=", g.top_k,
            ") is not the backend's (H=", shape.hidden, " I=", shape.intermediate, " E=", shape.experts, " K=",
            shape.top_k, ")");
+  return w;
 }
 
 void round_output(std::vector<double>& y, OutputFormat out) {
@@ -91,12 +107,16 @@ class CpuBackend final : public Backend {
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) override {
     SyntheticSpec spec;
     spec.seed = seed;
-    hold(MoeWeights::synthetic(shape_, spec), formats);
+    set_layer_weights(converted_layer(std::make_shared<const MoeWeights>(MoeWeights::synthetic(shape_, spec))),
+                      formats);
   }
 
-  void set_layer_weights(const MoeWeights& bf16, const std::vector<WeightFormat>& formats) override {
-    check_given_layer(bf16, shape_);
-    hold(bf16, formats);
+  // Holds the given layer's own tensors (no copy).
+  void set_layer_weights(const LayerWeights& layer, const std::vector<WeightFormat>& formats) override {
+    layers_.clear();
+    layers_.emplace(WeightFormat::kBF16, given_layer(layer, WeightFormat::kBF16, shape_));
+    for (WeightFormat f : formats)
+      if (!layers_.count(f)) layers_.emplace(f, given_layer(layer, f, shape_));
   }
 
   const std::vector<uint16_t>& router() const override { return layer(WeightFormat::kBF16).router; }
@@ -123,15 +143,6 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  void hold(MoeWeights bf16, const std::vector<WeightFormat>& formats) {
-    layers_.clear();
-    for (WeightFormat f : formats) {
-      if (f == WeightFormat::kMXFP8) layers_.emplace(f, bf16.to_mxfp8());
-      if (f == WeightFormat::kFP8Block128) layers_.emplace(f, bf16.to_fp8_block128());
-    }
-    layers_.emplace(WeightFormat::kBF16, std::move(bf16));
-  }
-
   // A classical path fuses SiLU·up into its gate_up GEMM where the H200
   // (sm_90a) configuration for this batch does: the configuration the GPU
   // backend runs (ClassicalConfig::for_batch on the path's weights).
@@ -143,13 +154,13 @@ class CpuBackend final : public Backend {
   const MoeWeights& layer(WeightFormat f) const {
     const auto it = layers_.find(f);
     WD_CHECK(it != layers_.end(), "accuracy: the current layer is not held in ", to_string(f));
-    return it->second;
+    return *it->second;
   }
 
   MoeShape shape_;
   OutputFormat out_;
   int threads_;
-  std::map<WeightFormat, MoeWeights> layers_;
+  std::map<WeightFormat, std::shared_ptr<const MoeWeights>> layers_;
 };
 
 }  // namespace

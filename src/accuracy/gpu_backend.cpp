@@ -1,6 +1,6 @@
 // The GPU backend of `warpdecode accuracy`: the real kernels (WarpDecodeMoe,
 // ClassicalMoe) on synthetic weights generated on the device, or a given
-// layer uploaded, one layer at a time. Every call is synchronous (the
+// layer uploaded in each of its formats, one layer at a time. Every call is synchronous (the
 // harness is not timed) and every CUDA call is checked; outputs are
 // NaN-poisoned before each run so that an unwritten element shows as a
 // non-finite error instead of a plausible one.
@@ -63,18 +63,21 @@ class GpuBackend final : public Backend {
     drop_layer();
     SyntheticSpec spec;
     spec.seed = seed;
-    hold(std::make_unique<DeviceMoeWeights>(
-             DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kBF16, MxScaleRule::kNoSaturate, stream_)),
-         formats, [&] {
-           return DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kMXFP8, MxScaleRule::kNoSaturate, stream_);
-         });
+    hold(
+        std::make_unique<DeviceMoeWeights>(
+            DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kBF16, MxScaleRule::kNoSaturate, stream_)),
+        formats,
+        [&] { return DeviceMoeWeights::synthetic(shape_, spec, WeightFormat::kMXFP8, MxScaleRule::kNoSaturate, stream_); },
+        [&] { return DeviceFp8BlockWeights::quantize(view(WeightFormat::kBF16), stream_); });
   }
 
-  void set_layer_weights(const MoeWeights& w, const std::vector<WeightFormat>& formats) override {
-    check_given_layer(w, shape_);
+  // Each format uploaded from the host copy `layer` gives, which is let go
+  // before the next is asked for.
+  void set_layer_weights(const LayerWeights& layer, const std::vector<WeightFormat>& formats) override {
     drop_layer();
-    hold(std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(w)), formats,
-         [&] { return DeviceMoeWeights::upload(w.to_mxfp8()); });
+    hold(std::make_unique<DeviceMoeWeights>(DeviceMoeWeights::upload(*given_layer(layer, WeightFormat::kBF16, shape_))),
+         formats, [&] { return DeviceMoeWeights::upload(*given_layer(layer, WeightFormat::kMXFP8, shape_)); },
+         [&] { return DeviceFp8BlockWeights::upload(*given_layer(layer, WeightFormat::kFP8Block128, shape_)); });
   }
 
   const std::vector<uint16_t>& router() const override { return router_; }
@@ -149,17 +152,17 @@ class GpuBackend final : public Backend {
   }
 
   // Makes bf16 the current layer with every format in `formats`: MXFP8 from
-  // make_mxfp8, FP8 block-128 quantized from bf16 on the device; waits for
-  // the stream and keeps the router on the host.
+  // make_mxfp8, FP8 block-128 from make_block (bf16 is current by then);
+  // waits for the stream and keeps the router on the host.
   void hold(std::unique_ptr<DeviceMoeWeights> bf16, const std::vector<WeightFormat>& formats,
-            const std::function<DeviceMoeWeights()>& make_mxfp8) {
+            const std::function<DeviceMoeWeights()>& make_mxfp8,
+            const std::function<DeviceFp8BlockWeights()>& make_block) {
+    dense_.emplace(WeightFormat::kBF16, std::move(bf16));
     for (WeightFormat f : formats) {
       if (f == WeightFormat::kMXFP8 && !dense_.count(f))
         dense_.emplace(f, std::make_unique<DeviceMoeWeights>(make_mxfp8()));
-      if (f == WeightFormat::kFP8Block128 && !block_)
-        block_ = std::make_unique<DeviceFp8BlockWeights>(DeviceFp8BlockWeights::quantize(bf16->view(), stream_));
+      if (f == WeightFormat::kFP8Block128 && !block_) block_ = std::make_unique<DeviceFp8BlockWeights>(make_block());
     }
-    dense_.emplace(WeightFormat::kBF16, std::move(bf16));
     WD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     router_.resize(size_t(shape_.experts) * shape_.hidden);
     copy_to_host(router_.data(), view(WeightFormat::kBF16).router, router_.size() * sizeof(uint16_t));

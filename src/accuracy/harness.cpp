@@ -92,7 +92,7 @@ std::vector<LayerRecord> measure_layer(Backend& backend, const Common& opt, cons
   };
   std::map<std::tuple<size_t, size_t, size_t>, Samples> all;
   const auto t0 = Clock::now();
-  if (opt.layer) backend.set_layer_weights(*opt.layer, needed);
+  if (opt.layer) backend.set_layer_weights(opt.layer, needed);
   for (int seed = 0; seed < opt.seeds; ++seed) {
     if (!opt.layer) backend.set_layer(layer_seed(opt.seed, seed, 0), needed);
     // Inputs and FP64 routings of every (batch, inputs) case, then one host

@@ -1,8 +1,9 @@
 // The measurements behind `warpdecode accuracy` (docs/ACCURACY.md).
 //
 // One layer (measure_layer): for each seed, synthetic weights (BF16, and the
-// requested FP8 format quantized from them; or one given BF16 layer for
-// every seed, Common::layer) and inputs (B, H) BF16, Gaussian or with
+// requested FP8 format quantized from them; or one given layer for every
+// seed, in each format as its source has it, Common::layer) and inputs
+// (B, H) BF16, Gaussian or with
 // outlier channels. The routing is the FP64 reference router's,
 // given to every path, so that all three compute the same experts and only
 // their arithmetic differs. Each path's output is judged against
@@ -10,7 +11,9 @@
 // (dequantized exactly): warp decode on BF16 or MXFP8, the classical BF16
 // path on BF16, the classical FP8 path on the requested FP8 format. The error
 // the weight quantization adds is the FP64 layer on the FP8 weights against
-// the FP64 layer on the BF16 weights they came from.
+// the FP64 layer on the BF16 weights they came from (an FP8 checkpoint's
+// own block-128 weights are its exact values and its BF16 weights their
+// rounding: there the figure is what that rounding moves the layer).
 //
 // Drift (measure_drift): N layers, each with its own synthetic weights
 // (seeded per layer, generated when the walk reaches it), residual
@@ -64,10 +67,11 @@ struct Common {
   int seeds = 8;
   uint64_t seed = 1;
   OutputFormat output = OutputFormat::kBF16;  // what the backend's paths write (for the records)
-  // A given BF16 layer of `shape` (e.g. a checkpoint's) instead of synthetic
-  // weights: measure_layer then holds it for every seed, and each seed draws
-  // only new inputs. measure_drift refuses it (its stack is synthetic).
-  std::shared_ptr<const MoeWeights> layer;
+  // A given layer of `shape` (e.g. a checkpoint's) instead of synthetic
+  // weights, in BF16 and each format measured (backend.h): measure_layer
+  // then holds it for every seed, and each seed draws only new inputs.
+  // measure_drift refuses it (its stack is synthetic). Empty: synthetic.
+  LayerWeights layer;
 };
 
 struct PathStats {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "accuracy/harness.h"
@@ -50,25 +51,44 @@ TEST(AccuracyGpu, DeviceLayersMatchTheHostGenerator) {
   }
 }
 
-// A given layer (a checkpoint's, in `accuracy --model`) uploaded and
-// converted on the GPU backend is the layer the same weights generated on
-// the device are, in every format.
+// A given layer (a checkpoint's, in `accuracy --model`) uploaded by the GPU
+// backend is, in every format, the layer the same weights generated on the
+// device are; and a format it gives of its own (an FP8 checkpoint's
+// block-128 bytes, here another seed's) is what the backend holds, not a
+// conversion of its BF16 weights.
 TEST(AccuracyGpu, GivenLayersMatchTheGeneratedOnes) {
   WD_REQUIRE_GPU();
   const std::vector<WeightFormat> formats{WeightFormat::kMXFP8, WeightFormat::kFP8Block128};
   auto generated = make_gpu_backend(tiny(), 8, OutputFormat::kBF16);
+  auto other = make_gpu_backend(tiny(), 8, OutputFormat::kBF16);
   auto given = make_gpu_backend(tiny(), 8, OutputFormat::kBF16);
-  const uint64_t seed = 0x5DEECE66Dull;
-  SyntheticSpec spec;
+  const uint64_t seed = 0x5DEECE66Dull, other_seed = seed + 1;
+  SyntheticSpec spec, other_spec;
   spec.seed = seed;
+  other_spec.seed = other_seed;
+  const auto bf16 = std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), spec));
   generated->set_layer(seed, formats);
-  given->set_layer_weights(MoeWeights::synthetic(tiny(), spec), formats);
+  other->set_layer(other_seed, formats);
+  const std::vector<int32_t> ids{1, 7, 12};
+  given->set_layer_weights(converted_layer(bf16), formats);
   ASSERT_EQ(given->router(), generated->router());
   for (WeightFormat f : kWeightFormats) {
-    const HostExperts g = given->slice(f, {1, 7, 12}), c = generated->slice(f, {1, 7, 12});
+    const HostExperts g = given->slice(f, ids), c = generated->slice(f, ids);
     SCOPED_TRACE(to_string(f));
     EXPECT_FALSE(g.gate_up_bf16.empty() && g.gate_up_q.empty());
     expect_same_experts(g, c);
+  }
+
+  const LayerWeights other_fp8 =
+      converted_layer(std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), other_spec)));
+  given->set_layer_weights(
+      [&](WeightFormat f) { return f == WeightFormat::kFP8Block128 ? other_fp8(f) : converted_layer(bf16)(f); },
+      formats);
+  ASSERT_EQ(given->router(), generated->router());
+  for (WeightFormat f : kWeightFormats) {
+    SCOPED_TRACE(to_string(f));
+    auto& expected = f == WeightFormat::kFP8Block128 ? other : generated;
+    expect_same_experts(given->slice(f, ids), expected->slice(f, ids));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -178,7 +179,8 @@ TEST(AccuracyHarness, AGivenLayerIsHeldForEverySeed) {
   const auto synthetic = measure_layer(*backend, o);
   SyntheticSpec spec;
   spec.seed = layer_seed(o.seed, 0, 0);
-  o.layer = std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), spec));
+  const auto bf16 = std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), spec));
+  o.layer = converted_layer(bf16);
   const auto given = measure_layer(*backend, o);
   ASSERT_EQ(given.size(), synthetic.size());
   for (size_t i = 0; i < given.size(); ++i) EXPECT_EQ(to_json(given[i]).dump(), to_json(synthetic[i]).dump());
@@ -186,21 +188,60 @@ TEST(AccuracyHarness, AGivenLayerIsHeldForEverySeed) {
   o.seeds = 2;
   const auto held = measure_layer(*backend, o);
   Common o2 = o;
-  o2.layer.reset();
+  o2.layer = nullptr;
   const auto drawn = measure_layer(*backend, o2);
   for (size_t i = 0; i < held.size(); ++i) EXPECT_NE(to_json(held[i]).dump(), to_json(drawn[i]).dump());
 
   Common bad = o;
-  bad.layer = std::make_shared<const MoeWeights>(o.layer->to_mxfp8());
+  const auto mxfp8 = std::make_shared<const MoeWeights>(bf16->to_mxfp8());
+  bad.layer = [&](WeightFormat) { return mxfp8; };  // MXFP8 where BF16 is asked for
+  EXPECT_THROW(measure_layer(*backend, bad), InvalidArgument);
+  bad.layer = [](WeightFormat) { return std::shared_ptr<const MoeWeights>(); };
   EXPECT_THROW(measure_layer(*backend, bad), InvalidArgument);
   MoeShape other = tiny();
   other.hidden *= 2;
-  bad.layer = std::make_shared<const MoeWeights>(MoeWeights::synthetic(other, spec));
+  bad.layer = converted_layer(std::make_shared<const MoeWeights>(MoeWeights::synthetic(other, spec)));
   EXPECT_THROW(measure_layer(*backend, bad), InvalidArgument);
   DriftOptions d;
   static_cast<Common&>(d) = o;
   d.layers = 2;
   EXPECT_THROW(measure_drift(*backend, d), Error);
+}
+
+// A given layer's FP8 weights are the ones measured, not a conversion of its
+// BF16 weights (an FP8 checkpoint's own block-128 bytes): given another
+// seed's FP8 weights, the weight-quantization figure (FP8 layer against BF16
+// layer) is that of two unrelated layers, while each path stays as close to
+// the reference on the weights it ran as on converted ones. The CPU backend
+// holds the given tensors themselves, not copies.
+TEST(AccuracyHarness, AGivenLayersOwnFp8WeightsAreMeasured) {
+  auto backend = make_cpu_backend(tiny(), OutputFormat::kBF16);
+  Common o = tiny_options();
+  o.formats = {WeightFormat::kMXFP8, WeightFormat::kFP8Block128};
+  o.seeds = 1;
+  o.inputs = {InputKind::kGaussian};
+  SyntheticSpec a, b;
+  a.seed = 11;
+  b.seed = 12;
+  const auto bf16 = std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), a));
+  const LayerWeights other = converted_layer(std::make_shared<const MoeWeights>(MoeWeights::synthetic(tiny(), b)));
+  std::map<WeightFormat, std::shared_ptr<const MoeWeights>> fp8;
+  for (WeightFormat f : o.formats) fp8[f] = other(f);
+  o.layer = converted_layer(bf16);
+  const auto converted = measure_layer(*backend, o);
+  o.layer = [&](WeightFormat f) { return f == WeightFormat::kBF16 ? bf16 : fp8.at(f); };
+  const auto own = measure_layer(*backend, o);
+  ASSERT_EQ(own.size(), converted.size());
+  for (size_t i = 0; i < own.size(); ++i) {
+    SCOPED_TRACE(to_string(own[i].format));
+    EXPECT_LT(converted[i].weight_quant.median, 0.1);
+    EXPECT_GT(own[i].weight_quant.median, 0.5);
+    for (Path p : {Path::kWarp, Path::kClassicalFp8}) {
+      EXPECT_LT(own[i].paths[int(p)].rel_l2.worst, 2 * converted[i].paths[int(p)].rel_l2.worst + 1e-3) << to_string(p);
+      EXPECT_GT(own[i].paths[int(p)].rel_l2.worst, 0.0) << to_string(p);
+    }
+  }
+  for (WeightFormat f : o.formats) EXPECT_GT(fp8[f].use_count(), 1) << to_string(f);  // held, not copied
 }
 
 // A backend whose classical FP8 path writes NaN: the errors are NaN, the
@@ -211,7 +252,7 @@ class NaNFp8 final : public Backend {
   bool gpu() const override { return false; }
   std::string describe(Path p) const override { return b_->describe(p); }
   void set_layer(uint64_t seed, const std::vector<WeightFormat>& f) override { b_->set_layer(seed, f); }
-  void set_layer_weights(const MoeWeights& w, const std::vector<WeightFormat>& f) override {
+  void set_layer_weights(const LayerWeights& w, const std::vector<WeightFormat>& f) override {
     b_->set_layer_weights(w, f);
   }
   const std::vector<uint16_t>& router() const override { return b_->router(); }

@@ -182,6 +182,42 @@ TEST(AccuracyCli, ReadsTheCheckpointsOwnWeights) {
   EXPECT_NE(errs[0], errs[1]);
 }
 
+// An FP8 checkpoint's FP8 block-128 records measure its own bytes and scales
+// (AccuracyHarness.AGivenLayersOwnFp8WeightsAreMeasured shows a given FP8
+// layer is the one measured); blocks other than 128 x 128 are not measured,
+// said so, and nothing measurable is an error.
+TEST(AccuracyCli, Fp8CheckpointsMeasureTheirOwnBlocks) {
+  testing::TinyModelSpec spec;
+  spec.dtype = testing::SourceDType::kFp8Block;
+  spec.block = 128;
+  const std::string dir = testing::tiny_model_dir("accuracy-fp8-128", spec);
+  const std::string json = dir + "-acc.json";
+  const std::string args = " --batch 3 --inputs gaussian --seeds 1 --format mxfp8,fp8-block128 --json " + json;
+  const Result r = run("accuracy --model " + dir + args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "bf16: the checkpoint's dequantized FP8 values rounded to BF16; mxfp8: quantized from the "
+                     "checkpoint's dequantized FP8 values; fp8-block128: the checkpoint's own FP8 bytes and 128x128 "
+                     "block scales"))
+      << r.output;
+  auto doc = read_json(json);
+  EXPECT_NE(doc["header"]["weights"].get<std::string>().find("fp8-block128: the checkpoint's own FP8 bytes"),
+            std::string::npos);
+  ASSERT_EQ(doc["records"].size(), 2u);
+  for (const auto& rec : doc["records"]) ASSERT_TRUE(rec["err_warp"].is_number()) << rec.dump();
+
+  spec.block = 24;
+  const std::string odd = testing::tiny_model_dir("accuracy-fp8-24", spec);
+  const Result r24 = run("accuracy --model " + odd + args);
+  ASSERT_EQ(r24.status, 0) << r24.output;
+  EXPECT_TRUE(has(r24, "fp8-block128: not measured: the checkpoint's FP8 blocks are 24x24")) << r24.output;
+  doc = read_json(json);
+  ASSERT_EQ(doc["records"].size(), 1u);
+  EXPECT_EQ(doc["records"][0]["format"], "mxfp8");
+  EXPECT_EQ(doc["header"]["not_measured"].size(), 1u);
+  expect_errors({{"accuracy --model " + odd + " --format fp8-block128",
+                  "no format asked for can be measured on " + odd + " layer 0"}});
+}
+
 TEST(AccuracyCli, BadArgumentsGetOneClearError) {
   testing::TinyModelSpec spec;
   const std::string dir = testing::tiny_model_dir("accuracy-errors", spec);

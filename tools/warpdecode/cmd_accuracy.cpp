@@ -102,11 +102,15 @@ void print_drift(const accuracy::DriftRecord& d) {
 
 void run(const Opts& o) {
   o.model.validate(o.shape);
-  std::shared_ptr<const MoeWeights> model_layer;
-  std::string label = o.shape.label(), model_label;
+  std::vector<WeightFormat> formats;
+  for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
+  accuracy::DriftOptions c;
+  std::string label = o.shape.label(), model_label, weights_note;
+  std::vector<std::string> not_measured;  // formats the checkpoint cannot give, and why
   MoeShape shape;
   if (!o.model.given()) {
     shape = o.shape.resolve();
+    c.formats = formats;
   } else {
     WD_CHECK(o.drift_layers == "0" && !o.drift_only,
              "--model measures the checkpoint's layer alone: drift runs synthetic stacks (drop --drift-layers)");
@@ -114,14 +118,22 @@ void run(const Opts& o) {
     shape = src.shape;
     label = src.name;
     model_label = src.label;
-    model_layer = src.weights(WeightFormat::kBF16);
+    weights_note = "bf16: " + src.origin(WeightFormat::kBF16);
+    c.formats.clear();
+    for (WeightFormat f : formats) {
+      if (const std::string why = src.unavailable(f); !why.empty()) {
+        not_measured.push_back(detail::concat(to_string(f), ": not measured: ", why));
+        continue;
+      }
+      c.formats.push_back(f);
+      if (f != WeightFormat::kBF16) weights_note += detail::concat("; ", to_string(f), ": ", src.origin(f));
+    }
+    WD_CHECK(!c.formats.empty(), "accuracy: no format asked for can be measured on ", src.label, ": ",
+             not_measured.front());
+    c.layer = src.weights;
   }
-  accuracy::DriftOptions c;
   c.preset = label;
   c.shape = shape;
-  c.layer = model_layer;
-  c.formats.clear();
-  for (const auto& f : o.formats) c.formats.push_back(parse_weight_format(f));
   c.batches = o.batches;
   c.inputs.clear();
   for (const auto& k : o.inputs) c.inputs.push_back(accuracy::parse_input_kind(k));
@@ -157,7 +169,10 @@ void run(const Opts& o) {
   std::printf("accuracy %s: H=%d I=%d E=%d K=%d, %d seeds from %llu, outputs %s\n", c.preset.c_str(), shape.hidden,
               shape.intermediate, shape.experts, shape.top_k, c.seeds, (unsigned long long)c.seed,
               accuracy::to_string(c.output));
-  if (model_layer) std::printf("weights: %s, the same layer for every seed (new inputs each)\n", model_label.c_str());
+  if (c.layer)
+    std::printf("weights: %s, the same layer for every seed (new inputs each)\n  %s\n", model_label.c_str(),
+                weights_note.c_str());
+  for (const auto& n : not_measured) std::printf("%s\n", n.c_str());
   if (backend->gpu())
     std::printf("GPU: %s, CUDA %s, driver %s | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
                 build_description().c_str());
@@ -188,10 +203,10 @@ void run(const Opts& o) {
   Json paths;
   for (Path p : accuracy::kAllPaths) paths[accuracy::to_string(p)] = backend->describe(p);
   header["paths"] = paths;
-  header["weights"] = model_layer ? model_label + ": BF16 as the checkpoint loader converts it, the same layer for every "
-                                             "seed (new inputs each); FP8 formats quantized from it"
-                                   : "synthetic: BF16 N(0, 0.02) (SyntheticSpec defaults), one seed per layer; FP8 "
+  header["weights"] = c.layer ? model_label + ", the same layer for every seed (new inputs each): " + weights_note
+                               : "synthetic: BF16 N(0, 0.02) (SyntheticSpec defaults), one seed per layer; FP8 "
                                      "formats quantized from them";
+  if (!not_measured.empty()) header["not_measured"] = not_measured;
   header["method"] =
       "one layer: FP64 router's routing given to every path; each path vs wd::reference::moe_experts (FP64) on the "
       "weights it ran; drift: r += moe(bf16(rmsnorm(r))) per layer, each path with its own router and residual stream";

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "accuracy/backend.h"
 #include "warpdecode/error.h"
 #include "warpdecode/model/checkpoint.h"
 #include "warpdecode/model/config.h"
@@ -19,14 +20,11 @@ LayerSource synthetic_layer_source(const MoeShape& shape, const std::string& lab
   src.name = label;
   src.shape = shape;
   src.unavailable = [](WeightFormat) { return std::string(); };
-  src.weights = [bf16](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
-    switch (f) {
-      case WeightFormat::kBF16: return bf16;
-      case WeightFormat::kMXFP8: return std::make_shared<const MoeWeights>(bf16->to_mxfp8());
-      case WeightFormat::kFP8Block128: return std::make_shared<const MoeWeights>(bf16->to_fp8_block128());
-    }
-    throw InvalidArgument("synthetic_layer_source: unknown weight format");
+  src.origin = [seed](WeightFormat f) {
+    return f == WeightFormat::kBF16 ? detail::concat("synthetic N(0, 0.02), seed ", seed)
+                                    : std::string("quantized from the BF16 weights");
   };
+  src.weights = accuracy::converted_layer(bf16);
   return src;
 }
 
@@ -79,7 +77,18 @@ LayerSource model_layer_source(const std::string& dir, int layer) {
   src.unavailable = [fp8, fp8_128, c](WeightFormat f) {
     if (f != WeightFormat::kFP8Block128 || !fp8 || fp8_128) return std::string();
     return detail::concat("the checkpoint's FP8 blocks are ", c.quant_block_rows, "x", c.quant_block_cols,
-                          ", fp8-block128 takes 128x128 (bf16 and mxfp8 are checked from its dequantized values)");
+                          ", fp8-block128 takes 128x128 (bf16 and mxfp8 come from its dequantized values)");
+  };
+  src.origin = [fp8, fp8_128](WeightFormat f) -> std::string {
+    switch (f) {
+      case WeightFormat::kBF16:
+        return fp8 ? "the checkpoint's dequantized FP8 values rounded to BF16" : "the checkpoint's values as BF16";
+      case WeightFormat::kMXFP8:
+        return fp8 ? "quantized from the checkpoint's dequantized FP8 values" : "quantized from the checkpoint's values";
+      case WeightFormat::kFP8Block128:
+        return fp8_128 ? "the checkpoint's own FP8 bytes and 128x128 block scales" : "quantized from the BF16 weights";
+    }
+    return "";
   };
   src.weights = [m, fp8](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
     switch (f) {

@@ -1,5 +1,5 @@
-// The layer `warpdecode check` (in each weight format) and `warpdecode
-// accuracy --model` (in BF16) run: synthetic weights of a shape, or one MoE
+// The layer `warpdecode check` and `warpdecode accuracy --model` run, in
+// each weight format: synthetic weights of a shape, or one MoE
 // layer of a Hugging Face checkpoint as the loader converts it
 // (model::load_expert_stack).
 #pragma once
@@ -20,6 +20,8 @@ struct LayerSource {
   MoeShape shape;
   // Why format f cannot be checked on this source ("" when it can).
   std::function<std::string(WeightFormat)> unavailable;
+  // Where format f's weights come from (an available format), for headers.
+  std::function<std::string(WeightFormat)> origin;
   // The layer's weights in format f (one that is available). Each call may
   // load and convert afresh: the caller holds one format at a time.
   std::function<std::shared_ptr<const MoeWeights>(WeightFormat)> weights;
