@@ -88,6 +88,7 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   const Result r = run("check --model " + testing::tiny_model_dir("check-fp8-128", spec) + " --batch 3");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
+  EXPECT_TRUE(has(r, "fp8-block128 weights: the checkpoint's own FP8 bytes and 128x128 block scales")) << r.output;
 
   spec.block = 24;  // blocks the classical path's FP8 format does not take
   const Result odd = run("check --model " + testing::tiny_model_dir("check-fp8-24", spec) + " --batch 3");
@@ -97,6 +98,8 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   EXPECT_TRUE(row(odd, "fp8-block128", "every path", "skip")) << odd.output;
   EXPECT_TRUE(has(odd, "the checkpoint's FP8 blocks are 24x24, fp8-block128 takes 128x128")) << odd.output;
   EXPECT_TRUE(has(odd, "all 2 checks passed (1 not run")) << odd.output;
+  EXPECT_TRUE(has(odd, "mxfp8 weights: quantized from the checkpoint's dequantized FP8 values")) << odd.output;
+  EXPECT_FALSE(has(odd, "fp8-block128 weights:")) << odd.output;
 
   const Result none = run("check --model " + testing::tiny_model_dir("check-fp8-24-only", spec) + " --format fp8-block128");
   EXPECT_NE(none.status, 0) << none.output;

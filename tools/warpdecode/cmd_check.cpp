@@ -215,6 +215,9 @@ void add_check(CLI::App& app) {
                 s.hidden, s.intermediate, s.experts, s.top_k, o->batch,
                 (unsigned long long)o->seed,
                 gpu ? ("GPU: " + gpu->name).c_str() : "no CUDA GPU: CPU paths only");
+    for (WeightFormat f : kWeightFormats)
+      if ((o->format == "all" || o->format == to_string(f)) && src.unavailable(f).empty())
+        std::printf("  %s weights: %s\n", to_string(f), src.origin(f).c_str());
 
     std::printf("%-12s %-50s %-10s %-10s %-8s %-6s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
     int failed = 0, passed = 0, skipped = 0;
