@@ -73,7 +73,7 @@ class Backend {
   virtual void set_layer(uint64_t seed, const std::vector<WeightFormat>& formats) = 0;
   // Makes the given layer current: layer(kBF16) and layer(f) for every f
   // in `formats`, each of the backend's shape and of format f
-  // (check_given_layer).
+  // (given_layer).
   virtual void set_layer_weights(const LayerWeights& layer, const std::vector<WeightFormat>& formats) = 0;
   // The current layer's router (E, H), BF16, on the host.
   virtual const std::vector<uint16_t>& router() const = 0;

@@ -1,9 +1,9 @@
 // The GPU backend of `warpdecode accuracy`: the real kernels (WarpDecodeMoe,
 // ClassicalMoe) on synthetic weights generated on the device, or a given
-// layer uploaded in each of its formats, one layer at a time. Every call is synchronous (the
-// harness is not timed) and every CUDA call is checked; outputs are
-// NaN-poisoned before each run so that an unwritten element shows as a
-// non-finite error instead of a plausible one.
+// layer uploaded in each of its formats, one layer at a time. Every call is
+// synchronous (the harness is not timed) and every CUDA call is checked;
+// outputs are NaN-poisoned before each run so that an unwritten element
+// shows as a non-finite error instead of a plausible one.
 #include <cuda_runtime.h>
 
 #include <functional>
