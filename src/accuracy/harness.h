@@ -3,10 +3,9 @@
 // One layer (measure_layer): for each seed, synthetic weights (BF16, and the
 // requested FP8 format quantized from them; or one given layer for every
 // seed, in each format as its source has it, Common::layer) and inputs
-// (B, H) BF16, Gaussian or with
-// outlier channels. The routing is the FP64 reference router's,
-// given to every path, so that all three compute the same experts and only
-// their arithmetic differs. Each path's output is judged against
+// (B, H) BF16, Gaussian or with outlier channels. The routing is the FP64
+// reference router's, given to every path, so that all three compute the
+// same experts and only their arithmetic differs. Each path's output is judged against
 // wd::reference::moe_experts in FP64 on the weights that path ran
 // (dequantized exactly): warp decode on BF16 or MXFP8, the classical BF16
 // path on BF16, the classical FP8 path on the requested FP8 format. The error

@@ -273,7 +273,8 @@ void add_accuracy(CLI::App& app) {
   cmd->add_option("--json", o->json, "Also write the records as JSON to this file");
   o->model.add_to(cmd,
                   "A Hugging Face Qwen3-MoE checkpoint directory: measure one of its MoE layers (its real weights and "
-                  "router, BF16 as the loader converts them) instead of synthetic weights; every seed draws new inputs");
+                  "router, in each format as `check --model` takes it) instead of synthetic weights; every seed draws "
+                  "new inputs");
   cmd->callback([o] { run(*o); });
 }
 

@@ -215,8 +215,9 @@ void add_check(CLI::App& app) {
                 s.hidden, s.intermediate, s.experts, s.top_k, o->batch,
                 (unsigned long long)o->seed,
                 gpu ? ("GPU: " + gpu->name).c_str() : "no CUDA GPU: CPU paths only");
+    const auto asked = [&](WeightFormat f) { return o->format == "all" || o->format == to_string(f); };
     for (WeightFormat f : kWeightFormats)
-      if ((o->format == "all" || o->format == to_string(f)) && src.unavailable(f).empty())
+      if (asked(f) && src.unavailable(f).empty())
         std::printf("  %s weights: %s\n", to_string(f), src.origin(f).c_str());
 
     std::printf("%-12s %-50s %-10s %-10s %-8s %-6s\n", "format", "path", "rel_l2", "max_rel", "tol", "result");
@@ -226,7 +227,7 @@ void add_check(CLI::App& app) {
     std::vector<uint16_t> x;
     reference::Routing routing;
     for (WeightFormat f : kWeightFormats) {
-      if (o->format != "all" && o->format != to_string(f)) continue;
+      if (!asked(f)) continue;
       std::vector<CheckRow> rows;
       if (const std::string why = src.unavailable(f); !why.empty()) {
         rows.push_back(CheckRow{to_string(f), "every path", NAN, NAN, NAN, false, why, true});

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "accuracy/backend.h"
 #include "warpdecode/error.h"
 #include "warpdecode/model/checkpoint.h"
 #include "warpdecode/model/config.h"

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "accuracy/backend.h"
 #include "warpdecode/layout.h"
 #include "warpdecode/weights.h"
 
@@ -24,7 +25,7 @@ struct LayerSource {
   std::function<std::string(WeightFormat)> origin;
   // The layer's weights in format f (one that is available). Each call may
   // load and convert afresh: the caller holds one format at a time.
-  std::function<std::shared_ptr<const MoeWeights>(WeightFormat)> weights;
+  accuracy::LayerWeights weights;
 };
 
 // Weights drawn by MoeWeights::synthetic(shape, seed); MXFP8 and FP8

@@ -32,13 +32,16 @@ struct ShapeOptions {
     o_top_k = cmd->add_option("--top-k", top_k, "Override K (num_experts_per_tok)");
   }
 
+  // Whether option o (one of the above) was given on the command line.
+  static bool given(const CLI::Option* o) { return o && o->count(); }
+
   // The resolved, validated shape; throws wd::InvalidArgument otherwise.
   MoeShape resolve() const {
     MoeShape s = preset_shape(preset);
-    if (o_hidden && o_hidden->count()) s.hidden = hidden;
-    if (o_intermediate && o_intermediate->count()) s.intermediate = intermediate;
-    if (o_experts && o_experts->count()) s.experts = experts;
-    if (o_top_k && o_top_k->count()) s.top_k = top_k;
+    if (given(o_hidden)) s.hidden = hidden;
+    if (given(o_intermediate)) s.intermediate = intermediate;
+    if (given(o_experts)) s.experts = experts;
+    if (given(o_top_k)) s.top_k = top_k;
     s.validate();
     return s;
   }
@@ -50,13 +53,12 @@ struct ShapeOptions {
         {o_preset, "--preset"}, {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"},
         {o_experts, "--experts"}, {o_top_k, "--top-k"}};
     for (const auto& [o, name] : options)
-      if (o && o->count()) return name;
+      if (given(o)) return name;
     return nullptr;
   }
 
   std::string label() const {
-    const bool custom = (o_hidden && o_hidden->count()) || (o_intermediate && o_intermediate->count()) ||
-                        (o_experts && o_experts->count()) || (o_top_k && o_top_k->count());
+    const bool custom = given(o_hidden) || given(o_intermediate) || given(o_experts) || given(o_top_k);
     return custom ? preset + "(custom)" : preset;
   }
 };
@@ -78,7 +80,7 @@ struct ModelOptions {
   // Throws wd::InvalidArgument for --layer without --model, a negative
   // --layer, or --model beside a shape option (the checkpoint has its shape).
   void validate(const ShapeOptions& shape) const {
-    const bool layer_given = o_layer && o_layer->count();
+    const bool layer_given = ShapeOptions::given(o_layer);
     WD_CHECK(given() || !layer_given, "--layer needs --model");
     WD_CHECK(!layer_given || layer >= 0, "--layer ", layer, " must be >= 0");
     const char* conflict = given() ? shape.given_option() : nullptr;
