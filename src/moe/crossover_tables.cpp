@@ -110,7 +110,7 @@ std::vector<CrossoverEntry> built_in_h100_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, kNever},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, kNever, true},
       // Tiled-only weights read as they are (bench/results/h100-crossover-untiled.json,
-      // bench-moe --tune-untiled per preset and format, session 67 on 3bbca4d).
+      // bench-moe --tune-untiled per preset and format, session 71 on de1a661).
       // The un-tiled-first kind stays the H200's: sm_90a reads them as they are.
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
@@ -118,9 +118,9 @@ std::vector<CrossoverEntry> built_in_h100_entries() {
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, false, kNever, true, true, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 112, true, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, kNever, true, true, true},
   };
 }
 
