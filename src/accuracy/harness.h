@@ -5,14 +5,15 @@
 // seed, in each format as its source has it, Common::layer) and inputs
 // (B, H) BF16, Gaussian or with outlier channels. The routing is the FP64
 // reference router's, given to every path, so that all three compute the
-// same experts and only their arithmetic differs. Each path's output is judged against
-// wd::reference::moe_experts in FP64 on the weights that path ran
-// (dequantized exactly): warp decode on BF16 or MXFP8, the classical BF16
-// path on BF16, the classical FP8 path on the requested FP8 format. The error
-// the weight quantization adds is the FP64 layer on the FP8 weights against
-// the FP64 layer on the BF16 weights they came from (an FP8 checkpoint's
-// own block-128 weights are its exact values and its BF16 weights their
-// rounding: there the figure is what that rounding moves the layer).
+// same experts and only their arithmetic differs. Each path's output is
+// judged against wd::reference::moe_experts in FP64 on the weights that
+// path ran (dequantized exactly): warp decode on BF16 or MXFP8, the
+// classical BF16 path on BF16, the classical FP8 path on the requested FP8
+// format. The error the weight quantization adds is the FP64 layer on the
+// FP8 weights against the FP64 layer on the BF16 weights they came from (an
+// FP8 checkpoint's own block-128 weights are its exact values and its BF16
+// weights their rounding: there the figure is what that rounding moves the
+// layer).
 //
 // Drift (measure_drift): N layers, each with its own synthetic weights
 // (seeded per layer, generated when the walk reaches it), residual
