@@ -19,27 +19,30 @@ TableCard table_card(const std::string& device_name) {
 namespace {
 
 // Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
-// `scripts/gpu_check.sh tune`, session 50 run 1), then `--tune-untiled`
-// (bench/results/h200-crossover-untiled.json); regenerate with those commands and copy the entries here.
+// `scripts/gpu_check.sh tune`, session 72 on af4abcc: sessions 65-68's
+// kernels; gate_up's two-tile passes from 4.5 entries an expert moved the
+// tiled copies' BF16 entries from 96 to 128 and qwen3-235b-a22b MXFP8's from
+// 128 to 192), then `--tune-untiled` (bench/results/h200-crossover-untiled.json,
+// sessions 51 and 54); regenerate with those commands and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
       // preset, H, I, E, K, format, crossover (, W8A16 entry: the kBf16Activations
       // crossover, w8a16_from (, warp decode on the tiled copies))
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 64},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 80},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 128, false, kNever, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 48, true, 65},
-      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 65, true},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 64, true, 64},
+      {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 96, true, 64, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 8},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kBF16, 128, false, kNever, true},
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 80, true, 80},
-      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 80, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 192, false, kNever, true},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 96, true, 65},
+      {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 65, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 96, false, kNever, true},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 48},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
@@ -86,8 +89,8 @@ std::vector<CrossoverEntry> built_in_entries() {
 // (was from 256: level with it there, 2855 against 2851 µs)).
 // built_in(kH100) sets these over the H200 entries.
 // Warp decode holds on longer than on the H200 (e.g. qwen3-30b-a3b BF16 72
-// against 64, MXFP8 on the tiled copies 192 against 128): the H200's table
-// is session 50's kernels under its power cap, this one sessions 67-68's.
+// against 64, MXFP8 on the tiled copies 192 against 128), both tables
+// measuring today's kernels (the H200's in session 72).
 std::vector<CrossoverEntry> built_in_h100_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
