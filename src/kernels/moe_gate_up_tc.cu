@@ -302,9 +302,14 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
 //   both formats; at 4.5-5.75 (B = 72-92) BF16 −4 to −11 %, qwen3-235b-a22b
 //   MXFP8 −2 to −9 %, qwen3-30b-a3b MXFP8 level at 4.5-4.75 and −2 to −5 %
 //   from 5. Below 4.5 not measured on today's kernels.
-// Not re-measured on an H200 from 4.5 to 6, where its faster HBM may favour
-// one-tile passes (session 49's +1.9 % at 6). Canonical weights keep
-// one-tile passes (not measured with two).
+//   session 72 (H200, tiled-only, this rule against the start at 5 and at 6
+//   entries, interleaved rounds; the identical kernels differed by up to 3 %):
+//   BF16 two-tile passes stay ahead (one-tile layer +1.4 to +5.8 % at B =
+//   80-88 and +1.8 % at 72 on qwen3-235b-a22b); MXFP8 one-tile passes are
+//   faster at 4.5-5.5 (layer −3.5 to −5.0 % at B = 72-88 on qwen3-30b-a3b, 0
+//   to −2.8 % on qwen3-235b-a22b), the H100's opposite. A start per format
+//   and card is not built: this one rule serves both.
+// Canonical weights keep one-tile passes (not measured with two).
 constexpr int kPairFromEntriesPerExpertX2 = 9;  // 4.5, doubled to stay integral
 
 // Rows by expert id (by_id above) past 2.5 routing entries an expert on
