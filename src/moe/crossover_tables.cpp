@@ -18,12 +18,13 @@ TableCard table_card(const std::string& device_name) {
 
 namespace {
 
-// Measured by `warpdecode bench-moe --tune` on the H200 (bench/results/h200-crossover.json,
-// `scripts/gpu_check.sh tune`, session 72 on af4abcc: sessions 65-68's
-// kernels; gate_up's two-tile passes from 4.5 entries an expert moved the
-// tiled copies' BF16 entries from 96 to 128 and qwen3-235b-a22b MXFP8's from
-// 128 to 192), then `--tune-untiled` (bench/results/h200-crossover-untiled.json,
-// sessions 51 and 54); regenerate with those commands and copy the entries here.
+// Measured by `warpdecode bench-moe --tune` on the H200
+// (bench/results/h200-crossover.json, `scripts/gpu_check.sh tune`, session 72
+// on af4abcc: against session 50's kernels, sessions 65-68's (gate_up's
+// two-tile passes from B = 72 among them) moved the tiled copies' BF16
+// entries from 96 to 128 and qwen3-235b-a22b MXFP8's from 128 to 192), then
+// `--tune-untiled` (bench/results/h200-crossover-untiled.json, sessions 51
+// and 54); regenerate with those commands and copy the entries here.
 std::vector<CrossoverEntry> built_in_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
