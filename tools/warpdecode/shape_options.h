@@ -14,6 +14,9 @@
 
 namespace wd::cli {
 
+// Whether option o (null: not added to this command) was given on the command line.
+inline bool option_given(const CLI::Option* o) { return o && o->count(); }
+
 struct ShapeOptions {
   std::string preset = "qwen3-30b-a3b";
   int hidden = 0, intermediate = 0, experts = 0, top_k = 0;
@@ -32,16 +35,13 @@ struct ShapeOptions {
     o_top_k = cmd->add_option("--top-k", top_k, "Override K (num_experts_per_tok)");
   }
 
-  // Whether option o (one of the above) was given on the command line.
-  static bool given(const CLI::Option* o) { return o && o->count(); }
-
   // The resolved, validated shape; throws wd::InvalidArgument otherwise.
   MoeShape resolve() const {
     MoeShape s = preset_shape(preset);
-    if (given(o_hidden)) s.hidden = hidden;
-    if (given(o_intermediate)) s.intermediate = intermediate;
-    if (given(o_experts)) s.experts = experts;
-    if (given(o_top_k)) s.top_k = top_k;
+    if (option_given(o_hidden)) s.hidden = hidden;
+    if (option_given(o_intermediate)) s.intermediate = intermediate;
+    if (option_given(o_experts)) s.experts = experts;
+    if (option_given(o_top_k)) s.top_k = top_k;
     s.validate();
     return s;
   }
@@ -53,12 +53,13 @@ struct ShapeOptions {
         {o_preset, "--preset"}, {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"},
         {o_experts, "--experts"}, {o_top_k, "--top-k"}};
     for (const auto& [o, name] : options)
-      if (given(o)) return name;
+      if (option_given(o)) return name;
     return nullptr;
   }
 
   std::string label() const {
-    const bool custom = given(o_hidden) || given(o_intermediate) || given(o_experts) || given(o_top_k);
+    const bool custom = option_given(o_hidden) || option_given(o_intermediate) || option_given(o_experts) ||
+                        option_given(o_top_k);
     return custom ? preset + "(custom)" : preset;
   }
 };
@@ -80,7 +81,7 @@ struct ModelOptions {
   // Throws wd::InvalidArgument for --layer without --model, a negative
   // --layer, or --model beside a shape option (the checkpoint has its shape).
   void validate(const ShapeOptions& shape) const {
-    const bool layer_given = ShapeOptions::given(o_layer);
+    const bool layer_given = option_given(o_layer);
     WD_CHECK(given() || !layer_given, "--layer needs --model");
     WD_CHECK(!layer_given || layer >= 0, "--layer ", layer, " must be >= 0");
     const char* conflict = given() ? shape.given_option() : nullptr;
