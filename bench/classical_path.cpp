@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/cuda_check.h"
+#include "kernels/classical_fits.h"
 #include "warpdecode/error.h"
 
 namespace wd::bench {
@@ -179,6 +180,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   // table's w8a16_from decides W8A8 or W8A16 under kFastest).
   const CrossoverTable dispatch_table = MoeDispatch::device_table();
   const bool sm90a = ClassicalMoe::wgmma_available();
+  const TableCard card = table_card(kernels::device_name());  // warp decode's measured defaults here
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune-untiled: µs per MoE layer (router excluded) on tiled-only weights: warp decode against the "
@@ -216,7 +218,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
       std::vector<double> warp_times, fast_times, a16_times;
       nlohmann::json points = nlohmann::json::array();
       for (int B : ladder) {
-        WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
+        WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true, card));
         const double warp_us = mb.run(B, wp, opt).experts.us_median;
         // Un-tiled: the configuration of the canonical tensors the scratch holds.
         const ClassicalConfig fast = dispatch_classical_config(dispatch_table, shape, f, B, DispatchPolicy::kFastest,
@@ -278,6 +280,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
                     const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
                     const nlohmann::json& header, const std::string& json_path) {
   WD_CHECK(!ladder.empty(), "--tune needs at least one batch size");
+  const TableCard card = table_card(kernels::device_name());  // warp decode's measured defaults here
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune: µs per MoE layer (router excluded) of warp decode and the classical path; crossover = the "
@@ -305,11 +308,11 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       for (int B : ladder) {
         Measurement wm, tm;
         if (warp_decode_streams(f)) {
-          WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f));
+          WarpPath wp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, false, card));
           wm = mb.run(B, wp, opt);
         }
         if (tiled) {
-          WarpPath tp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true));
+          WarpPath tp(WarpDecodeConfig::for_batch(shape, B, f, KernelFamily::kAuto, true, card));
           tm = mb.run(B, tp, opt);
           tiled_times.push_back(tm.experts.us_median);
         }

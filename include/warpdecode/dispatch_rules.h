@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "warpdecode/card.h"
 #include "warpdecode/classical_config.h"
 #include "warpdecode/layout.h"
 
@@ -98,15 +99,6 @@ inline TiledOnlyClassical tiled_only_classical(bool reads_tiled, bool has_scratc
 constexpr double kCrossoverMargin = 0.02;
 int crossover_from_ladder(const std::vector<int>& ladder, const std::vector<double>& warp_us,
                           const std::vector<double>& classical_us, double margin = kCrossoverMargin);
-
-// The cards whose crossover tables are compiled in (CrossoverTable::built_in).
-enum class TableCard { kH200, kH100 };
-const char* to_string(TableCard c);  // "H200", "H100"
-// The built-in table for a device of this name (cudaDeviceProp::name):
-// kH100 for a name with "H100" in it (measured on an H100 SXM, 80GB HBM3;
-// other H100 variants take it as the nearest measured card), kH200 for every
-// other name and for "" (no device).
-TableCard table_card(const std::string& device_name);
 
 class CrossoverTable {
  public:

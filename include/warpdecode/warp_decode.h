@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "warpdecode/card.h"
 #include "warpdecode/layout.h"
 #include "warpdecode/weights.h"
 
@@ -125,7 +126,8 @@ const char* to_string(KernelFamily f);
 // Per-call tuning of the two kernels. Two families: the scalar kernels
 // (tensor_cores = false; every other knob below) and the tensor-core kernels
 // (tensor_cores = true; only programmatic_launch, evict_first,
-// tc_deep_loads, tc_tiled_down, tc_tiled_gate_up and tc_down_pairs apply). All
+// tc_deep_loads, tc_tiled_down, tc_tiled_gate_up, tc_gate_up_two_tiles and
+// tc_down_pairs apply). All
 // configurations of one family compute the same bits (batch invariance holds
 // across them); the two families sum in different orders, so their bits differ
 // (both are FP32-accurate). The tensor-core kernels need H % 256 == 0 and
@@ -152,14 +154,24 @@ struct WarpDecodeConfig {
   bool tc_down_pairs = false;        // tensor cores: moe_down_tc's general walk with two warps a K slice where
                                      // it takes them (MXFP8 on the tiled copy with narrow scales, 1, 4 or 10
                                      // units of I a warp, any B: kernels::down_tc_pairs_fit); the same bits
+  bool tc_gate_up_two_tiles = false;  // tensor cores: moe_gate_up_tc's passes of two n8 tiles (16 of an expert's
+                                     // tokens against one decoded weight fragment) where it takes them (the
+                                     // tiled gate_up copy without deep loads); the same bits
   // The measured default of a family (kScalar or kTensorCores; kAuto is
   // resolved with max_batch = batch) for a layer shape, batch size and format.
   // tiled_gate_up: the weights hold the tiled gate_up copy (MoeWeightsView::
   // gate_up_tiled; BF16: both tiled copies, tiled-only weights), which the
   // tensor cores then read, with their own deep-round rule;
-  // WarpDecodeMoe::default_config(batch, view) passes it.
+  // WarpDecodeMoe::default_config(batch, view) passes it. card: the card
+  // whose measurements decide where they differ by card (gate_up's two-tile
+  // passes); WarpDecodeMoe passes its device's (table_card of its name).
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
-                                    KernelFamily family = KernelFamily::kAuto, bool tiled_gate_up = false);
+                                    KernelFamily family = KernelFamily::kAuto, bool tiled_gate_up = false,
+                                    TableCard card = TableCard::kH200);
+  // Where gate_up's two-tile passes start on a card, in routing entries an
+  // expert (B·K / E), doubled to stay integral: for_batch turns them on from
+  // 2·B·K >= this · E (where the kernel takes them).
+  static int gate_up_two_tiles_from_x2(WeightFormat format, TableCard card);
   // What kAuto resolves to for a layer object serving up to max_batch tokens
   // (measured on the H200, docs/PERF_LOG.md v9): the tensor cores wherever
   // the shape fits them, in both formats and at every max_batch; else the
@@ -171,7 +183,7 @@ struct WarpDecodeConfig {
   // Whether tc_deep_loads changes the kernel that runs (MXFP8, and an H the
   // deep rounds take); elsewhere it is ignored.
   static bool tc_deep_loads_apply(const MoeShape& shape, WeightFormat format);
-  std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl"
+  std::string label() const;         // e.g. "gu4x1p1/dn4p2/cvt/ef/pdl", "tc/ef/pdl/tiled/tgu/2t"
 };
 
 class WarpDecodeMoe {
@@ -212,6 +224,9 @@ class WarpDecodeMoe {
   float* intermediate() const;
   const MoeShape& shape() const { return shape_; }
   int max_batch() const { return max_batch_; }
+  // The card whose measured defaults this object runs (table_card of the
+  // device current at construction).
+  TableCard card() const { return card_; }
   // The family this object runs for weights of a format (never kAuto).
   KernelFamily family(WeightFormat format) const;
   // The configuration experts() without a config uses at a batch size.
@@ -224,6 +239,7 @@ class WarpDecodeMoe {
   MoeShape shape_;
   int max_batch_;
   KernelFamily family_;
+  TableCard card_;
   struct Workspace;
   std::unique_ptr<Workspace> ws_;
 };

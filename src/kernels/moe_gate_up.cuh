@@ -66,6 +66,8 @@ struct GateUpParams {
                            // (warpdecode/gate_up_tiling.h)
   int scales_narrow;       // tensor-core kernel, MXFP8: every scale code <= kMxNarrowMaxCode
                            // (MoeWeightsView::mx_scales_narrow): no per-round scale check
+  int two_tiles;           // tensor-core kernel, tiled weights without deep loads: passes of two n8
+                           // tiles (16 of an expert's tokens); elsewhere ignored; the same bits
 };
 
 // Dynamic shared memory moe_gate_up needs for these parameters (bytes).

@@ -60,8 +60,9 @@ struct Rounds {
 // under the lower register cap is slower per warp, which only many waves
 // repay. From the canonical layout it lost (30b B = 32 +9.6 %): not there.
 // (kMinBlocks 0: Rounds' count.)
-// kTiles 2 (launch: tiled weights without deep loads, from
-// kPairFromEntriesPerExpertX2): a pass takes 16 of the expert's tokens, two n8
+// kTiles 2 (launch: tiled weights without deep loads, where
+// GateUpParams::two_tiles asks; WarpDecodeConfig::for_batch's rule, by
+// routing entries an expert, format and card): a pass takes 16 of the expert's tokens, two n8
 // tiles against one decoded weight fragment, so an expert of 9-16 tokens
 // streams and decodes its weight tile once instead of twice. Three blocks
 // an SM (128-165 registers: the second tile's x and accumulators; deep
@@ -289,29 +290,6 @@ moe_gate_up_tc_kernel(const __grid_constant__ GateUpParams p, int by_id) {
   }
 }
 
-// Passes of two n8 tiles (kTiles) from this many routing entries an expert
-// on average (B·K / E = 4.5: B ≥ 72 on 128 experts and top-8, 90 on 160): a
-// rule of the batch alone, and either pass gives the same bits. Measured
-// against one-tile passes, tiled-only:
-//   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
-//   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
-//   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
-//   65), where most experts hold one tile's tokens and the pair kernel runs
-//   three blocks an SM instead of four or five;
-//   session 68 (H100), gate_up: −6 to −13 % at 6 on the three presets and
-//   both formats; at 4.5-5.75 (B = 72-92) BF16 −4 to −11 %, qwen3-235b-a22b
-//   MXFP8 −2 to −9 %, qwen3-30b-a3b MXFP8 level at 4.5-4.75 and −2 to −5 %
-//   from 5. Below 4.5 not measured on today's kernels.
-//   session 72 (H200, tiled-only, this rule against the start at 5 and at 6
-//   entries, interleaved rounds; the identical kernels differed by up to 3 %):
-//   BF16 two-tile passes stay ahead (one-tile layer +1.4 to +5.8 % at B =
-//   80-88 and +1.8 % at 72 on qwen3-235b-a22b); MXFP8 one-tile passes are
-//   faster at 4.5-5.5 (layer −3.5 to −5.0 % at B = 72-88 on qwen3-30b-a3b, 0
-//   to −2.8 % on qwen3-235b-a22b), the H100's opposite. A start per format
-//   and card is not built: this one rule serves both.
-// Canonical weights keep one-tile passes (not measured with two).
-constexpr int kPairFromEntriesPerExpertX2 = 9;  // 4.5, doubled to stay integral
-
 // Rows by expert id (by_id above) past 2.5 routing entries an expert on
 // average (B·K > 2.5E: B ≥ 41 on 128 experts and top-8), first-occurrence
 // rows up to there: where many experts have no token, MXFP8's speculative
@@ -333,7 +311,7 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
   // Two-tile passes and five blocks an SM: tiled weights without deep loads
   // (whose rounds already take 168 registers).
   constexpr bool kTiledShallow = kTiled && !kDeep;
-  const bool pair = kTiledShallow && 2 * entries >= kPairFromEntriesPerExpertX2 * p.experts;
+  const bool pair = kTiledShallow && p.two_tiles;
   auto* k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled>;
   if constexpr (kTiledShallow)
     if (pair) k = &moe_gate_up_tc_kernel<kMx8, kDeep, kTiled, false, 0, 2>;

@@ -1,20 +1,14 @@
 // The crossover tables compiled in (CrossoverTable::built_in): the H200's
-// and the H100's measurements, and which card a device name takes
-// (warpdecode/dispatch_rules.h). Data: regenerate with the commands named
-// at each list and copy the entries here; the CPU tests hold each list to
-// its committed JSON files entry for entry.
+// and the H100's measurements (warpdecode/dispatch_rules.h). Data:
+// regenerate with the commands named at each list and copy the entries
+// here; the CPU tests hold each list to its committed JSON files entry for
+// entry.
 #include <string>
 #include <vector>
 
 #include "warpdecode/dispatch_rules.h"
 
 namespace wd {
-
-const char* to_string(TableCard c) { return c == TableCard::kH100 ? "H100" : "H200"; }
-
-TableCard table_card(const std::string& device_name) {
-  return device_name.find("H100") != std::string::npos ? TableCard::kH100 : TableCard::kH200;
-}
 
 namespace {
 

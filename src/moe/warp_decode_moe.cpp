@@ -5,6 +5,7 @@
 #include "warpdecode/down_tiling.h"
 #include "warpdecode/gate_up_tiling.h"
 #include "warpdecode/routing_check.h"
+#include "kernels/classical_fits.h"
 #include "kernels/formats_device.cuh"
 #include "kernels/moe_down.cuh"
 #include "kernels/moe_gate_up.cuh"
@@ -247,8 +248,32 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
   return tensor_cores_fit(shape) ? KernelFamily::kTensorCores : KernelFamily::kScalar;
 }
 
+// moe_gate_up_tc's passes of two n8 tiles (tc_gate_up_two_tiles) from this
+// many routing entries an expert on average, doubled (9: B·K / E = 4.5, B >=
+// 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts):
+// a rule of the batch alone, and either pass gives the same bits. Measured
+// against one-tile passes, tiled-only:
+//   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
+//   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
+//   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
+//   65), where most experts hold one tile's tokens and the pair kernel runs
+//   three blocks an SM instead of four or five;
+//   session 68 (H100), gate_up: −6 to −13 % at 6 on the three presets and
+//   both formats; at 4.5-5.75 (B = 72-92) BF16 −4 to −11 %, qwen3-235b-a22b
+//   MXFP8 −2 to −9 %, qwen3-30b-a3b MXFP8 level at 4.5-4.75 and −2 to −5 %
+//   from 5. Below 4.5 not measured on today's kernels;
+//   session 72 (H200, starts at 4.5, 5 and 6 in one run, interleaved; the
+//   identical kernels differed by up to 3 %): BF16 two-tile passes stay
+//   ahead from 4.5 (one-tile layer +1.4 to +5.8 % at B = 80-88, +1.8 % at 72
+//   on qwen3-235b-a22b); MXFP8 one-tile passes are faster at 4.5-5.5 (layer
+//   −3.5 to −5.0 % at B = 72-88 on qwen3-30b-a3b, 0 to −2.8 % on
+//   qwen3-235b-a22b), the H100's opposite: on the H200 MXFP8 starts at 6.
+int WarpDecodeConfig::gate_up_two_tiles_from_x2(WeightFormat format, TableCard card) {
+  return format == WeightFormat::kMXFP8 && card == TableCard::kH200 ? 12 : 9;
+}
+
 WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format,
-                                             KernelFamily family, bool tiled_gate_up) {
+                                             KernelFamily family, bool tiled_gate_up, TableCard card) {
   if (family == KernelFamily::kAuto) family = default_family(shape, format, batch);
   WarpDecodeConfig c;
   if (family == KernelFamily::kTensorCores) {
@@ -288,6 +313,12 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     const bool large = shape.hidden >= 4096;
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
                       (c.tc_tiled_gate_up ? large && batch == 1 : large || (batch >= 2 && batch <= 16));
+    // Two-tile passes where the kernel has them (the tiled copy, shallow
+    // rounds: deep ones take the tiled copy at B = 1 only, where K < 4.5E
+    // keeps them off anyway; canonical weights keep one-tile passes, not
+    // measured with two).
+    c.tc_gate_up_two_tiles = c.tc_tiled_gate_up && !c.tc_deep_loads &&
+                             2L * batch * shape.top_k >= long(gate_up_two_tiles_from_x2(format, card)) * shape.experts;
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
@@ -330,7 +361,7 @@ std::string WarpDecodeConfig::label() const {
   if (tensor_cores)
     return std::string("tc") + (tc_deep_loads ? "/deep" : "") + (evict_first ? "/ef" : "") +
            (programmatic_launch ? "/pdl" : "") + (tc_tiled_down ? "/tiled" : "") + (tc_tiled_gate_up ? "/tgu" : "") +
-           (tc_down_pairs ? "/pairs" : "");
+           (tc_gate_up_two_tiles ? "/2t" : "") + (tc_down_pairs ? "/pairs" : "");
   return "gu" + std::to_string(gate_up_tokens_per_pass) + "x" + std::to_string(gate_up_neurons_per_warp) +
          (gate_up_narrow && gate_up_tokens_per_pass == 1 ? "n" : "") + pf(gate_up_prefetch) + "/dn" + std::to_string(down_rows_per_warp) + pf(down_prefetch) +
          (down_stage_h ? "s" : "") +
@@ -344,7 +375,11 @@ struct WarpDecodeMoe::Workspace {
 };
 
 WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family)
-    : shape_(shape), max_batch_(max_batch), family_(family), ws_(std::make_unique<Workspace>()) {
+    : shape_(shape),
+      max_batch_(max_batch),
+      family_(family),
+      card_(table_card(kernels::device_name())),
+      ws_(std::make_unique<Workspace>()) {
   shape.validate();
   WD_CHECK(family != KernelFamily::kTensorCores || WarpDecodeConfig::tensor_cores_fit(shape),
            "warp decode: the tensor-core kernels need H % 256 == 0 and I % 64 == 0 (H = ", shape.hidden,
@@ -364,11 +399,11 @@ KernelFamily WarpDecodeMoe::family(WeightFormat format) const {
 }
 
 WarpDecodeConfig WarpDecodeMoe::default_config(int batch, WeightFormat format) const {
-  return WarpDecodeConfig::for_batch(shape_, batch, format, family(format));
+  return WarpDecodeConfig::for_batch(shape_, batch, format, family(format), false, card_);
 }
 
 WarpDecodeConfig WarpDecodeMoe::default_config(int batch, const MoeWeightsView& w) const {
-  return WarpDecodeConfig::for_batch(shape_, batch, w.format, family(w.format), w.gate_up_tiled != nullptr);
+  return WarpDecodeConfig::for_batch(shape_, batch, w.format, family(w.format), w.gate_up_tiled != nullptr, card_);
 }
 
 const int32_t* WarpDecodeMoe::routing_ids() const { return ws_->ids.data(); }
@@ -429,6 +464,7 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   g.narrow_rounds = config.gate_up_narrow ? 1 : 0;
   g.deep_loads = config.tc_deep_loads ? 1 : 0;
   g.scales_narrow = w.mx_scales_narrow ? 1 : 0;
+  g.two_tiles = config.tc_gate_up_two_tiles ? 1 : 0;
   // Tensor cores read a tiled copy where the config asks and the weights
   // have it, and always where the weights have nothing else (tiled-only):
   // the same values, so the same bits.

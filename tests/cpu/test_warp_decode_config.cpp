@@ -126,6 +126,51 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
 }
 
+// gate_up's two-tile passes (PERF_LOG sessions 49, 68, 72): from 4.5 routing
+// entries an expert (2·B·K >= 9E) but for MXFP8 on the H200, from 6 (12E);
+// only on the tiled gate_up copy with shallow rounds (the kernel has no
+// two-tile form elsewhere), never in the scalar family.
+TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
+  using F = WeightFormat;
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH200), 9);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH100), 9);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH100), 9);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH200), 12);
+  const auto two = [](const MoeShape& s, int B, F f, TableCard card, bool tiled_gate_up = true,
+                      KernelFamily fam = KernelFamily::kTensorCores) {
+    return WarpDecodeConfig::for_batch(s, B, f, fam, tiled_gate_up, card).tc_gate_up_two_tiles;
+  };
+  const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b"),
+                 s480 = preset_shape("qwen3-coder-480b-a35b");  // 128, 128 and 160 experts, top-8
+  // (shape, format, card, the first B with two-tile passes)
+  struct Case {
+    const MoeShape* s;
+    F f;
+    TableCard card;
+    int from;
+  };
+  const Case cases[] = {{&s30, F::kBF16, TableCard::kH200, 72},   {&s30, F::kBF16, TableCard::kH100, 72},
+                        {&s30, F::kMXFP8, TableCard::kH200, 96},  {&s30, F::kMXFP8, TableCard::kH100, 72},
+                        {&s235, F::kMXFP8, TableCard::kH200, 96}, {&s235, F::kMXFP8, TableCard::kH100, 72},
+                        {&s480, F::kBF16, TableCard::kH200, 90},  {&s480, F::kMXFP8, TableCard::kH200, 120},
+                        {&s480, F::kMXFP8, TableCard::kH100, 90}};
+  for (const Case& c : cases) {
+    const std::string what = std::string(to_string(c.f)) + " E=" + std::to_string(c.s->experts) + " " + to_string(c.card);
+    for (int B : {1, 8, 64, c.from - 1}) EXPECT_FALSE(two(*c.s, B, c.f, c.card)) << what << " B=" << B;
+    for (int B : {c.from, c.from + 1, 128, 256}) {
+      EXPECT_TRUE(two(*c.s, B, c.f, c.card)) << what << " B=" << B;
+      EXPECT_FALSE(two(*c.s, B, c.f, c.card, false)) << what << " B=" << B;  // canonical gate_up rows
+      EXPECT_FALSE(two(*c.s, B, c.f, c.card, true, KernelFamily::kScalar)) << what << " B=" << B;
+    }
+  }
+  // The default card is the H200's.
+  EXPECT_FALSE(WarpDecodeConfig::for_batch(s30, 72, F::kMXFP8, KernelFamily::kTensorCores, true).tc_gate_up_two_tiles);
+  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 96, F::kMXFP8, KernelFamily::kTensorCores, true).label(),
+            "tc/ef/pdl/tiled/tgu/2t");
+  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 72, F::kBF16, KernelFamily::kTensorCores, true, TableCard::kH100).label(),
+            "tc/ef/pdl/tiled/tgu/2t");
+}
+
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
 // default at every B (where the weights keep them); the tiled gate_up copy
 // where the weights hold it (v13); BF16 both where the weights hold them

@@ -125,6 +125,13 @@ WarpDecodeConfig tc_config(bool pdl = true, bool evict_first = true, bool deep =
   return c;
 }
 
+// c with gate_up's two-tile passes (read where the kernel has them: the tiled
+// gate_up copy without deep rounds).
+WarpDecodeConfig two_tiles(WarpDecodeConfig c) {
+  c.tc_gate_up_two_tiles = true;
+  return c;
+}
+
 // The token (xt, rt) placed at position pos of a batch of B fresh tokens:
 // how many of its outputs differ, bit for bit, from `alone`.
 size_t bits_changed_in_batch(const WarpDecodeMoe& moe, const Layer& layer, const std::vector<uint16_t>& xt,
@@ -687,15 +694,17 @@ TEST(WarpDecodeTensorCores, FusedResidualAdd) {
   check_residual(preset_shape("tiny"), KernelFamily::kTensorCores, {WeightFormat::kBF16, WeightFormat::kMXFP8}, {3, 70});
 }
 
-// PDL, the L2 policy, deep loads and the tiled down and gate_up weights on
-// and off (none changes the bits: the token alone runs on both tiled copies,
+// PDL, the L2 policy, deep loads, the tiled down and gate_up weights,
+// down's paired walk and gate_up's two-tile passes on and off (none changes
+// the bits: the token alone runs on both tiled copies with one-tile passes,
 // in batches every way); 65 and 80 tokens: the group's second mask word, 130
 // and 200 its second walk of 128.
 TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
   WD_REQUIRE_GPU();
   check_batch_invariance({tc_config(true, false, true, true, true), tc_config(false, true, false, false),
                           tc_config(true, true, false, true, true), tc_config(true, true, true, true, false),
-                          tc_config(true, true, false, true, true, true)},
+                          tc_config(true, true, false, true, true, true),
+                          two_tiles(tc_config(true, true, false, true, true, true))},
                          {1, 2, 7, 8, 9, 16, 17, 32, 33, 37, 64, 65, 80, 130, 200});
   // Two, four and ten units a warp (I = 896, 2560, 7040): MXFP8's register
   // walks up to B = 16 (ten units: 4), its general walk of four-token tiles
@@ -755,6 +764,72 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
   }
 }
 
+// moe_gate_up_tc's two-tile passes (tc_gate_up_two_tiles: 16 of an expert's
+// tokens against one decoded weight fragment) against one-tile passes, on
+// the tiled gate_up copy, BF16 and MXFP8 (narrow scales, and the same
+// weights with the per-round scale vote): the same bits, FP32 and BF16
+// outputs, at B where experts hold one token to many tiles, on uniform
+// routing, with a token routed twice to one expert, and with every token on
+// the same K experts (B tokens an expert: odd tile counts, a part-filled
+// last pass); FP32 against the FP64 reference on the small shape. The
+// default turns them on by the measured rule (WarpDecodeConfig::for_batch).
+TEST(WarpDecodeTensorCores, GateUpTwoTilePassesKeepTheBits) {
+  WD_REQUIRE_GPU();
+  for (const MoeShape& s : {make_shape(512, 192, 20, 6), preset_shape("qwen3-30b-a3b")}) {
+    const bool small = s.hidden <= 512;
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      SCOPED_TRACE(std::string(name(f)) + " H=" + std::to_string(s.hidden));
+      const Layer layer = Layer::make(s, f, fresh_seed());
+      ASSERT_NE(layer.dev.view().gate_up_tiled, nullptr);
+      std::vector<MoeWeightsView> views{layer.dev.view()};
+      if (f == WeightFormat::kMXFP8) {
+        ASSERT_TRUE(views[0].mx_scales_narrow);
+        views.push_back(views[0]);
+        views[1].mx_scales_narrow = false;  // the kernels with the scale vote
+      }
+      WarpDecodeMoe moe(s, 256);
+      const WarpDecodeConfig one = tc_config(true, true, false, true, true);
+      const WarpDecodeConfig two = two_tiles(one);
+      ASSERT_NE(two.label().find("/2t"), std::string::npos) << two.label();
+      EXPECT_EQ(moe.default_config(256, views[0]).tc_gate_up_two_tiles, true);
+      EXPECT_EQ(moe.default_config(1, views[0]).tc_gate_up_two_tiles, false);
+      const std::vector<int> batches = small ? std::vector<int>{1, 3, 8, 17, 33, 70, 130}
+                                             : std::vector<int>{1, 16, 64, 72, 96, 128, 200, 256};
+      for (int B : batches)
+        for (int routing = 0; routing < 3; ++routing) {
+          const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+          auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+          if (routing == 1) {
+            r.ids[1] = r.ids[0];
+          } else if (routing == 2) {
+            for (int t = 0; t < B; ++t)
+              for (int k = 0; k < s.top_k; ++k) r.ids[size_t(t) * s.top_k + k] = (3 * k + 1) % s.experts;
+          }
+          DeviceBuffer<uint16_t> dx(x);
+          DeviceBuffer<int32_t> ids(r.ids);
+          DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
+          const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
+          for (size_t v = 0; v < views.size(); ++v)
+            for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
+              std::vector<float> got[2];
+              for (int c = 0; c < 2; ++c) {
+                DeviceBuffer<float> dy(size_t(B) * s.hidden);
+                dy.fill_bytes(0xFF);  // NaN poison (an FP32 buffer: BF16 outputs fill its first half)
+                moe.experts(views[v], dx.data(), rv, MoeOutput{dy.data(), type, nullptr}, c == 0 ? one : two, nullptr);
+                WD_CUDA_CHECK(cudaDeviceSynchronize());
+                got[c] = dy.download();
+              }
+              const std::string what = "B=" + std::to_string(B) + " routing " + std::to_string(routing) +
+                                       (v ? " voting" : " narrow") + (type == OutputType::kFP32 ? " FP32" : " BF16");
+              EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << what;
+              if (type == OutputType::kFP32 && (small || B <= 16))
+                expect_close(reference_y(layer, x, r, B), std::vector<double>(got[1].begin(), got[1].end()), 2e-5, what);
+            }
+        }
+    }
+  }
+}
+
 // Run under compute-sanitizer memcheck and racecheck by scripts/gpu_check.sh;
 // B = 70 takes one walk of a 128-token group (two mask words; token 66
 // repeats an expert: the slow bookkeeping path), B = 140 two; a repeated
@@ -763,10 +838,12 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
 // one unit a warp; I = 896, 2560 and 7040, MXFP8, B = 1, 9, 16: two, four and
 // ten units, the last with the four-token general walk from B = 5). Shallow
 // and deep loads (H = 512: MXFP8 gate_up's deep rounds apply). The last
-// configuration asks for down's paired walk: MXFP8 at B = 32, 70 (with its
-// duplicate) and 140 take it, and in the second loop four units at B = 32
-// and ten at B = 9 (with a duplicate) and 32, so racecheck sees the pairs'
-// turns.
+// configuration but one asks for down's paired walk: MXFP8 at B = 32, 70
+// (with its duplicate) and 140 take it, and in the second loop four units at
+// B = 32 and ten at B = 9 (with a duplicate) and 32, so racecheck sees the
+// pairs' turns. The last of the first loop: gate_up's two-tile passes on the
+// tiled copy, both formats (at B = 70 and 140, 21 and 42 entries an expert:
+// full second tiles; below, part-filled).
 TEST(WarpDecodeTensorCores, SanitizerCase) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(512, 192, 20, 6);
@@ -775,7 +852,8 @@ TEST(WarpDecodeTensorCores, SanitizerCase) {
     WarpDecodeMoe moe(s, 140);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true),
                                         tc_config(true, true, true, true, true), tc_config(true, true, false, true, true),
-                                        tc_config(true, true, false, true, true, true)}) {
+                                        tc_config(true, true, false, true, true, true),
+                                        two_tiles(tc_config(true, true, false, true, true))}) {
       for (int B : {1, 5, 8, 9, 16, 32, 70, 140}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
@@ -825,7 +903,8 @@ TEST(WarpDecodeTensorCores, TiledOnlyWeightsGiveTheSameBits) {
 
     WarpDecodeMoe moe(s, 80);
     for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true, true),
-                                        tc_config(false, false, false, false, false), tc_config(true, true, true, false, true)})
+                                        tc_config(false, false, false, false, false), tc_config(true, true, true, false, true),
+                                        two_tiles(tc_config(true, true, false, true, true))})
       for (int B : {1, 9, 64, 70}) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
         const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());

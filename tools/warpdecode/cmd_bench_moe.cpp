@@ -98,8 +98,16 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
         c.programmatic_launch = pdl;
         c.tc_tiled_down = d.tc_tiled_down;
         c.tc_tiled_gate_up = d.tc_tiled_gate_up;
+        c.tc_gate_up_two_tiles = d.tc_gate_up_two_tiles && !deep;  // no two-tile kernel with deep rounds
         add(c);
       }
+  // The tensor cores on the tiled gate_up copy, shallow rounds: gate_up's
+  // two-tile passes on and off (elsewhere "/2t" would label one-tile passes).
+  if (d.tensor_cores && d.tc_tiled_gate_up && !d.tc_deep_loads) {
+    auto c = d;
+    c.tc_gate_up_two_tiles = !d.tc_gate_up_two_tiles;
+    add(c);
+  }
   // The tensor cores: down's paired general walk on and off, where the shape
   // takes it (elsewhere "/pairs" would label the one-warp walk).
   if (d.tensor_cores && format == WeightFormat::kMXFP8 && d.tc_tiled_down &&
@@ -122,11 +130,11 @@ std::vector<WarpDecodeConfig> sweep_configs(const WarpDecodeConfig& d, const Moe
 // The default, and the other kernel family's measured default for this batch
 // (scalar or tensor cores) where the shape allows it: the two side by side.
 std::vector<WarpDecodeConfig> family_configs(const MoeShape& shape, int batch, WeightFormat format,
-                                             const WarpDecodeConfig& d) {
+                                             const WarpDecodeConfig& d, TableCard card) {
   std::vector<WarpDecodeConfig> v{d};
   const KernelFamily other = d.tensor_cores ? KernelFamily::kScalar : KernelFamily::kTensorCores;
   if (other == KernelFamily::kScalar || WarpDecodeConfig::tensor_cores_fit(shape))
-    v.push_back(WarpDecodeConfig::for_batch(shape, batch, format, other, d.tc_tiled_gate_up));
+    v.push_back(WarpDecodeConfig::for_batch(shape, batch, format, other, d.tc_tiled_gate_up, card));
   return v;
 }
 
@@ -153,6 +161,8 @@ void run(const Opts& o) {
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
   WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
+  // The card whose measured defaults warp decode runs here (as WarpDecodeMoe's).
+  const TableCard card = table_card(gpu->name);
   std::vector<WeightFormat> formats;
   for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
   std::vector<MoeShape> shapes;
@@ -263,10 +273,10 @@ void run(const Opts& o) {
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
         // The default on these weights (whether they hold the tiled gate_up copy).
         const WarpDecodeConfig dflt =
-            WarpDecodeConfig::for_batch(shapes[si], B, f, family, held.gate_up_tiled != nullptr);
+            WarpDecodeConfig::for_batch(shapes[si], B, f, family, held.gate_up_tiled != nullptr, card);
         auto configs = (o.no_warp || !warp_decode_streams(f)) ? std::vector<WarpDecodeConfig>{}
                        : o.sweep ? sweep_configs(dflt, shapes[si], f, o.sweep_filter, o.tiled_gate_up)
-                       : o.families ? family_configs(shapes[si], B, f, dflt)
+                       : o.families ? family_configs(shapes[si], B, f, dflt, card)
                                     : std::vector<WarpDecodeConfig>{dflt};
         if (tc_only) {
           WD_CHECK(dflt.tensor_cores, "bench-moe --tiled-only: the tensor-core kernels do not take ", o.presets[si]);
