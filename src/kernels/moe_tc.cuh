@@ -15,8 +15,8 @@
 //   itself (exiting when no entry routes to it);
 //   the block computes 16 neurons of it (gate and up rows: two m16 tiles) for
 //   its tokens, 8 at a time (one n8 tile; 16, two n8 tiles against one
-//   decoded weight fragment, for tiled weights from 4.5 tokens an expert on
-//   average). Warp s takes the K range
+//   decoded weight fragment, for tiled weights where GateUpParams::two_tiles
+//   asks: WarpDecodeConfig::for_batch's rule). Warp s takes the K range
 //   [s·H/4, (s+1)·H/4); the four FP32 partials are summed in shared memory in
 //   warp order, then h = silu(gate)·up is written, split into BF16 hi + lo
 //   (mma.cuh split_bf16): per (token, slot), I BF16 hi then I BF16 lo, the
