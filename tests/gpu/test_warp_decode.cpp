@@ -766,8 +766,8 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
 
 // moe_gate_up_tc's two-tile passes (tc_gate_up_two_tiles: 16 of an expert's
 // tokens against one decoded weight fragment) against one-tile passes, on
-// the tiled gate_up copy, BF16 and MXFP8 (narrow scales, and the same
-// weights with the per-round scale vote): the same bits, FP32 and BF16
+// the tiled gate_up copy, BF16 (tiled-only weights) and MXFP8 (narrow
+// scales, and the same weights with the per-round scale vote): the same bits, FP32 and BF16
 // outputs, at B where experts hold one token to many tiles, on uniform
 // routing, with a token routed twice to one expert, and with every token on
 // the same K experts (B tokens an expert: odd tile counts, a part-filled
@@ -779,7 +779,12 @@ TEST(WarpDecodeTensorCores, GateUpTwoTilePassesKeepTheBits) {
     const bool small = s.hidden <= 512;
     for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
       SCOPED_TRACE(std::string(name(f)) + " H=" + std::to_string(s.hidden));
-      const Layer layer = Layer::make(s, f, fresh_seed());
+      // BF16 weights hold the tiled gate_up copy only tiled-only.
+      const Layer layer = [&] {
+        Layer l = Layer::make(s, f, fresh_seed());
+        if (f == WeightFormat::kBF16) l.dev = DeviceMoeWeights::upload(l.host, DeviceWeightsOptions::tiled_only());
+        return l;
+      }();
       ASSERT_NE(layer.dev.view().gate_up_tiled, nullptr);
       std::vector<MoeWeightsView> views{layer.dev.view()};
       if (f == WeightFormat::kMXFP8) {
