@@ -224,9 +224,6 @@ class WarpDecodeMoe {
   float* intermediate() const;
   const MoeShape& shape() const { return shape_; }
   int max_batch() const { return max_batch_; }
-  // The card whose measured defaults this object runs (table_card of the
-  // device current at construction).
-  TableCard card() const { return card_; }
   // The family this object runs for weights of a format (never kAuto).
   KernelFamily family(WeightFormat format) const;
   // The configuration experts() without a config uses at a batch size.
@@ -239,7 +236,7 @@ class WarpDecodeMoe {
   MoeShape shape_;
   int max_batch_;
   KernelFamily family_;
-  TableCard card_;
+  TableCard card_;  // whose measured defaults it runs: table_card of the device current at construction
   struct Workspace;
   std::unique_ptr<Workspace> ws_;
 };
