@@ -65,11 +65,11 @@ struct Rounds {
 // routing entries an expert, format and card): a pass takes 16 of the
 // expert's tokens, two n8 tiles against one decoded weight fragment, so an
 // expert of 9-16 tokens streams and decodes its weight tile once instead of
-// twice. Three blocks
-// an SM (128-165 registers: the second tile's x and accumulators; deep
-// loads' rounds spill with it). A token's column is the same MMA chain over
-// the same fragments either way, and its K ranges sum in the same order:
-// the same bits. The one-tile kernels' PTX is what it was before kTiles.
+// twice. Three blocks an SM (128-165 registers: the second tile's x and
+// accumulators; deep loads' rounds spill with it). A token's column is the
+// same MMA chain over the same fragments either way, and its K ranges sum in
+// the same order: the same bits. The one-tile kernels' PTX is what it was
+// before kTiles.
 template <bool kMx8, bool kDeep, bool kTiled, bool kNarrowOnly = false, int kMinBlocks = 0, int kTiles = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks > 0 ? kMinBlocks
                                             : kTiles > 1   ? 3

@@ -58,8 +58,10 @@ using wd::test::random_routing;
 std::vector<double> run_experts(const WarpDecodeMoe& moe, const Layer& layer,
                                 const std::vector<uint16_t>& x, const HostRouting& r, int B,
                                 OutputType type, const WarpDecodeConfig* config = nullptr,
-                                const std::vector<float>* residual = nullptr) {
+                                const std::vector<float>* residual = nullptr,
+                                const MoeWeightsView* view = nullptr) {
   const MoeShape& s = layer.host.shape();
+  const MoeWeightsView w = view ? *view : layer.dev.view();
   const size_t BH = size_t(B) * s.hidden;
   DeviceBuffer<uint16_t> dx(x);
   DeviceBuffer<int32_t> ids(r.ids);
@@ -71,8 +73,8 @@ std::vector<double> run_experts(const WarpDecodeMoe& moe, const Layer& layer,
     dy.fill_bytes(0xFF);  // NaN poison
     if (residual) res = DeviceBuffer<float>(*residual);
     const MoeOutput out{dy.data(), type, residual ? res.data() : nullptr};
-    if (config) moe.experts(layer.dev.view(), dx.data(), rv, out, *config, nullptr);
-    else moe.experts(layer.dev.view(), dx.data(), rv, out, nullptr);
+    if (config) moe.experts(w, dx.data(), rv, out, *config, nullptr);
+    else moe.experts(w, dx.data(), rv, out, nullptr);
     const auto h = dy.download();
     std::copy(h.begin(), h.end(), y.begin());
   } else {
@@ -84,8 +86,8 @@ std::vector<double> run_experts(const WarpDecodeMoe& moe, const Layer& layer,
       res = DeviceBuffer<uint16_t>(rb);
     }
     const MoeOutput out{dy.data(), type, residual ? res.data() : nullptr};
-    if (config) moe.experts(layer.dev.view(), dx.data(), rv, out, *config, nullptr);
-    else moe.experts(layer.dev.view(), dx.data(), rv, out, nullptr);
+    if (config) moe.experts(w, dx.data(), rv, out, *config, nullptr);
+    else moe.experts(w, dx.data(), rv, out, nullptr);
     const auto h = dy.download();
     for (size_t i = 0; i < BH; ++i) y[i] = bf16_to_float(h[i]);
   }
@@ -97,6 +99,15 @@ std::vector<double> reference_y(const Layer& layer, const std::vector<uint16_t>&
                                 const HostRouting& r, int B) {
   return reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), B,
                                 reference::Precision::kFP64);
+}
+
+// Two runs that must agree bit for bit: memcmp (so -0 and +0 differ), and
+// every value finite (the NaN poison of an unwritten output would otherwise
+// compare equal to itself).
+void expect_same_bits(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(double))) << what;
+  EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](double v) { return std::isfinite(v); })) << what;
 }
 
 void expect_close(const std::vector<double>& ref, const std::vector<double>& y, double tol,
@@ -657,23 +668,12 @@ TEST(WarpDecodeTensorCores, NarrowScalesSkipTheVoteWithTheSameBits) {
       const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
       const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
       const auto ref = reference_y(layer, x, r, B);
-      DeviceBuffer<uint16_t> dx(x);
-      DeviceBuffer<int32_t> ids(r.ids);
-      DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
-      const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
       for (const WarpDecodeConfig& cfg : {tc_config(), tc_config(true, true, true, true, true)}) {
-        std::vector<float> got[2];
-        for (int v = 0; v < 2; ++v) {
-          DeviceBuffer<float> dy(size_t(B) * s.hidden);
-          dy.fill_bytes(0xFF);  // NaN poison
-          moe.experts(v == 0 ? narrow : voting, dx.data(), rv, MoeOutput{dy.data(), OutputType::kFP32, nullptr}, cfg,
-                      nullptr);
-          WD_CUDA_CHECK(cudaDeviceSynchronize());
-          got[v] = dy.download();
-        }
+        const auto y_narrow = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg, nullptr, &narrow);
+        const auto y_voting = run_experts(moe, layer, x, r, B, OutputType::kFP32, &cfg, nullptr, &voting);
         const std::string what = "I=" + std::to_string(s.intermediate) + " B=" + std::to_string(B) + " " + cfg.label();
-        EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << what;
-        expect_close(ref, std::vector<double>(got[0].begin(), got[0].end()), 2e-5, "narrow-only " + what);
+        expect_same_bits(y_narrow, y_voting, what);
+        expect_close(ref, y_narrow, 2e-5, "narrow-only " + what);
       }
     }
   }
@@ -757,7 +757,7 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
         for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
           const auto y_one = run_experts(moe, layer, x, r, B, type, &one);
           const auto y_two = run_experts(moe, layer, x, r, B, type, &two);
-          EXPECT_EQ(y_two, y_one) << what << (type == OutputType::kFP32 ? " FP32" : " BF16");
+          expect_same_bits(y_one, y_two, what + (type == OutputType::kFP32 ? " FP32" : " BF16"));
           if (small && type == OutputType::kFP32) expect_close(reference_y(layer, x, r, B), y_two, 2e-5, what);
         }
       }
@@ -810,25 +810,14 @@ TEST(WarpDecodeTensorCores, GateUpTwoTilePassesKeepTheBits) {
             for (int t = 0; t < B; ++t)
               for (int k = 0; k < s.top_k; ++k) r.ids[size_t(t) * s.top_k + k] = (3 * k + 1) % s.experts;
           }
-          DeviceBuffer<uint16_t> dx(x);
-          DeviceBuffer<int32_t> ids(r.ids);
-          DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
-          const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
           for (size_t v = 0; v < views.size(); ++v)
             for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
-              std::vector<float> got[2];
-              for (int c = 0; c < 2; ++c) {
-                DeviceBuffer<float> dy(size_t(B) * s.hidden);
-                dy.fill_bytes(0xFF);  // NaN poison (an FP32 buffer: BF16 outputs fill its first half)
-                moe.experts(views[v], dx.data(), rv, MoeOutput{dy.data(), type, nullptr}, c == 0 ? one : two, nullptr);
-                WD_CUDA_CHECK(cudaDeviceSynchronize());
-                got[c] = dy.download();
-              }
+              const auto y_one = run_experts(moe, layer, x, r, B, type, &one, nullptr, &views[v]);
+              const auto y_two = run_experts(moe, layer, x, r, B, type, &two, nullptr, &views[v]);
               const std::string what = "B=" + std::to_string(B) + " routing " + std::to_string(routing) +
                                        (v ? " voting" : " narrow") + (type == OutputType::kFP32 ? " FP32" : " BF16");
-              EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << what;
-              if (type == OutputType::kFP32 && (small || B <= 16))
-                expect_close(reference_y(layer, x, r, B), std::vector<double>(got[1].begin(), got[1].end()), 2e-5, what);
+              expect_same_bits(y_one, y_two, what);
+              if (type == OutputType::kFP32 && (small || B <= 16)) expect_close(reference_y(layer, x, r, B), y_two, 2e-5, what);
             }
         }
     }
