@@ -250,8 +250,9 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 
 // moe_gate_up_tc's passes of two n8 tiles (tc_gate_up_two_tiles) from this
 // many routing entries an expert on average, doubled (9: B·K / E = 4.5, B >=
-// 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts):
-// a rule of the batch alone, and either pass gives the same bits. Measured
+// 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts; 6:
+// 3, B >= 48 on 128, 60 on 160): a rule of the batch alone, and either pass
+// gives the same bits. Measured
 // against one-tile passes, tiled-only:
 //   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
 //   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
@@ -267,9 +268,18 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 //   ahead from 4.5 (one-tile layer +1.4 to +5.8 % at B = 80-88, +1.8 % at 72
 //   on qwen3-235b-a22b); MXFP8 one-tile passes are faster at 4.5-5.5 (layer
 //   −3.5 to −5.0 % at B = 72-88 on qwen3-30b-a3b, 0 to −2.8 % on
-//   qwen3-235b-a22b), the H100's opposite: on the H200 MXFP8 starts at 6.
+//   qwen3-235b-a22b), the H100's opposite: on the H200 MXFP8 starts at 6;
+//   session 74 (H100, BF16, bench-moe --sweep, two runs that agreed within
+//   0.2 %): two-tile passes never slower from 2 (B = 32), the layer −0.1 to
+//   −0.4 % at 2.5-3.5 (B = 40-56 on 128 experts, 48-72 on 160), −1.1 % at 4
+//   (qwen3-30b-a3b and qwen3-235b-a22b B = 64), −2.2 % at 4.5: on the H100
+//   BF16 starts at 3 (level on qwen3-30b-a3b there, −0.3 % on
+//   qwen3-235b-a22b). MXFP8 on the H100 at 4 (B = 64) −0.5 % on
+//   qwen3-235b-a22b, level on qwen3-coder-480b-a35b at 3.2 (B = 64) and 4
+//   (B = 80, −0.7 %): kept at 4.5.
 int WarpDecodeConfig::gate_up_two_tiles_from_x2(WeightFormat format, TableCard card) {
-  return format == WeightFormat::kMXFP8 && card == TableCard::kH200 ? 12 : 9;
+  if (format == WeightFormat::kMXFP8) return card == TableCard::kH200 ? 12 : 9;
+  return card == TableCard::kH100 ? 6 : 9;
 }
 
 WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format,

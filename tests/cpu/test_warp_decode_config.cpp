@@ -133,7 +133,7 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
 TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
   using F = WeightFormat;
   EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH200), 9);
-  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH100), 9);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH100), 6);
   EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH100), 9);
   EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH200), 12);
   const auto two = [](const MoeShape& s, int B, F f, TableCard card, bool tiled_gate_up = true,
@@ -149,14 +149,15 @@ TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
     TableCard card;
     int from;
   };
-  const Case cases[] = {{&s30, F::kBF16, TableCard::kH200, 72},   {&s30, F::kBF16, TableCard::kH100, 72},
+  const Case cases[] = {{&s30, F::kBF16, TableCard::kH200, 72},   {&s30, F::kBF16, TableCard::kH100, 48},
                         {&s30, F::kMXFP8, TableCard::kH200, 96},  {&s30, F::kMXFP8, TableCard::kH100, 72},
                         {&s235, F::kMXFP8, TableCard::kH200, 96}, {&s235, F::kMXFP8, TableCard::kH100, 72},
+                        {&s235, F::kBF16, TableCard::kH100, 48},  {&s480, F::kBF16, TableCard::kH100, 60},
                         {&s480, F::kBF16, TableCard::kH200, 90},  {&s480, F::kMXFP8, TableCard::kH200, 120},
                         {&s480, F::kMXFP8, TableCard::kH100, 90}};
   for (const Case& c : cases) {
     const std::string what = std::string(to_string(c.f)) + " E=" + std::to_string(c.s->experts) + " " + to_string(c.card);
-    for (int B : {1, 8, 64, c.from - 1}) EXPECT_FALSE(two(*c.s, B, c.f, c.card)) << what << " B=" << B;
+    for (int B : {1, 8, 32, c.from - 1}) EXPECT_FALSE(two(*c.s, B, c.f, c.card)) << what << " B=" << B;
     for (int B : {c.from, c.from + 1, 128, 256}) {
       EXPECT_TRUE(two(*c.s, B, c.f, c.card)) << what << " B=" << B;
       EXPECT_FALSE(two(*c.s, B, c.f, c.card, false)) << what << " B=" << B;  // canonical gate_up rows
@@ -167,8 +168,10 @@ TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
   EXPECT_FALSE(WarpDecodeConfig::for_batch(s30, 72, F::kMXFP8, KernelFamily::kTensorCores, true).tc_gate_up_two_tiles);
   EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 96, F::kMXFP8, KernelFamily::kTensorCores, true).label(),
             "tc/ef/pdl/tiled/tgu/2t");
-  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 72, F::kBF16, KernelFamily::kTensorCores, true, TableCard::kH100).label(),
+  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 64, F::kBF16, KernelFamily::kTensorCores, true, TableCard::kH100).label(),
             "tc/ef/pdl/tiled/tgu/2t");
+  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 64, F::kBF16, KernelFamily::kTensorCores, true).label(),
+            "tc/ef/pdl/tiled/tgu");
 }
 
 // The tiled down weights (docs/PERF_LOG.md v12): the tensor cores' MXFP8
