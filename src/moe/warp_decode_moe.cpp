@@ -252,8 +252,7 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 // many routing entries an expert on average, doubled (9: B·K / E = 4.5, B >=
 // 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts; 6:
 // 3, B >= 48 on 128, 60 on 160): a rule of the batch alone, and either pass
-// gives the same bits. Measured
-// against one-tile passes, tiled-only:
+// gives the same bits. Measured against one-tile passes, tiled-only:
 //   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
 //   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
 //   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
