@@ -180,7 +180,7 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
   // table's w8a16_from decides W8A8 or W8A16 under kFastest).
   const CrossoverTable dispatch_table = MoeDispatch::device_table();
   const bool sm90a = ClassicalMoe::wgmma_available();
-  const TableCard card = table_card(kernels::device_name());  // warp decode's measured defaults here
+  const TableCard card = kernels::device_table_card();  // warp decode's measured defaults here
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune-untiled: µs per MoE layer (router excluded) on tiled-only weights: warp decode against the "
@@ -280,7 +280,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
                     const std::vector<int>& ladder, size_t l2_bytes, const Options& opt, cudaStream_t stream,
                     const nlohmann::json& header, const std::string& json_path) {
   WD_CHECK(!ladder.empty(), "--tune needs at least one batch size");
-  const TableCard card = table_card(kernels::device_name());  // warp decode's measured defaults here
+  const TableCard card = kernels::device_table_card();  // warp decode's measured defaults here
   CrossoverTable table;
   nlohmann::json ladders = nlohmann::json::array();
   std::printf("# tune: µs per MoE layer (router excluded) of warp decode and the classical path; crossover = the "

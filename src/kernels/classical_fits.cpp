@@ -26,6 +26,8 @@ bool tma_gemm_reads_tiled(WeightFormat format, int n, int k, bool fuse_silu, boo
   return fuse_silu ? n % 256 == 0 : n % 16 == 0;
 }
 
+TableCard device_table_card() { return table_card(device_name()); }
+
 #if !defined(WD_HAVE_CUDA)
 bool wgmma_available() { return false; }
 std::string device_name() { return ""; }

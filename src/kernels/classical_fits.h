@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "warpdecode/card.h"
 #include "warpdecode/formats.h"  // WD_HD
 #include "warpdecode/layout.h"
 
@@ -68,5 +69,7 @@ bool wgmma_available();
 // and in a build without CUDA: which built-in crossover table serves it
 // (wd::table_card).
 std::string device_name();
+// The measured card the current device takes: table_card(device_name()).
+TableCard device_table_card();
 
 }  // namespace wd::kernels

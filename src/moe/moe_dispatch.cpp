@@ -19,7 +19,7 @@ MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable ta
 MoeDispatch::~MoeDispatch() = default;
 
 CrossoverTable MoeDispatch::device_table() {
-  return CrossoverTable::from_environment(table_card(kernels::device_name()));
+  return CrossoverTable::from_environment(kernels::device_table_card());
 }
 
 MoePath MoeDispatch::choose(WeightFormat f, int batch, WeightCopies copies) const {

@@ -387,7 +387,7 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily 
     : shape_(shape),
       max_batch_(max_batch),
       family_(family),
-      card_(table_card(kernels::device_name())),
+      card_(kernels::device_table_card()),
       ws_(std::make_unique<Workspace>()) {
   shape.validate();
   WD_CHECK(family != KernelFamily::kTensorCores || WarpDecodeConfig::tensor_cores_fit(shape),

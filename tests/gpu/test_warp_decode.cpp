@@ -715,6 +715,24 @@ TEST(WarpDecodeTensorCores, BatchInvariantAndDeterministicBitwise) {
                            {1, 8, 9, 16, 17, 32, 33, 64}, s);
 }
 
+// The routings the same-bits tests run on: 0 uniform random; 1 the same,
+// with a token routed twice to one expert in the first token and in the
+// last (past 64 and 128 tokens: later mask words and walks; needs K >= 3);
+// 2 every token on the same K experts (B tokens an expert).
+constexpr int kSameBitsRoutings = 3;
+HostRouting same_bits_routing(int variant, int B, const MoeShape& s) {
+  HostRouting r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  const size_t K = size_t(s.top_k), last = size_t(B - 1) * K;
+  if (variant == 1) {
+    r.ids[1] = r.ids[0];
+    r.ids[last + 2] = r.ids[last];
+  } else if (variant == 2) {
+    for (int t = 0; t < B; ++t)
+      for (size_t k = 0; k < K; ++k) r.ids[size_t(t) * K + k] = int32_t((3 * k + 1) % size_t(s.experts));
+  }
+  return r;
+}
+
 // moe_down_tc's paired general walk (tc_down_pairs: two warps a K slice
 // that fold into one set of accumulators in turns) against the one-warp
 // walks, on weights it takes (tiled MXFP8 with narrow scales; one unit of I
@@ -743,16 +761,9 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
                                                             100, 128, 130, 200}
                                          : std::vector<int>{1, 5, 9, 16, 17, 32, 64, 70};
     for (int B : batches)
-      for (int routing = 0; routing < 3; ++routing) {
+      for (int routing = 0; routing < kSameBitsRoutings; ++routing) {
         const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-        auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-        if (routing == 1) {  // duplicates in the first token and the last (past 64 and 128: later mask words, walks)
-          r.ids[1] = r.ids[0];
-          r.ids[size_t(B - 1) * s.top_k + 2] = r.ids[size_t(B - 1) * s.top_k];
-        } else if (routing == 2) {
-          for (int t = 0; t < B; ++t)
-            for (int k = 0; k < s.top_k; ++k) r.ids[size_t(t) * s.top_k + k] = (3 * k + 1) % s.experts;
-        }
+        const HostRouting r = same_bits_routing(routing, B, s);
         const std::string what = "B=" + std::to_string(B) + " routing " + std::to_string(routing);
         for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
           const auto y_one = run_experts(moe, layer, x, r, B, type, &one);
@@ -769,7 +780,7 @@ TEST(WarpDecodeTensorCores, PairedDownWalkKeepsTheBits) {
 // the tiled gate_up copy, BF16 (tiled-only weights) and MXFP8 (narrow
 // scales, and the same weights with the per-round scale vote): the same bits, FP32 and BF16
 // outputs, at B where experts hold one token to many tiles, on uniform
-// routing, with a token routed twice to one expert, and with every token on
+// routing, with tokens routed twice to one expert, and with every token on
 // the same K experts (B tokens an expert: odd tile counts, a part-filled
 // last pass); FP32 against the FP64 reference on the small shape. The
 // default turns them on by the measured rule (WarpDecodeConfig::for_batch).
@@ -801,15 +812,9 @@ TEST(WarpDecodeTensorCores, GateUpTwoTilePassesKeepTheBits) {
       const std::vector<int> batches = small ? std::vector<int>{1, 3, 8, 17, 33, 70, 130}
                                              : std::vector<int>{1, 16, 64, 72, 96, 128, 200, 256};
       for (int B : batches)
-        for (int routing = 0; routing < 3; ++routing) {
+        for (int routing = 0; routing < kSameBitsRoutings; ++routing) {
           const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
-          auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
-          if (routing == 1) {
-            r.ids[1] = r.ids[0];
-          } else if (routing == 2) {
-            for (int t = 0; t < B; ++t)
-              for (int k = 0; k < s.top_k; ++k) r.ids[size_t(t) * s.top_k + k] = (3 * k + 1) % s.experts;
-          }
+          const HostRouting r = same_bits_routing(routing, B, s);
           for (size_t v = 0; v < views.size(); ++v)
             for (OutputType type : {OutputType::kFP32, OutputType::kBF16}) {
               const auto y_one = run_experts(moe, layer, x, r, B, type, &one, nullptr, &views[v]);

@@ -58,7 +58,7 @@ void run(const DispatchOptions& o) {
   const bool sm90a = o.sm90a == "auto" ? kernels::wgmma_available() : o.sm90a == "yes";
   WD_CHECK(o.card == "auto" || o.card == "h100" || o.card == "h200", "--card '", o.card,
            "': expected auto, h100 or h200");
-  const TableCard card = o.card == "auto"   ? table_card(kernels::device_name())
+  const TableCard card = o.card == "auto"   ? kernels::device_table_card()
                          : o.card == "h100" ? TableCard::kH100
                                             : TableCard::kH200;
   const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment(card) : CrossoverTable::load(o.table);
