@@ -168,10 +168,10 @@ struct WarpDecodeConfig {
   static WarpDecodeConfig for_batch(const MoeShape& shape, int batch, WeightFormat format,
                                     KernelFamily family = KernelFamily::kAuto, bool tiled_gate_up = false,
                                     TableCard card = TableCard::kH200);
-  // Where gate_up's two-tile passes start on a card, in routing entries an
-  // expert (B·K / E), doubled to stay integral: for_batch turns them on from
-  // 2·B·K >= this · E (where the kernel takes them).
-  static int gate_up_two_tiles_from_x2(WeightFormat format, TableCard card);
+  // Where gate_up's two-tile passes start for a shape on a card, in routing
+  // entries an expert (B·K / E), doubled to stay integral: for_batch turns
+  // them on from 2·B·K >= this · E (where the kernel takes them).
+  static int gate_up_two_tiles_from_x2(const MoeShape& shape, WeightFormat format, TableCard card);
   // What kAuto resolves to for a layer object serving up to max_batch tokens
   // (measured on the H200, docs/PERF_LOG.md v9): the tensor cores wherever
   // the shape fits them, in both formats and at every max_batch; else the

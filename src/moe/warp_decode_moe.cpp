@@ -250,9 +250,9 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 
 // moe_gate_up_tc's passes of two n8 tiles (tc_gate_up_two_tiles) from this
 // many routing entries an expert on average, doubled (9: B·K / E = 4.5, B >=
-// 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts; 6:
-// 3, B >= 48 on 128, 60 on 160): a rule of the batch alone, and either pass
-// gives the same bits. Measured against one-tile passes, tiled-only:
+// 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts; 16:
+// 8, B >= 128; 6: 3, B >= 48 on 128, 60 on 160): a rule of the shape and the
+// batch alone, and either pass gives the same bits. Measured against one-tile passes, tiled-only:
 //   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
 //   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
 //   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
@@ -275,9 +275,19 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 //   BF16 starts at 3 (level on qwen3-30b-a3b there, −0.3 % on
 //   qwen3-235b-a22b). MXFP8 on the H100 at 4 (B = 64) −0.5 % on
 //   qwen3-235b-a22b, level on qwen3-coder-480b-a35b at 3.2 (B = 64) and 4
-//   (B = 80, −0.7 %): kept at 4.5.
-int WarpDecodeConfig::gate_up_two_tiles_from_x2(WeightFormat format, TableCard card) {
-  if (format == WeightFormat::kMXFP8) return card == TableCard::kH200 ? 12 : 9;
+//   (B = 80, −0.7 %): kept at 4.5;
+//   session 75 (H200, bench-moe --sweep, MXFP8 B = 64-128:8, BF16 32-72:8):
+//   MXFP8 on qwen3-30b-a3b (H = 2048) one-tile passes stay ahead to 7.5
+//   (the layer +6.2 / +4.3 / +3.3 / +2.4 / +0.7 % with two tiles at B = 72
+//   / 88 / 96 / 104 / 120), two tiles −2.0 % at 8 (B = 128): on the H200
+//   MXFP8 starts at 8 where H < 4096, the short K walk amortising less of a
+//   two-tile block's fixed cost; on qwen3-235b-a22b level at 5.5, −1.6 % at
+//   6 (B = 96), on qwen3-coder-480b-a35b −0.8 % at 5.6 (B = 112), −2.6 % at
+//   6: 6 holds for H >= 4096. BF16 as before (qwen3-30b-a3b one-tile ahead
+//   by 0.7-1.8 % to B = 64, level at 72; the larger presets −0.1 to −0.8 %
+//   with two tiles from B = 48).
+int WarpDecodeConfig::gate_up_two_tiles_from_x2(const MoeShape& shape, WeightFormat format, TableCard card) {
+  if (format == WeightFormat::kMXFP8) return card == TableCard::kH100 ? 9 : shape.hidden >= 4096 ? 12 : 16;
   return card == TableCard::kH100 ? 6 : 9;
 }
 
@@ -327,7 +337,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // keeps them off anyway; canonical weights keep one-tile passes, not
     // measured with two).
     c.tc_gate_up_two_tiles = c.tc_tiled_gate_up && !c.tc_deep_loads &&
-                             2L * batch * shape.top_k >= long(gate_up_two_tiles_from_x2(format, card)) * shape.experts;
+                             2L * batch * shape.top_k >= long(gate_up_two_tiles_from_x2(shape, format, card)) * shape.experts;
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):

@@ -126,22 +126,27 @@ TEST(WarpDecodeConfig, DownPairsWhereMeasured) {
   EXPECT_FALSE(wd::kernels::down_tc_pairs_fit(256, 96));    // no tensor-core shape
 }
 
-// gate_up's two-tile passes (PERF_LOG sessions 49, 68, 72): from 4.5 routing
-// entries an expert (2·B·K >= 9E) but for MXFP8 on the H200, from 6 (12E);
-// only on the tiled gate_up copy with shallow rounds (the kernel has no
-// two-tile form elsewhere), never in the scalar family.
-TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
+// gate_up's two-tile passes (PERF_LOG sessions 49, 68, 72, 74, 75): from 4.5
+// routing entries an expert (2·B·K >= 9E) but for BF16 on the H100, from 3
+// (6E), and MXFP8 on the H200, from 6 (12E) where H >= 4096 and from 8 (16E)
+// on H = 2048; only on the tiled gate_up copy with shallow rounds (the kernel
+// has no two-tile form elsewhere), never in the scalar family.
+TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatCardAndShape) {
   using F = WeightFormat;
-  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH200), 9);
-  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kBF16, TableCard::kH100), 6);
-  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH100), 9);
-  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(F::kMXFP8, TableCard::kH200), 12);
+  const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b"),
+                 s480 = preset_shape("qwen3-coder-480b-a35b");  // 128, 128 and 160 experts, top-8
+  for (const MoeShape* s : {&s30, &s235, &s480}) {
+    EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(*s, F::kBF16, TableCard::kH200), 9);
+    EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(*s, F::kBF16, TableCard::kH100), 6);
+    EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(*s, F::kMXFP8, TableCard::kH100), 9);
+  }
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(s30, F::kMXFP8, TableCard::kH200), 16);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(s235, F::kMXFP8, TableCard::kH200), 12);
+  EXPECT_EQ(WarpDecodeConfig::gate_up_two_tiles_from_x2(s480, F::kMXFP8, TableCard::kH200), 12);
   const auto two = [](const MoeShape& s, int B, F f, TableCard card, bool tiled_gate_up = true,
                       KernelFamily fam = KernelFamily::kTensorCores) {
     return WarpDecodeConfig::for_batch(s, B, f, fam, tiled_gate_up, card).tc_gate_up_two_tiles;
   };
-  const MoeShape s30 = preset_shape("qwen3-30b-a3b"), s235 = preset_shape("qwen3-235b-a22b"),
-                 s480 = preset_shape("qwen3-coder-480b-a35b");  // 128, 128 and 160 experts, top-8
   // (shape, format, card, the first B with two-tile passes)
   struct Case {
     const MoeShape* s;
@@ -150,7 +155,7 @@ TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
     int from;
   };
   const Case cases[] = {{&s30, F::kBF16, TableCard::kH200, 72},   {&s30, F::kBF16, TableCard::kH100, 48},
-                        {&s30, F::kMXFP8, TableCard::kH200, 96},  {&s30, F::kMXFP8, TableCard::kH100, 72},
+                        {&s30, F::kMXFP8, TableCard::kH200, 128}, {&s30, F::kMXFP8, TableCard::kH100, 72},
                         {&s235, F::kMXFP8, TableCard::kH200, 96}, {&s235, F::kMXFP8, TableCard::kH100, 72},
                         {&s235, F::kBF16, TableCard::kH100, 48},  {&s480, F::kBF16, TableCard::kH100, 60},
                         {&s480, F::kBF16, TableCard::kH200, 90},  {&s480, F::kMXFP8, TableCard::kH200, 120},
@@ -165,8 +170,8 @@ TEST(WarpDecodeConfig, GateUpTwoTilesFromTheStartMeasuredPerFormatAndCard) {
     }
   }
   // The default card is the H200's.
-  EXPECT_FALSE(WarpDecodeConfig::for_batch(s30, 72, F::kMXFP8, KernelFamily::kTensorCores, true).tc_gate_up_two_tiles);
-  EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 96, F::kMXFP8, KernelFamily::kTensorCores, true).label(),
+  EXPECT_FALSE(WarpDecodeConfig::for_batch(s30, 120, F::kMXFP8, KernelFamily::kTensorCores, true).tc_gate_up_two_tiles);
+  EXPECT_EQ(WarpDecodeConfig::for_batch(s235, 96, F::kMXFP8, KernelFamily::kTensorCores, true).label(),
             "tc/ef/pdl/tiled/tgu/2t");
   EXPECT_EQ(WarpDecodeConfig::for_batch(s30, 64, F::kBF16, KernelFamily::kTensorCores, true, TableCard::kH100).label(),
             "tc/ef/pdl/tiled/tgu/2t");
