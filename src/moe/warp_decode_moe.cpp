@@ -252,7 +252,8 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 // many routing entries an expert on average, doubled (9: B·K / E = 4.5, B >=
 // 72 on 128 experts and top-8, 90 on 160; 12: 6, B >= 96 on 128 experts; 16:
 // 8, B >= 128; 6: 3, B >= 48 on 128, 60 on 160): a rule of the shape and the
-// batch alone, and either pass gives the same bits. Measured against one-tile passes, tiled-only:
+// batch alone, and either pass gives the same bits. Measured against
+// one-tile passes, tiled-only:
 //   session 49 (H200): layer −4 to −17 % at 8 an expert (qwen3-30b-a3b B =
 //   128), −10 to −24 % at 12-16 (B = 192-256), −7 to +2 % at 6 (B = 96;
 //   qwen3-coder-480b-a35b MXFP8 the +1.9 %), +2 to +8 % just past 4 (B =
@@ -336,8 +337,9 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // rounds: deep ones take the tiled copy at B = 1 only, where K < 4.5E
     // keeps them off anyway; canonical weights keep one-tile passes, not
     // measured with two).
-    c.tc_gate_up_two_tiles = c.tc_tiled_gate_up && !c.tc_deep_loads &&
-                             2L * batch * shape.top_k >= long(gate_up_two_tiles_from_x2(shape, format, card)) * shape.experts;
+    const long two_tiles_from_x2 = gate_up_two_tiles_from_x2(shape, format, card);
+    c.tc_gate_up_two_tiles =
+        c.tc_tiled_gate_up && !c.tc_deep_loads && 2L * batch * shape.top_k >= two_tiles_from_x2 * shape.experts;
     return c;
   }
   // From the sweeps of docs/PERF_LOG.md (H200):
