@@ -62,7 +62,7 @@ struct Rounds {
 // (kMinBlocks 0: Rounds' count.)
 // kTiles 2 (launch: tiled weights without deep loads, where
 // GateUpParams::two_tiles asks; WarpDecodeConfig::for_batch's rule, by
-// routing entries an expert, format and card): a pass takes 16 of the
+// routing entries an expert, format, card and H): a pass takes 16 of the
 // expert's tokens, two n8 tiles against one decoded weight fragment, so an
 // expert of 9-16 tokens streams and decodes its weight tile once instead of
 // twice. Three blocks an SM (128-165 registers: the second tile's x and
