@@ -14,5 +14,11 @@ const char* to_string(TableCard c);  // "H200", "H100"
 // other H100 variants take it as the nearest measured card), kH200 for every
 // other name and for "" (no device).
 TableCard table_card(const std::string& device_name);
+// Whether a device of this name was measured itself (an H100 or an H200), so
+// that table_card's defaults are its own and not the nearest card's.
+bool measured_card(const std::string& device_name);
+// "" for a measured card, else one line for the user: which card's defaults
+// this one takes and how to measure its own crossover table.
+std::string unmeasured_card_note(const std::string& device_name);
 
 }  // namespace wd

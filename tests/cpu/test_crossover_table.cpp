@@ -600,6 +600,25 @@ TEST(CrossoverTable, BuiltInH100IsItsMeasurementOverTheH200s) {
   EXPECT_EQ(t.crossover(s, WeightFormat::kBF16), 72);
 }
 
+// A card without measurements of its own is told so (info, bench-moe,
+// dispatch print the note): which card's defaults it takes and how to
+// measure its crossover. The two measured cards get no note.
+TEST(CrossoverTable, UnmeasuredCardIsNamedWithTheCardItTakes) {
+  for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA H200 NVL"}) {
+    EXPECT_TRUE(measured_card(name)) << name;
+    EXPECT_EQ(unmeasured_card_note(name), "") << name;
+  }
+  for (const char* name : {"NVIDIA B200", "NVIDIA A100-SXM4-80GB", "NVIDIA L40S"}) {
+    EXPECT_FALSE(measured_card(name)) << name;
+    const std::string n = unmeasured_card_note(name);
+    EXPECT_EQ(n.rfind(std::string(name) + " was not measured: it takes the H200's defaults", 0), 0u) << n;
+    EXPECT_NE(n.find("bench-moe --tune --tune-json FILE"), std::string::npos) << n;
+    EXPECT_NE(n.find("WD_MOE_CROSSOVER=FILE"), std::string::npos) << n;
+  }
+  EXPECT_FALSE(measured_card(""));
+  EXPECT_EQ(unmeasured_card_note(""), "no CUDA device: the H200's defaults are shown");
+}
+
 // The dispatch rule (MoeDispatch::choose) without a GPU: the crossover for
 // every format under kFastest; MXFP8 kept on warp decode, and a batch past
 // warp decode's maximum refused, under kBf16Activations.

@@ -184,6 +184,7 @@ void run(const Opts& o) {
   std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
               o.calls, o.replays);
   if (o.routing != "uniform") std::printf("# routing: %s (not uniform random top-K)\n", o.routing.c_str());
+  if (const std::string n = unmeasured_card_note(gpu->name); !n.empty()) std::printf("# note: %s\n", n.c_str());
   int device = 0;
   WD_CUDA_CHECK(cudaGetDevice(&device));
   bench::ClockSampler clock(device);

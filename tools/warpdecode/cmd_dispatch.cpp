@@ -62,6 +62,8 @@ void run(const DispatchOptions& o) {
                          : o.card == "h100" ? TableCard::kH100
                                             : TableCard::kH200;
   const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment(card) : CrossoverTable::load(o.table);
+  if (o.card == "auto")
+    if (const std::string n = unmeasured_card_note(kernels::device_name()); !n.empty()) std::printf("# note: %s\n", n.c_str());
   const int warp_max = std::min(o.max_batch, kWarpDecodeMaxBatch);
 
   std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",

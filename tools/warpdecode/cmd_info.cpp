@@ -31,6 +31,7 @@ void add_info(CLI::App& app) {
                 double(gpu->memory_bytes) / (1 << 30), double(gpu->l2_bytes) / (1 << 20),
                 gpu->cuda_runtime.c_str(), gpu->driver.c_str());
     std::printf("dispatch crossover table: %s\n", CrossoverTable::from_environment(table_card(gpu->name)).source().c_str());
+    if (const std::string n = unmeasured_card_note(gpu->name); !n.empty()) std::printf("note    %s\n", n.c_str());
 #ifdef WD_HAVE_CUDA
     const auto bw = kernels::measure_bandwidth(size_t(2) << 30, 20, nullptr);
     std::printf("memory  streaming read %.2f TB/s, streaming write %.2f TB/s, device copy %.2f TB/s (measured now, %.0f MiB buffer, median of 20)\n",
