@@ -115,7 +115,7 @@ double ClassicalPath::stage_bytes(int stage, const MoeShape& s, WeightFormat, do
 // ---- table rows ------------------------------------------------------------------------------
 nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int B, const Options& opt,
                              double warp_us, double read_tbps, double* us_out, std::optional<ClassicalConfig> config) {
-  const MoeShape shape = preset_shape(preset);
+  const MoeShape& shape = mb.shape();
   ClassicalPath path(mb, f, config);
   const Measurement m = mb.run(B, path, opt);
   const double ub = unique_bytes(shape, f, m.distinct_experts, B);

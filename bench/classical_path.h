@@ -64,8 +64,9 @@ class ClassicalPath : public LayerPath {
   std::unique_ptr<UntiledWeights> untiled_;
 };
 
-// Times the classical path at batch B on the harness's weights, prints its
-// row (and stages) in bench-moe's table format, and returns the JSON record.
+// Times the classical path at batch B on the harness's weights (their shape;
+// `preset` labels the row), prints its row (and stages) in bench-moe's table
+// format, and returns the JSON record.
 // warp_us > 0 adds the ratio warp decode / classical (µs of classical over µs
 // of warp: > 1 where warp decode is faster).
 nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightFormat f, int batch, const Options& opt,

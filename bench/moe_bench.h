@@ -139,6 +139,7 @@ class MoeBench {
   const DeviceMoeWeights& weights(int i) const { return weights_[size_t(i) % weights_.size()]; }
 
   int copies() const { return int(weights_.size()); }
+  const MoeShape& shape() const { return shape_; }
   size_t layer_bytes() const { return layer_bytes_; }
 
  private:

@@ -92,6 +92,9 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
   expect_error("bench-moe --routing zipf", "zipf not in {uniform,balanced}");
   expect_error("bench-moe --untile", "--untile requires --tune-untiled");
+  expect_error("bench-moe --hidden 3072 --tune", "--hidden excludes --tune");
+  expect_error("bench-moe --tune-untiled --top-k 4", "--top-k excludes --tune-untiled");
+  expect_error("bench-moe --preset qwen9", "unknown preset 'qwen9'");
 #endif
   expect_error("dispatch --upload fancy", "--upload 'fancy'");
   expect_error("dispatch --policy slowest", "--policy 'slowest'");

@@ -21,6 +21,7 @@
 #include "moe_bench.h"
 #include "tools/warpdecode/batch_list.h"
 #include "tools/warpdecode/commands.h"
+#include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
 
 namespace wd::cli {
@@ -28,6 +29,7 @@ namespace {
 
 struct Opts {
   std::vector<std::string> presets{"qwen3-30b-a3b"};
+  ShapeOverrides overrides;  // applied to every preset; not with the tunes
   std::vector<std::string> formats{"bf16", "mxfp8"};
   std::vector<int> batches{1, 2, 4, 8, 16, 32, 64};
   std::string json;
@@ -158,16 +160,21 @@ void print_clock_summary(const nlohmann::json& records) {
 }
 
 void run(const Opts& o) {
+  // Formats and shapes first: a bad one is refused before anything needs a GPU.
+  std::vector<WeightFormat> formats;
+  for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
+  std::vector<MoeShape> shapes;
+  std::vector<std::string> names;  // the presets', with what was overridden
+  for (const auto& p : o.presets) {
+    shapes.push_back(o.overrides.apply(p));
+    names.push_back(o.overrides.label(p));
+  }
+
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
   WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
   // The card whose measured defaults warp decode runs here (as WarpDecodeMoe's).
   const TableCard card = table_card(gpu->name);
-  std::vector<WeightFormat> formats;
-  for (const auto& f : o.formats) formats.push_back(parse_weight_format(f));
-  std::vector<MoeShape> shapes;
-  for (const auto& p : o.presets) shapes.push_back(preset_shape(p));
-
   cudaStream_t stream;
   WD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto bw = kernels::measure_bandwidth(size_t(o.bw_gib * double(1 << 30)), 20, stream);
@@ -266,7 +273,7 @@ void run(const Opts& o) {
       // classical path's TMA GEMM).
       const MoeWeightsView held = mb.weights(0).view();
       const bool tc_only = !held.has_canonical();
-      std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", o.presets[si].c_str(),
+      std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", names[si].c_str(),
                   to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
       for (int B : o.batches) {
@@ -280,7 +287,7 @@ void run(const Opts& o) {
                        : o.families ? family_configs(shapes[si], B, f, dflt, card)
                                     : std::vector<WarpDecodeConfig>{dflt};
         if (tc_only) {
-          WD_CHECK(dflt.tensor_cores, "bench-moe --tiled-only: the tensor-core kernels do not take ", o.presets[si]);
+          WD_CHECK(dflt.tensor_cores, "bench-moe --tiled-only: the tensor-core kernels do not take ", names[si]);
           configs.erase(std::remove_if(configs.begin(), configs.end(),
                                        [](const WarpDecodeConfig& c) { return !c.tensor_cores; }),
                         configs.end());
@@ -293,12 +300,12 @@ void run(const Opts& o) {
           const double tbps = m.unique_bytes / (m.experts.us_median * 1e-6) / 1e12;
           const double pct = 100.0 * tbps / bw.read_tbps;
           std::printf("%-22s %-6s %4d %-14s %9.1f %9.1f %9.1f %10.1f %8.1f %10.1f %7.3f %6.1f\n",
-                      o.presets[si].c_str(), to_string(f), B, config_label(cfg).c_str(),
+                      names[si].c_str(), to_string(f), B, config_label(cfg).c_str(),
                       m.experts.us_median, m.experts.us_min, m.experts.us_max,
                       o.no_router ? 0.0 : m.with_router.us_median, m.distinct_experts,
                       m.unique_bytes / 1e6, tbps, pct);
           std::fflush(stdout);
-          nlohmann::json rec = {{"preset", o.presets[si]},
+          nlohmann::json rec = {{"preset", names[si]},
                                 {"format", to_string(f)},
                                 {"batch", B},
                                 {"path", path.name()},
@@ -327,7 +334,7 @@ void run(const Opts& o) {
         // Tiled-only weights: the classical path where it reads them as they
         // are (the TMA GEMM: BF16, MXFP8 in W8A16).
         if (!o.no_classical && (!tc_only || classical_reads_tiled_only(shapes[si], f, ClassicalMoe::wgmma_available()))) {
-          doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps));
+          doc["records"].push_back(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (!tc_only && (o.classical_sweep || !o.classical_configs.empty()))
             for (const auto& c : ClassicalConfig::candidates()) {
@@ -335,7 +342,7 @@ void run(const Opts& o) {
                                   o.classical_configs.end();
               if (c.label() == default_label || !c.supports(shapes[si], f) || (!o.classical_sweep && !listed))
                 continue;
-              doc["records"].push_back(bench::classical_row(mb, o.presets[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
+              doc["records"].push_back(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
             }
         }
       }
@@ -356,6 +363,7 @@ void add_bench_moe(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench-moe", "Time the MoE layer on this GPU against its measured read bandwidth");
   auto o = std::make_shared<Opts>();
   cmd->add_option("--preset", o->presets, "Shape presets (repeat or comma-separate)")->delimiter(',')->capture_default_str();
+  o->overrides.add_to(cmd);
   cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128 (classical path only)")->delimiter(',')->capture_default_str();
   add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
   cmd->add_option("--json", o->json, "Also write the figures as JSON to this file");
@@ -394,7 +402,7 @@ void add_bench_moe(CLI::App& app) {
                   "Also time these classical configurations, by label (e.g. t8/pdl,t8/stream/pdl,t128/tma/silu/pdl)")
       ->delimiter(',');
   cmd->add_flag("--no-warp", o->no_warp, "Skip warp decode (e.g. prefill batches)");
-  cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
+  auto* tune = cmd->add_flag("--tune", o->tune, "Measure the warp/classical crossover per preset and format and write it (--tune-json)");
   auto* tune_untiled = cmd->add_flag("--tune-untiled", o->tune_untiled,
                 "Like --tune, on tiled-only weights: warp decode against the classical path on them, reading them "
                 "as they are where it can (BF16, MXFP8 in W8A16, on sm_90a), else un-tiling them first "
@@ -403,6 +411,9 @@ void add_bench_moe(CLI::App& app) {
                 "With --tune-untiled: the classical side un-tiles the weights even where it reads them as they are "
                 "(the table's \"classical_reads\": \"untiled\" entries)")
       ->needs(tune_untiled);
+  // A tune writes table entries for the presets' own shapes.
+  for (CLI::Option* dim : {o->overrides.o_hidden, o->overrides.o_intermediate, o->overrides.o_experts, o->overrides.o_top_k})
+    dim->excludes(tune)->excludes(tune_untiled);
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
   add_batch_list(cmd, "--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)");
   cmd->callback([o] { run(*o); });

@@ -17,26 +17,34 @@ namespace wd::cli {
 // Whether option o (null: not added to this command) was given on the command line.
 inline bool option_given(const CLI::Option* o) { return o && o->count(); }
 
-struct ShapeOptions {
-  std::string preset = "qwen3-30b-a3b";
+// --hidden, --intermediate, --experts, --top-k: a preset's dimensions
+// overridden one by one. bench-moe applies them to each of its presets;
+// ShapeOptions to its one.
+struct ShapeOverrides {
   int hidden = 0, intermediate = 0, experts = 0, top_k = 0;
-  // The override options; a dimension is overridden only when given (even as 0,
-  // which validation then refuses by name).
+  // A dimension is overridden only when given (even as 0, which validation
+  // then refuses by name).
   CLI::Option *o_hidden = nullptr, *o_intermediate = nullptr, *o_experts = nullptr, *o_top_k = nullptr;
-  CLI::Option* o_preset = nullptr;
 
   void add_to(CLI::App* cmd) {
-    o_preset = cmd->add_option("--preset", preset,
-                               "Shape preset: qwen3-30b-a3b, qwen3-235b-a22b, qwen3-coder-480b-a35b, tiny")
-                   ->capture_default_str();
     o_hidden = cmd->add_option("--hidden", hidden, "Override H (hidden_size)");
     o_intermediate = cmd->add_option("--intermediate", intermediate, "Override I (moe_intermediate_size)");
     o_experts = cmd->add_option("--experts", experts, "Override E (num_experts)");
     o_top_k = cmd->add_option("--top-k", top_k, "Override K (num_experts_per_tok)");
   }
 
-  // The resolved, validated shape; throws wd::InvalidArgument otherwise.
-  MoeShape resolve() const {
+  // The first override given on the command line ("--hidden", ...), or nullptr.
+  const char* given_option() const {
+    const std::pair<const CLI::Option*, const char*> options[] = {
+        {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"}, {o_experts, "--experts"}, {o_top_k, "--top-k"}};
+    for (const auto& [o, name] : options)
+      if (option_given(o)) return name;
+    return nullptr;
+  }
+
+  // The preset's shape with the overrides, validated; throws
+  // wd::InvalidArgument for an unknown preset or a shape it refuses.
+  MoeShape apply(const std::string& preset) const {
     MoeShape s = preset_shape(preset);
     if (option_given(o_hidden)) s.hidden = hidden;
     if (option_given(o_intermediate)) s.intermediate = intermediate;
@@ -46,22 +54,40 @@ struct ShapeOptions {
     return s;
   }
 
-  // The first shape option given on the command line ("--preset", ...), or
-  // nullptr when none was.
-  const char* given_option() const {
-    const std::pair<const CLI::Option*, const char*> options[] = {
-        {o_preset, "--preset"}, {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"},
-        {o_experts, "--experts"}, {o_top_k, "--top-k"}};
-    for (const auto& [o, name] : options)
-      if (option_given(o)) return name;
-    return nullptr;
+  // The preset's name, followed by what was overridden: "qwen3-30b-a3b",
+  // "qwen3-30b-a3b(H=3072,E=64)".
+  std::string label(const std::string& preset) const {
+    std::string dims;
+    const std::pair<const CLI::Option*, std::pair<const char*, int>> options[] = {
+        {o_hidden, {"H", hidden}}, {o_intermediate, {"I", intermediate}},
+        {o_experts, {"E", experts}}, {o_top_k, {"K", top_k}}};
+    for (const auto& [o, dim] : options)
+      if (option_given(o)) dims += (dims.empty() ? "" : ",") + std::string(dim.first) + "=" + std::to_string(dim.second);
+    return dims.empty() ? preset : preset + "(" + dims + ")";
+  }
+};
+
+// --preset with ShapeOverrides: one shape (dispatch, check, accuracy).
+struct ShapeOptions {
+  std::string preset = "qwen3-30b-a3b";
+  ShapeOverrides overrides;
+  CLI::Option* o_preset = nullptr;
+
+  void add_to(CLI::App* cmd) {
+    o_preset = cmd->add_option("--preset", preset,
+                               "Shape preset: qwen3-30b-a3b, qwen3-235b-a22b, qwen3-coder-480b-a35b, tiny")
+                   ->capture_default_str();
+    overrides.add_to(cmd);
   }
 
-  std::string label() const {
-    const bool custom = option_given(o_hidden) || option_given(o_intermediate) || option_given(o_experts) ||
-                        option_given(o_top_k);
-    return custom ? preset + "(custom)" : preset;
-  }
+  // The resolved, validated shape; throws wd::InvalidArgument otherwise.
+  MoeShape resolve() const { return overrides.apply(preset); }
+
+  // The first shape option given on the command line ("--preset", ...), or
+  // nullptr when none was.
+  const char* given_option() const { return option_given(o_preset) ? "--preset" : overrides.given_option(); }
+
+  std::string label() const { return overrides.label(preset); }
 };
 
 // --model DIR [--layer L]: one MoE layer of a Hugging Face checkpoint
