@@ -412,8 +412,7 @@ void add_bench_moe(CLI::App& app) {
                 "(the table's \"classical_reads\": \"untiled\" entries)")
       ->needs(tune_untiled);
   // A tune writes table entries for the presets' own shapes.
-  for (CLI::Option* dim : {o->overrides.o_hidden, o->overrides.o_intermediate, o->overrides.o_experts, o->overrides.o_top_k})
-    dim->excludes(tune)->excludes(tune_untiled);
+  for (const ShapeOverrides::Dim& d : o->overrides.dims()) d.option->excludes(tune)->excludes(tune_untiled);
   cmd->add_option("--tune-json", o->tune_json, "Crossover table written by --tune")->capture_default_str();
   add_batch_list(cmd, "--tune-batch", o->tune_batches, "Batch ladder of --tune (default 1 ... 1024)");
   cmd->callback([o] { run(*o); });

@@ -5,8 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <string>
-#include <utility>
 
 #include "tools/warpdecode/layer_source.h"
 #include "warpdecode/error.h"
@@ -33,12 +33,24 @@ struct ShapeOverrides {
     o_top_k = cmd->add_option("--top-k", top_k, "Override K (num_experts_per_tok)");
   }
 
+  // Each override: its option, its flag, its letter in labels and its value.
+  struct Dim {
+    CLI::Option* option;
+    const char* flag;
+    const char* letter;
+    int value;
+  };
+  std::array<Dim, 4> dims() const {
+    return {{{o_hidden, "--hidden", "H", hidden},
+             {o_intermediate, "--intermediate", "I", intermediate},
+             {o_experts, "--experts", "E", experts},
+             {o_top_k, "--top-k", "K", top_k}}};
+  }
+
   // The first override given on the command line ("--hidden", ...), or nullptr.
   const char* given_option() const {
-    const std::pair<const CLI::Option*, const char*> options[] = {
-        {o_hidden, "--hidden"}, {o_intermediate, "--intermediate"}, {o_experts, "--experts"}, {o_top_k, "--top-k"}};
-    for (const auto& [o, name] : options)
-      if (option_given(o)) return name;
+    for (const Dim& d : dims())
+      if (option_given(d.option)) return d.flag;
     return nullptr;
   }
 
@@ -57,13 +69,11 @@ struct ShapeOverrides {
   // The preset's name, followed by what was overridden: "qwen3-30b-a3b",
   // "qwen3-30b-a3b(H=3072,E=64)".
   std::string label(const std::string& preset) const {
-    std::string dims;
-    const std::pair<const CLI::Option*, std::pair<const char*, int>> options[] = {
-        {o_hidden, {"H", hidden}}, {o_intermediate, {"I", intermediate}},
-        {o_experts, {"E", experts}}, {o_top_k, {"K", top_k}}};
-    for (const auto& [o, dim] : options)
-      if (option_given(o)) dims += (dims.empty() ? "" : ",") + std::string(dim.first) + "=" + std::to_string(dim.second);
-    return dims.empty() ? preset : preset + "(" + dims + ")";
+    std::string given;
+    for (const Dim& d : dims())
+      if (option_given(d.option))
+        given += (given.empty() ? "" : ",") + std::string(d.letter) + "=" + std::to_string(d.value);
+    return given.empty() ? preset : preset + "(" + given + ")";
   }
 };
 
