@@ -18,8 +18,8 @@ std::string unmeasured_card_note(const std::string& device_name) {
   const std::string taken = std::string("the ") + to_string(table_card(device_name)) + "'s defaults";
   if (device_name.empty()) return "no CUDA device: " + taken + " are shown";
   return device_name + " was not measured: it takes " + taken +
-         " (warp decode's configuration, the dispatch's crossover table); `warpdecode bench-moe "
-         "--tune --tune-json FILE` measures this card's crossover, WD_MOE_CROSSOVER=FILE takes it";
+         " (warp decode's configuration; the dispatch's crossover table where no other is given): `warpdecode "
+         "bench-moe --tune --tune-json FILE` measures this card's crossover, WD_MOE_CROSSOVER=FILE takes it";
 }
 
 }  // namespace wd
