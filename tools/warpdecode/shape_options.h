@@ -33,18 +33,20 @@ struct ShapeOverrides {
     o_top_k = cmd->add_option("--top-k", top_k, "Override K (num_experts_per_tok)");
   }
 
-  // Each override: its option, its flag, its letter in labels and its value.
+  // Each override: its option, its flag, its letter in labels, the shape's
+  // field it sets and its value.
   struct Dim {
     CLI::Option* option;
     const char* flag;
     const char* letter;
+    int MoeShape::*field;
     int value;
   };
   std::array<Dim, 4> dims() const {
-    return {{{o_hidden, "--hidden", "H", hidden},
-             {o_intermediate, "--intermediate", "I", intermediate},
-             {o_experts, "--experts", "E", experts},
-             {o_top_k, "--top-k", "K", top_k}}};
+    return {{{o_hidden, "--hidden", "H", &MoeShape::hidden, hidden},
+             {o_intermediate, "--intermediate", "I", &MoeShape::intermediate, intermediate},
+             {o_experts, "--experts", "E", &MoeShape::experts, experts},
+             {o_top_k, "--top-k", "K", &MoeShape::top_k, top_k}}};
   }
 
   // The first override given on the command line ("--hidden", ...), or nullptr.
@@ -58,10 +60,8 @@ struct ShapeOverrides {
   // wd::InvalidArgument for an unknown preset or a shape it refuses.
   MoeShape apply(const std::string& preset) const {
     MoeShape s = preset_shape(preset);
-    if (option_given(o_hidden)) s.hidden = hidden;
-    if (option_given(o_intermediate)) s.intermediate = intermediate;
-    if (option_given(o_experts)) s.experts = experts;
-    if (option_given(o_top_k)) s.top_k = top_k;
+    for (const Dim& d : dims())
+      if (option_given(d.option)) s.*d.field = d.value;
     s.validate();
     return s;
   }
