@@ -87,6 +87,10 @@ std::vector<CrossoverEntry> built_in_entries() {
 // qwen3-30b-a3b BF16 72 against 64, MXFP8 on the tiled copies 192 against
 // 128), but for qwen3-235b-a22b MXFP8 on the tiled copies (128 against 192);
 // both tables measure today's kernels (the H200's in session 72).
+// Session 77 re-ran the tune on 29a5164 (the H100's BF16 two-tile start at
+// 3 entries an expert, session 74; bench/results/warp/s77/r4-tune-h100/):
+// every entry as above but qwen3-coder-480b-a35b MXFP8 96 (was 80: at B =
+// 80 warp decode 2590.7 against 2571.1 µs, inside the tune's 2 % margin).
 std::vector<CrossoverEntry> built_in_h100_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
@@ -104,7 +108,7 @@ std::vector<CrossoverEntry> built_in_h100_entries() {
       {"qwen3-235b-a22b", 4096, 1536, 128, 8, WeightFormat::kMXFP8, 128, true, 192, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 8},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kBF16, 128, false, kNever, true},
-      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 80},
+      {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, false, kNever, true},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, kNever},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, kNever, true},
