@@ -604,14 +604,27 @@ TEST(CrossoverTable, BuiltInH100IsItsMeasurementOverTheH200s) {
 // dispatch print the note): which card's defaults it takes and how to
 // measure its crossover. The two measured cards get no note.
 TEST(CrossoverTable, UnmeasuredCardIsNamedWithTheCardItTakes) {
-  for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA H200 NVL"}) {
+  for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}) {
     EXPECT_TRUE(measured_card(name)) << name;
     EXPECT_EQ(unmeasured_card_note(name), "") << name;
   }
-  for (const char* name : {"NVIDIA B200", "NVIDIA A100-SXM4-80GB", "NVIDIA L40S"}) {
-    EXPECT_FALSE(measured_card(name)) << name;
-    const std::string n = unmeasured_card_note(name);
-    EXPECT_EQ(n.rfind(std::string(name) + " was not measured: it takes the H200's defaults", 0), 0u) << n;
+  // Other variants of a measured chip take its defaults, but are told so.
+  const struct {
+    const char* name;
+    const char* takes;
+  } unmeasured[] = {
+      {"NVIDIA H100 PCIe", "H100's defaults (measured on an NVIDIA H100 80GB HBM3;"},
+      {"NVIDIA H100 NVL", "H100's defaults (measured on an NVIDIA H100 80GB HBM3;"},
+      {"NVIDIA H200 NVL", "H200's defaults (measured on an NVIDIA H200;"},
+      {"NVIDIA GH200 480GB", "H200's defaults (measured on an NVIDIA H200;"},
+      {"NVIDIA B200", "H200's defaults (measured on an NVIDIA H200;"},
+      {"NVIDIA A100-SXM4-80GB", "H200's defaults (measured on an NVIDIA H200;"},
+      {"NVIDIA L40S", "H200's defaults (measured on an NVIDIA H200;"},
+  };
+  for (const auto& u : unmeasured) {
+    EXPECT_FALSE(measured_card(u.name)) << u.name;
+    const std::string n = unmeasured_card_note(u.name);
+    EXPECT_EQ(n.rfind(std::string(u.name) + " was not measured: it takes the " + u.takes, 0), 0u) << n;
     EXPECT_NE(n.find("bench-moe --tune --tune-json FILE"), std::string::npos) << n;
     EXPECT_NE(n.find("WD_MOE_CROSSOVER=FILE"), std::string::npos) << n;
   }
