@@ -37,6 +37,15 @@
 #            ("main=.gpu-bin/warpdecode nw=.gpu-bin/warpdecode_nw": the chain-only
 #            diagnostic of bench/results/warp/s59/nw-diagnostic.patch beside it), the
 #            table in $OUT/pairs.md (scripts/pairs_summary.py)
+#     twotile: gate_up's two-tile passes against one-tile passes, tiled-only, no tests:
+#            bench-moe --sweep of each default and its twin with "/2t" toggled, MXFP8 at
+#            TWOTILE_MX_BATCHES (default 64-128:8) and BF16 at TWOTILE_BF_BATCHES (default
+#            32-80:8) on TWOTILE_PRESETS (default all three), then MXFP8 on qwen3-30b-a3b's
+#            shape with each of TWOTILE_SHAPES ("|"-separated bench-moe overrides, default
+#            "--hidden 4096|--intermediate 1536"; empty for none); TWOTILE_ROUNDS (default 1)
+#            rounds; the table and where the default starts against where the
+#            measurements say in $OUT/twotile.md (scripts/twotile_summary.py): the starts
+#            of WarpDecodeConfig::gate_up_two_tiles_from_x2 on this card
 #     everyb: bench-moe at every batch (EVERYB_BATCHES, default 1-64; EVERYB_PRESETS,
 #            default qwen3-30b-a3b; EVERYB_FORMATS, default mxfp8,bf16), tiled-only,
 #            no tests: % of the read bandwidth per B, and every B slower than a larger
@@ -108,7 +117,7 @@ START=$(date +%s)
 # The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
 # PDL hand-off, wgmma FP8 accumulation): every mode but quick, which must fit
 # in one device call, tune and pairs; MICRO=1 or 0 overrides.
-MICRO=${MICRO:-$(case "$MODE" in quick | tune | pairs) echo 0 ;; *) echo 1 ;; esac)}
+MICRO=${MICRO:-$(case "$MODE" in quick | tune | pairs | twotile) echo 0 ;; *) echo 1 ;; esac)}
 note() { SUMMARY+=("$1"); }
 # WD_CHECK_ROUTING is read once a process: the experts() entry points' check
 # under it is a test of its own process (ctest's RoutingCheckUnderTheEnvironment).
@@ -270,7 +279,7 @@ prebuilt_ok() {
   # source): a .gpu-bin of warpdecode.xz (and the other side's) is enough
   # for them, and keeps the carry small.
   case "$MODE" in
-    pairs | everyb | tune | profile | source) [ -x .gpu-bin/warpdecode ] || { echo "no prebuilt warpdecode in .gpu-bin"; return 1; } ;;
+    pairs | twotile | everyb | tune | profile | source) [ -x .gpu-bin/warpdecode ] || { echo "no prebuilt warpdecode in .gpu-bin"; return 1; } ;;
     *) [ -x .gpu-bin/warpdecode ] && [ -x .gpu-bin/warpdecode_gpu_tests ] || { echo "no prebuilt binaries in .gpu-bin"; return 1; } ;;
   esac
   .gpu-bin/warpdecode --version 2>&1 || { echo "prebuilt warpdecode does not run here"; return 1; }
@@ -510,6 +519,39 @@ if [ "$MODE" = pairs ]; then
   existing=()
   for run in "${runs[@]}"; do [ -s "${run#*=}" ] && existing+=("$run"); done
   python3 scripts/pairs_summary.py "${existing[@]}" | tee "$OUT/pairs.md"
+  finish
+fi
+
+if [ "$MODE" = twotile ]; then
+  # gate_up's two-tile passes toggled on each default (docs/PERF_LOG.md,
+  # sessions 68-77): the filter keeps the default, its "/2t" twin and their
+  # "/pairs" kin, a third of --sweep-filter tgu's configurations.
+  runs=()
+  twotile_run() {  # name format batches presets [overrides...]
+    local name=$1 fmt=$2 batches=$3 presets=$4 t0
+    shift 4
+    for r in $(seq 1 "${TWOTILE_ROUNDS:-1}"); do
+      t0=$(date +%s)
+      timeout "${TWOTILE_TIMEOUT:-300}" "$BIN/warpdecode" bench-moe --preset "$presets" "$@" --format "$fmt" --tiled-only \
+        --no-classical --no-router --sweep --sweep-filter tc/ef/pdl/tiled/tgu --batch "$batches" \
+        --json "$LOG/twotile-$name-$r.json" >"$LOG/twotile-$name-$r.log" 2>&1
+      note "twotile       $name round $r rc=$? ($(( $(date +%s) - t0 )) s)"
+      runs+=("$LOG/twotile-$name-$r.json")
+    done
+  }
+  presets=${TWOTILE_PRESETS:-qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b}
+  twotile_run mxfp8 mxfp8 "${TWOTILE_MX_BATCHES:-64-128:8}" "$presets"
+  twotile_run bf16 bf16 "${TWOTILE_BF_BATCHES:-32-80:8}" "$presets"
+  IFS='|' read -ra shapes <<<"${TWOTILE_SHAPES---hidden 4096|--intermediate 1536}"
+  for dims in "${shapes[@]}"; do
+    read -ra flags <<<"$dims"
+    [ ${#flags[@]} -gt 0 ] || continue
+    twotile_run "mxfp8$(echo "$dims" | tr -d ' -')" mxfp8 "${TWOTILE_MX_BATCHES:-64-128:8}" qwen3-30b-a3b "${flags[@]}"
+  done
+  existing=()
+  for run in "${runs[@]}"; do [ -s "$run" ] && existing+=("$run"); done
+  grep -hE "^# measured" "$LOG"/twotile-*.log | head -1
+  python3 scripts/twotile_summary.py "${existing[@]}" | tee "$OUT/twotile.md"
   finish
 fi
 
