@@ -116,7 +116,7 @@ SUMMARY=()
 START=$(date +%s)
 # The stand-alone benches (decode rate, access patterns, FP8 MMA precision,
 # PDL hand-off, wgmma FP8 accumulation): every mode but quick, which must fit
-# in one device call, tune and pairs; MICRO=1 or 0 overrides.
+# in one device call, tune, pairs and twotile; MICRO=1 or 0 overrides.
 MICRO=${MICRO:-$(case "$MODE" in quick | tune | pairs | twotile) echo 0 ;; *) echo 1 ;; esac)}
 note() { SUMMARY+=("$1"); }
 # WD_CHECK_ROUTING is read once a process: the experts() entry points' check

@@ -72,8 +72,9 @@ std::vector<CrossoverEntry> built_in_entries() {
   };
 }
 
-// Measured by the same commands on an H100 SXM (80GB HBM3, 3.16 TB/s read;
-// bench/results/h100-crossover.json, `scripts/gpu_check.sh tune`):
+// Measured by the same commands on an H100 SXM (80GB HBM3, 3.14-3.16 TB/s
+// read; `scripts/gpu_check.sh tune`). bench/results/h100-crossover.json is
+// session 77's run on 29a5164 (the three presets; below). Before it:
 // qwen3-30b-a3b and qwen3-235b-a22b in session 68 on bc87cf7 (gate_up's
 // two-tile passes from B = 72; changed: qwen3-30b-a3b's w8a16_from 128
 // (was 96), qwen3-235b-a22b MXFP8 on the tiled copies 128 (was 192) and
@@ -87,10 +88,11 @@ std::vector<CrossoverEntry> built_in_entries() {
 // qwen3-30b-a3b BF16 72 against 64, MXFP8 on the tiled copies 192 against
 // 128), but for qwen3-235b-a22b MXFP8 on the tiled copies (128 against 192);
 // both tables measure today's kernels (the H200's in session 72).
-// Session 77 re-ran the tune on 29a5164 (the H100's BF16 two-tile start at
-// 3 entries an expert, session 74; bench/results/warp/s77/r4-tune-h100/):
-// every entry as above but qwen3-coder-480b-a35b MXFP8 96 (was 80: at B =
-// 80 warp decode 2590.7 against 2571.1 µs, inside the tune's 2 % margin).
+// Session 77's tune (after the H100's BF16 two-tile start moved to 3
+// entries an expert in session 74; bench/results/warp/s77/r4-tune-h100/):
+// every entry as sessions 68-69 had it but qwen3-coder-480b-a35b MXFP8 96
+// (was 80: at B = 80 warp decode 2590.7 against 2571.1 µs, inside the
+// tune's 2 % margin).
 std::vector<CrossoverEntry> built_in_h100_entries() {
   constexpr int kNever = CrossoverEntry::kNever;
   return {
