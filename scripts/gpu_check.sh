@@ -540,13 +540,14 @@ if [ "$MODE" = twotile ]; then
     done
   }
   presets=${TWOTILE_PRESETS:-qwen3-30b-a3b,qwen3-235b-a22b,qwen3-coder-480b-a35b}
-  twotile_run mxfp8 mxfp8 "${TWOTILE_MX_BATCHES:-64-128:8}" "$presets"
+  mx_batches=${TWOTILE_MX_BATCHES:-64-128:8}
+  twotile_run mxfp8 mxfp8 "$mx_batches" "$presets"
   twotile_run bf16 bf16 "${TWOTILE_BF_BATCHES:-32-80:8}" "$presets"
   IFS='|' read -ra shapes <<<"${TWOTILE_SHAPES---hidden 4096|--intermediate 1536}"
   for dims in "${shapes[@]}"; do
     read -ra flags <<<"$dims"
     [ ${#flags[@]} -gt 0 ] || continue
-    twotile_run "mxfp8$(echo "$dims" | tr -d ' -')" mxfp8 "${TWOTILE_MX_BATCHES:-64-128:8}" qwen3-30b-a3b "${flags[@]}"
+    twotile_run "mxfp8$(echo "$dims" | tr -d ' -')" mxfp8 "$mx_batches" qwen3-30b-a3b "${flags[@]}"
   done
   existing=()
   for run in "${runs[@]}"; do [ -s "$run" ] && existing+=("$run"); done

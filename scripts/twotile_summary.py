@@ -47,6 +47,10 @@ def shape(label):
     return s
 
 
+def has_two_tiles(config):
+    return TOKEN in config.split("/")
+
+
 def twin(config):
     """The configuration with two-tile passes toggled: "/2t" dropped, or added after "tgu"."""
     tokens = config.split("/")
@@ -58,13 +62,9 @@ def twin(config):
     return "/".join(tokens[:i] + [TOKEN] + tokens[i:])
 
 
-def entries(s, batch):
-    return batch * s["K"] / s["E"] if s else None
-
-
 def fmt_entries(s, batch):
-    e = entries(s, batch)
-    return f"{e:g}" if e is not None else "—"
+    """Routing entries an expert, B·K/E, or "—" for an unknown shape."""
+    return f'{batch * s["K"] / s["E"]:g}' if s else "—"
 
 
 def load(paths):
@@ -75,7 +75,7 @@ def load(paths):
     for path in paths:
         with open(path) as f:
             d = json.load(f)
-        cards.add(f'{d["header"]["card"]}')
+        cards.add(d["header"]["card"])
         for r in d["records"]:
             if r.get("path") != "warp":
                 continue
@@ -112,7 +112,7 @@ def main(argv):
         other = twin(config)
         if other is None or other not in us[key]:
             continue
-        one, two = (other, config) if TOKEN in config.split("/") else (config, other)
+        one, two = (other, config) if has_two_tiles(config) else (config, other)
         rows[key[:2]][key[2]] = (config, us[key][one], us[key][two])
     if not rows:
         sys.exit("twotile_summary.py: no default with its two-tile twin in these files "
@@ -139,9 +139,9 @@ def main(argv):
 
         def loss(b):  # the default's time over the faster pass's, in percent
             config, one, two = by_batch[b]
-            return 100.0 * ((two if TOKEN in config.split("/") else one) / min(one, two) - 1)
+            return 100.0 * ((two if has_two_tiles(config) else one) / min(one, two) - 1)
 
-        took = start(batches, lambda b: TOKEN in by_batch[b][0].split("/"))
+        took = start(batches, lambda b: has_two_tiles(by_batch[b][0]))
         best = start(batches, lambda b: by_batch[b][2] <= by_batch[b][1] * (1 + args.margin / 100.0))
         worst = max(batches, key=loss)
         verdict = (f"the default within {args.margin:g} % of the faster pass at every B" if loss(worst) <= args.margin
