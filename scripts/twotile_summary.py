@@ -24,8 +24,9 @@ import re
 import sys
 
 TOKEN = "2t"
-# (H, I, E, K) of bench-moe's presets (src/core/layout.cpp); a label's
-# overrides ("qwen3-30b-a3b(H=4096,E=64)") apply over them.
+# (H, I, E, K) of bench-moe's presets (src/core/layout.cpp), for sweeps
+# written before bench-moe put each record's shape in the JSON (session 78);
+# a label's overrides ("qwen3-30b-a3b(H=4096,E=64)") apply over them.
 PRESETS = {
     "qwen3-30b-a3b": {"H": 2048, "I": 768, "E": 128, "K": 8},
     "qwen3-235b-a22b": {"H": 4096, "I": 1536, "E": 128, "K": 8},
@@ -34,7 +35,7 @@ PRESETS = {
 
 
 def shape(label):
-    """The preset label's (H, I, E, K) as a dict, or None for an unknown preset."""
+    """The preset label's (H, I, E, K) as a dict, or None for an unknown preset (older sweeps only)."""
     m = re.fullmatch(r"([^()]+)(?:\(([^()]*)\))?", label)
     if not m or m.group(1) not in PRESETS:
         return None
@@ -68,9 +69,11 @@ def fmt_entries(s, batch):
 
 
 def load(paths):
-    """(preset, format, batch) -> {config: best median}, the default's config per key, the card."""
+    """(preset, format, batch) -> {config: best median}, the default's config per key, the card,
+    and preset -> (H, I, E, K) from the records that carry their shape."""
     us = collections.defaultdict(dict)
     default = {}
+    shapes = {}
     cards = set()
     for path in paths:
         with open(path) as f:
@@ -80,6 +83,11 @@ def load(paths):
             if r.get("path") != "warp":
                 continue
             key = (r["preset"], r["format"], r["batch"])
+            if "shape" in r:
+                sh = r["shape"]
+                s = {"H": sh["hidden"], "I": sh["intermediate"], "E": sh["experts"], "K": sh["top_k"]}
+                if shapes.setdefault(r["preset"], s) != s:
+                    sys.exit(f"twotile_summary.py: two shapes for {r['preset']} across the files")
             prev = us[key].get(r["config"])
             us[key][r["config"]] = r["us_median"] if prev is None else min(prev, r["us_median"])
             if r.get("default_config"):
@@ -87,7 +95,7 @@ def load(paths):
                     sys.exit(f"twotile_summary.py: two defaults for {key} across the files (not one binary?)")
     if len(cards) > 1:
         sys.exit(f"twotile_summary.py: the files come from different cards: {sorted(cards)}")
-    return us, default, cards.pop() if cards else "?"
+    return us, default, cards.pop() if cards else "?", shapes
 
 
 def start(batches, take):
@@ -105,7 +113,7 @@ def main(argv):
     ap.add_argument("--margin", type=float, default=1.0, help="percent two-tile passes may be slower and still start")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
-    us, default, card = load(args.files)
+    us, default, card, shapes = load(args.files)
 
     rows = collections.defaultdict(dict)  # (preset, format) -> batch -> (default, one-tile µs, two-tile µs)
     for key, config in default.items():
@@ -122,13 +130,13 @@ def main(argv):
     print("| preset | format | B | entries an expert | default | one-tile µs | two-tile µs | two-tile against one |")
     print("|---|---|---|---|---|---|---|---|")
     for (preset, fmt), by_batch in sorted(rows.items()):
-        s = shape(preset)
+        s = shapes.get(preset) or shape(preset)
         for b, (config, one, two) in sorted(by_batch.items()):
             print(f"| {preset} | {fmt} | {b} | {fmt_entries(s, b)} | {config} | {one:.1f} | {two:.1f} | "
                   f"{100.0 * (two - one) / one:+.1f} % |")
     print()
     for (preset, fmt), by_batch in sorted(rows.items()):
-        s = shape(preset)
+        s = shapes.get(preset) or shape(preset)
         batches = list(by_batch)
         lo, hi = min(batches), max(batches)
 

@@ -276,6 +276,16 @@ void run(const Opts& o) {
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", names[si].c_str(),
                   to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
                   double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
+      // Every record names the shape it ran, so a reader of the JSON needs no
+      // copy of the presets (and --hidden/--intermediate overrides show).
+      const nlohmann::json shape_j = {{"hidden", shapes[si].hidden},
+                                      {"intermediate", shapes[si].intermediate},
+                                      {"experts", shapes[si].experts},
+                                      {"top_k", shapes[si].top_k}};
+      auto push = [&](nlohmann::json r) {
+        r["shape"] = shape_j;
+        doc["records"].push_back(std::move(r));
+      };
       for (int B : o.batches) {
         double warp_us = 0;  // default configuration, for the classical row's ratio
         const KernelFamily family = WarpDecodeConfig::default_family(shapes[si], f, std::max(B, o.max_batch));
@@ -329,12 +339,12 @@ void run(const Opts& o) {
             rec["stages"].push_back({{"name", st.name}, {"us_median", st.time.us_median},
                                      {"bytes", st.bytes}, {"tbps", st_tbps}});
           }
-          doc["records"].push_back(rec);
+          push(std::move(rec));
         }
         // Tiled-only weights: the classical path where it reads them as they
         // are (the TMA GEMM: BF16, MXFP8 in W8A16).
         if (!o.no_classical && (!tc_only || classical_reads_tiled_only(shapes[si], f, ClassicalMoe::wgmma_available()))) {
-          doc["records"].push_back(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps));
+          push(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (!tc_only && (o.classical_sweep || !o.classical_configs.empty()))
             for (const auto& c : ClassicalConfig::candidates()) {
@@ -342,7 +352,7 @@ void run(const Opts& o) {
                                   o.classical_configs.end();
               if (c.label() == default_label || !c.supports(shapes[si], f) || (!o.classical_sweep && !listed))
                 continue;
-              doc["records"].push_back(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
+              push(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps, nullptr, c));
             }
         }
       }
