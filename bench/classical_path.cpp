@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.h"
 #include "kernels/classical_fits.h"
+#include "warpdecode/tune_ladder.h"
 #include "warpdecode/error.h"
 
 namespace wd::bench {
@@ -159,6 +160,22 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 // ---- crossover tuning ------------------------------------------------------------------------
 namespace {
 // A tune's table (CrossoverTable JSON) with its header and measured ladders.
+// A measured ladder's entries (crossover_entries): printed, set in the table,
+// and each crossover (and W8A16's start) written into the ladder's record.
+void record_entries(const TuneLadder& l, nlohmann::json& lad, CrossoverTable& table) {
+  for (const CrossoverEntry& e : crossover_entries(l)) {
+    if (e.bf16_activations && !e.untiled && !lad.contains("w8a16_from")) {
+      std::printf("# W8A16 faster than the default classical configuration %s %s: %s\n", l.preset.c_str(),
+                  to_string(l.format),
+                  e.w8a16_from == CrossoverEntry::kNever ? "never" : ("B >= " + std::to_string(e.w8a16_from)).c_str());
+      lad["w8a16_from"] = e.w8a16_from;
+    }
+    std::printf("# crossover %s\n", crossover_line(e).c_str());
+    lad[ladder_field(e)] = e.crossover;
+    table.set(e);
+  }
+}
+
 void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, const nlohmann::json& ladders,
                      const std::string& json_path) {
   nlohmann::json doc = nlohmann::json::parse(table.to_json());
@@ -245,24 +262,12 @@ void tune_untiled_crossover(const std::vector<std::string>& presets, const std::
         std::fflush(stdout);
         points.push_back(point);
       }
-      auto add = [&](const std::vector<double>& times, bool bf16_act) {
-        const int c = crossover_from_ladder(ladder, warp_times, times);
-        std::printf("# crossover %s %s%s (tiled-only weights, the classical path %s): %s\n", preset.c_str(),
-                    to_string(f), bf16_act ? " W8A16" : "", direct ? "reading them" : "un-tiling them",
-                    c == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
-                                                : ("B >= " + std::to_string(c)).c_str());
-        CrossoverEntry e{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, c, bf16_act,
-                         CrossoverEntry::kNever, true};
-        e.untiled = true;
-        e.classical_reads_tiled = direct;
-        table.set(e);
-        return c;
-      };
       nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"warp_weights", "tiled-only"},
                             {"classical_reads", direct ? "tiled copies" : "un-tiled scratch"},
                             {"untile_us", direct ? nlohmann::json() : nlohmann::json(untile_us)},
-                            {"crossover", add(fast_times, false)}, {"points", points}};
-      if (w8a16) lad["w8a16_crossover"] = add(a16_times, true);
+                            {"points", points}};
+      TuneLadder l{preset, f, true, direct, ladder, warp_times, {}, fast_times, a16_times};
+      record_entries(l, lad, table);
       ladders.push_back(lad);
     }
   write_tune_json(table, header, ladders, json_path);
@@ -351,32 +356,10 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
         std::fflush(stdout);
         points.push_back(point);
       }
-      // One entry: the classical times against warp decode's on one upload.
-      auto add = [&](const std::vector<double>& warp, const std::vector<double>& times, bool bf16_act, int w8a16_from,
-                     bool tiled_warp) {
-        const int crossover = warp_decode_streams(f) ? crossover_from_ladder(ladder, warp, times) : 1;
-        std::printf("# crossover %s %s%s%s: %s\n", preset.c_str(), to_string(f), bf16_act ? " W8A16" : "",
-                    tiled_warp ? " (warp decode on the tiled copies)" : "",
-                    crossover == CrossoverEntry::kNever ? "never (warp decode at every B measured)"
-                                                        : ("B >= " + std::to_string(crossover)).c_str());
-        table.set(CrossoverEntry{preset, shape.hidden, shape.intermediate, shape.experts, shape.top_k, f, crossover,
-                                 bf16_act, w8a16_from, tiled_warp});
-        return crossover;
-      };
-      nlohmann::json lad = {{"preset", preset},
-                            {"format", to_string(f)},
-                            {"crossover", add(warp_times, classical_times, false, CrossoverEntry::kNever, false)},
-                            {"points", points}};
-      if (tiled) lad["tiled_crossover"] = add(tiled_times, classical_times, false, CrossoverEntry::kNever, true);
-      if (w8a16) {
-        // Where W8A16 beats the default classical configuration (kFastest's choice on the classical side).
-        const int from = crossover_from_ladder(ladder, classical_times, w8a16_times);
-        std::printf("# W8A16 faster than the default classical configuration %s %s: %s\n", preset.c_str(),
-                    to_string(f), from == CrossoverEntry::kNever ? "never" : ("B >= " + std::to_string(from)).c_str());
-        lad["w8a16_crossover"] = add(warp_times, w8a16_times, true, from, false);
-        if (tiled) lad["tiled_w8a16_crossover"] = add(tiled_times, w8a16_times, true, from, true);
-        lad["w8a16_from"] = from;
-      }
+      nlohmann::json lad = {{"preset", preset}, {"format", to_string(f)}, {"points", points}};
+      TuneLadder l{preset, f, false, false, ladder, warp_decode_streams(f) ? warp_times : std::vector<double>{},
+                   tiled_times, classical_times, w8a16_times};
+      record_entries(l, lad, table);
       ladders.push_back(lad);
     }
   write_tune_json(table, header, ladders, json_path);

@@ -53,7 +53,8 @@
 #            session 27's bank conflict at B = 24 and 56)
 #     tune:  the crossover tune alone (h200-crossover.json: warp decode on the default
 #            upload and on the tiled copies against the classical path, per preset;
-#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240); UNTILED=1 adds
+#            TUNE_PRESETS, TUNE_TIMEOUT seconds a preset, default 240; TUNE_ROUNDS
+#            rounds, default 1, merged point by point); UNTILED=1 adds
 #            the untiled tune after it (no tests; both took 270 + 150-220 s in
 #            session 50, close to one 10-minute device call)
 #     untiled: tiled-only weights on the classical path (on sm_90a BF16 and MXFP8
@@ -173,30 +174,37 @@ classical_benches() {
 }
 # The warp/classical crossover of MoeDispatch (bench-moe --tune; warp decode
 # on the default upload and on the tiled copies), one preset a run so that a
-# timeout loses one ladder, merged into $OUT/<card>-crossover.json (copy its
-# entries into src/moe/crossover_tables.cpp). TUNE_PRESETS (default all three),
-# TUNE_TIMEOUT seconds a preset (default 240). The ladder holds 65-80,
+# timeout loses one ladder, merged into $OUT/<card>-crossover.json by
+# `warpdecode crossover-merge` (copy its entries into
+# src/moe/crossover_tables.cpp). TUNE_PRESETS (default all three),
+# TUNE_TIMEOUT seconds a preset (default 240), TUNE_ROUNDS (default 1): with
+# more, each ladder is measured that many times and the merge takes each
+# path's best median at each batch, so that the entries where the two paths
+# are within a few percent do not move with one round's clocks (H100,
+# sessions 77-78). The ladder holds 65-80,
 # where warp decode's down kernel stepped up before its token groups took
 # 128 tokens (session 49); on the tiled copies warp decode is level with or
 # ahead of the classical path at every B <= 80 (session 50 run 1).
 crossover_tune() {
-  local t0 p files=()
-  for p in ${TUNE_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
-    t0=$(date +%s)
-    timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune --preset "$p" --format bf16,mxfp8 \
-      --tune-batch 8,16,24,32,48,64,65,72,80,96,128,192,256 --tune-json "$LOG/tune-$p.json" >"$LOG/tune-$p.log" 2>&1
-    note "tune          $p rc=$? ($(( $(date +%s) - t0 )) s)"
-    [ -s "$LOG/tune-$p.json" ] && files+=("$LOG/tune-$p.json")
+  local t0 p r files=()
+  for r in $(seq "${TUNE_ROUNDS:-1}"); do
+    for p in ${TUNE_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
+      t0=$(date +%s)
+      timeout "${TUNE_TIMEOUT:-240}" "$BIN/warpdecode" bench-moe --tune --preset "$p" --format bf16,mxfp8 \
+        --tune-batch 8,16,24,32,48,64,65,72,80,96,128,192,256 --tune-json "$LOG/tune-$p-$r.json" >"$LOG/tune-$p-$r.log" 2>&1
+      note "tune          $p round $r rc=$? ($(( $(date +%s) - t0 )) s)"
+      [ -s "$LOG/tune-$p-$r.json" ] && files+=("$LOG/tune-$p-$r.json")
+    done
   done
-  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/$CARD-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
-  note "tune merged   rc=$? -> $OUT/$CARD-crossover.json ($(cat "$LOG/tune-merge.log" 2>/dev/null))"
+  [ ${#files[@]} -gt 0 ] && "$BIN/warpdecode" crossover-merge -o "$OUT/$CARD-crossover.json" "${files[@]}" >>"$LOG/tune-merge.log" 2>&1
+  note "tune merged   rc=$? -> $OUT/$CARD-crossover.json ($(tail -1 "$LOG/tune-merge.log" 2>/dev/null))"
 }
 # The tiled-only crossover (warp decode against the classical path on
 # tiled-only weights: on sm_90a BF16, and MXFP8 in W8A16, read as they are;
 # elsewhere, or with UNTILED_UNTILE=1, un-tiled first: the table's
 # "classical_reads": "untiled" entries, past B = 384 on the H200, so give
 # UNTILED_BATCHES, e.g. 352,384,416,448,480,512,1024), one preset and format
-# a run, merged.
+# a run, merged (warpdecode crossover-merge).
 untiled_tune() {
   local t0 p f ladder files=()
   for p in ${UNTILED_PRESETS:-qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-480b-a35b}; do
@@ -213,9 +221,9 @@ untiled_tune() {
       [ -s "$LOG/tune-untiled-$p-$f.json" ] && files+=("$LOG/tune-untiled-$p-$f.json")
     done
   done
-  [ ${#files[@]} -gt 0 ] && python3 bench/merge_crossover.py "$OUT/$CARD-crossover-untiled.json" "${files[@]}" \
+  [ ${#files[@]} -gt 0 ] && "$BIN/warpdecode" crossover-merge -o "$OUT/$CARD-crossover-untiled.json" "${files[@]}" \
     >>"$LOG/tune-untiled-merge.log" 2>&1
-  note "untiled merged rc=$? -> $OUT/$CARD-crossover-untiled.json ($(cat "$LOG/tune-untiled-merge.log" 2>/dev/null))"
+  note "untiled merged rc=$? -> $OUT/$CARD-crossover-untiled.json ($(tail -1 "$LOG/tune-untiled-merge.log" 2>/dev/null))"
 }
 # Accuracy against FP64 (issue 5): one layer of qwen3-30b-a3b in MXFP8, B = 8 and 32, Gaussian and
 # outlier inputs, 8 seeds; then the drift through all 48 layers (B = 8, 3 seeds). The JSON is

@@ -14,6 +14,7 @@ void add_all(CLI::App& app) {
   add_report(app);
   add_compare(app);
   add_dispatch(app);
+  add_crossover_merge(app);
 #ifdef WD_HAVE_TOKENIZER
   add_tokenize(app);
 #endif

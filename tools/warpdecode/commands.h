@@ -13,6 +13,7 @@ void add_info(CLI::App& app);
 void add_check(CLI::App& app);
 void add_bench_moe(CLI::App& app);  // CUDA builds only
 void add_dispatch(CLI::App& app);   // host logic only: every build
+void add_crossover_merge(CLI::App& app);  // host logic only: every build
 void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);  // builds with the tokenizer (PCRE2 + utf8proc) only
 void add_accuracy(CLI::App& app);  // every build: GPU kernels where a device is, CPU models otherwise

@@ -1,0 +1,139 @@
+// warpdecode crossover-merge: tunes of one card (bench-moe --tune or
+// --tune-untiled JSON, one file a preset or a run) as one crossover table.
+// Ladders of different kinds are put side by side; rounds of the same ladder
+// (same preset, format and weights, the same batches) are combined point by
+// point, each path's smallest median, and the entries derived again from the
+// combined ladder by the tune's own rule (crossover_entries). Where warp
+// decode and the classical path are within a few percent, one round's
+// crossover moves by a ladder step with the card's clocks (H100, sessions 77
+// and 78); rounds give the switch a steadier place. Host logic only.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json_read.h"
+#include "core/read_file.h"
+#include "tools/warpdecode/commands.h"
+#include "warpdecode/error.h"
+#include "warpdecode/tune_ladder.h"
+
+namespace wd::cli {
+namespace {
+
+struct MergeOptions {
+  std::string out;
+  std::vector<std::string> inputs;
+};
+
+// The rounds of one ladder kind: the parsed ladders and the first round's record.
+struct Group {
+  std::vector<TuneLadder> rounds;
+  std::vector<std::string> files;
+  json_read::Json record;
+};
+
+void run(const MergeOptions& o) {
+  std::vector<std::string> order;  // kinds in the order first met
+  std::map<std::string, Group> groups;
+  json_read::Json header;
+  std::string card, card_file;
+  json_read::Json commands = json_read::Json::array(), commits = json_read::Json::array();
+  for (const auto& path : o.inputs) {
+    const std::string text = read_file(path);
+    const json_read::Json doc = json_read::parse(text, path);
+    const std::vector<TuneLadder> ladders = parse_tune_ladders(text, path);
+    WD_CHECK(!ladders.empty(), "crossover-merge: ", path, " holds no ladders");
+    const json_read::Json h = doc.value("header", json_read::Json::object());
+    WD_CHECK(h.is_object() && h.contains("card") && h.at("card").is_string(), "crossover-merge: ", path,
+             " has no header naming its card (bench-moe --tune writes one)");
+    const std::string c = h.at("card").get<std::string>();
+    if (card.empty()) {
+      card = c, card_file = path, header = h;
+    } else {
+      WD_CHECK(c == card, "crossover-merge: ", card_file, " was measured on ", card, ", ", path, " on ", c,
+               ": a table is one card's");
+    }
+    commands.push_back(h.value("command", ""));
+    commits.push_back(h.value("commit", ""));
+    for (size_t i = 0; i < ladders.size(); ++i) {
+      const std::string k = ladders[i].kind();
+      auto [it, fresh] = groups.try_emplace(k);
+      if (fresh) {
+        order.push_back(k);
+        it->second.record = doc.at("ladders").at(i);
+      }
+      it->second.rounds.push_back(ladders[i]);
+      it->second.files.push_back(path);
+    }
+  }
+
+  CrossoverTable table;
+  json_read::Json merged_ladders = json_read::Json::array();
+  for (const auto& k : order) {
+    Group& g = groups.at(k);
+    const TuneLadder best = best_of_rounds(g.rounds);
+    json_read::Json lad = g.record;
+    json_read::Json& points = lad.at("points");
+    auto put = [&](const char* key, const std::vector<double>& v) {
+      for (size_t i = 0; i < v.size(); ++i) points[i][key] = v[i];
+    };
+    put("warp_us", best.warp_us);
+    put("warp_tiled_us", best.warp_tiled_us);
+    put("classical_us", best.classical_us);
+    put("w8a16_us", best.w8a16_us);
+    if (g.rounds.size() > 1) {
+      // A point's clocks and configurations belong to one round; the times are now several rounds' best.
+      for (auto& p : points)
+        for (const char* key : {"warp_sm_clock_mhz", "warp_tiled_sm_clock_mhz", "classical_sm_clock_mhz",
+                                "w8a16_sm_clock_mhz"})
+          p.erase(key);
+      lad["rounds"] = g.rounds.size();
+      lad["files"] = g.files;
+    }
+    for (const char* key : {"crossover", "tiled_crossover", "w8a16_crossover", "tiled_w8a16_crossover", "w8a16_from"})
+      lad.erase(key);
+    std::printf("# %s: %zu round%s\n", k.c_str(), g.rounds.size(), g.rounds.size() > 1 ? "s" : "");
+    for (const CrossoverEntry& e : crossover_entries(best)) {
+      std::printf("# crossover %s\n", crossover_line(e).c_str());
+      lad[ladder_field(e)] = e.crossover;
+      if (e.bf16_activations && !e.untiled) lad["w8a16_from"] = e.w8a16_from;
+      table.set(e);
+    }
+    merged_ladders.push_back(std::move(lad));
+  }
+
+  json_read::Json doc = json_read::parse(table.to_json(), "crossover-merge");
+  // The first input's header (card, bandwidths, method) with every input's
+  // command and commit in place of the first's alone.
+  for (const char* key : {"command", "commit", "build"}) header.erase(key);
+  header["commands"] = commands;
+  header["commits"] = commits;
+  header["merged_by"] = command_line();
+  doc["header"] = header;
+  doc["ladders"] = merged_ladders;
+  std::ofstream out(o.out);
+  WD_CHECK(out.good(), "crossover-merge: cannot write '", o.out, "'");
+  out << doc.dump(2) << "\n";
+  out.close();
+  WD_CHECK(!out.fail(), "crossover-merge: writing '", o.out, "' failed");
+  std::printf("crossover-merge: %zu entries from %zu ladders in %zu files -> %s\n", table.entries().size(),
+              order.size(), o.inputs.size(), o.out.c_str());
+}
+
+}  // namespace
+
+void add_crossover_merge(CLI::App& app) {
+  auto o = std::make_shared<MergeOptions>();
+  auto* cmd = app.add_subcommand(
+      "crossover-merge",
+      "Merge crossover tunes of one card (bench-moe --tune / --tune-untiled JSON) into one table; rounds of a ladder "
+      "are combined point by point (each path's best median) and its entries derived again");
+  cmd->add_option("--out,-o", o->out, "The merged table (load it with WD_MOE_CROSSOVER=FILE)")->required();
+  cmd->add_option("tunes", o->inputs, "Tune JSON files, one card's")->required()->check(CLI::ExistingFile);
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace wd::cli
