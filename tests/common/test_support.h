@@ -1,8 +1,10 @@
 // Helpers shared by the test suites: running the warpdecode binary as a user
-// does, and drawing random explicit routings.
+// does, temporary files, and drawing random explicit routings.
 #pragma once
 
+#include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +33,17 @@ inline MoeShape make_shape(int H, int I, int E, int K) {
   s.experts = E;
   s.top_k = K;
   return s;
+}
+
+// Writes `text` to a fresh file under /tmp and returns its path (the caller
+// removes it); an empty string if the file could not be made.
+inline std::string write_temp_file(const std::string& text) {
+  char name[] = "/tmp/wd_test_XXXXXX";
+  const int fd = mkstemp(name);
+  if (fd < 0) return "";
+  const bool ok = write(fd, text.data(), text.size()) == ssize_t(text.size());
+  close(fd);
+  return ok ? name : "";
 }
 
 struct CliResult {

@@ -1,7 +1,6 @@
 // The warpdecode binary as a user runs it: exit status and the one-line error.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -143,17 +142,13 @@ Result expect_paths(const std::string& args, std::initializer_list<PathRow> rows
 // and under bf16-activations without the sm_90a kernels a batch past warp
 // decode's maximum refused.
 TEST(Cli, DispatchShowsEachBatchsPath) {
-  char name[] = "/tmp/wd_cli_crossover_XXXXXX";
-  const int fd = mkstemp(name);
-  ASSERT_GE(fd, 0);
-  const std::string table = R"({"entries": [
+  const std::string name = wd::test::write_temp_file(R"({"entries": [
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 48},
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 96,
      "warp_weights": "tiled"},
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "mxfp8", "crossover": 384,
-     "warp_weights": "tiled-only"}]})";
-  ASSERT_EQ(write(fd, table.data(), table.size()), ssize_t(table.size()));
-  close(fd);
+     "warp_weights": "tiled-only"}]})");
+  ASSERT_FALSE(name.empty());
   // (--sm90a no: on sm_90a the classical path reads tiled-only MXFP8 too.)
   const std::string with_table = std::string(" --table ") + name;
   const std::string q30 = "dispatch --preset qwen3-30b-a3b ";
@@ -219,7 +214,7 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   expect_paths(q30 + "--format mxfp8 --batch 64,65 --upload default --policy bf16-activations --sm90a no "
                      "--max-batch 64" + with_table,
                {{"mxfp8", "default", 64, "warp"}, {"mxfp8", "default", 65, "refused"}});
-  std::remove(name);
+  std::remove(name.c_str());
 }
 
 }  // namespace

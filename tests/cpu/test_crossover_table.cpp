@@ -7,21 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_support.h"
 #include "warpdecode/error.h"
 #include "warpdecode/dispatch_rules.h"
 
 namespace wd {
 namespace {
 
-std::string write_temp(const std::string& text) {
-  char name[] = "/tmp/wd_crossover_XXXXXX";
-  const int fd = mkstemp(name);
-  EXPECT_GE(fd, 0);
-  std::FILE* f = fdopen(fd, "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  return name;
-}
+using test::write_temp_file;
 
 // A committed table of bench/results/ (e.g. "h200-crossover.json"): its
 // JSON (with the ladders) and the table it loads as.
@@ -58,7 +51,7 @@ void expect_same_entries(const std::vector<CrossoverEntry>& got, const std::vect
 }
 
 TEST(CrossoverTable, LoadLookupAndScale) {
-  const std::string path = write_temp(R"({"card": "test", "entries": [
+  const std::string path = write_temp_file(R"({"card": "test", "entries": [
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
      "format": "bf16", "crossover": 64},
     {"preset": "x", "hidden": 4096, "intermediate": 1536, "experts": 128, "top_k": 8,
@@ -76,7 +69,7 @@ TEST(CrossoverTable, LoadLookupAndScale) {
   EXPECT_EQ(t.crossover(preset_shape("qwen3-coder-480b-a35b"), WeightFormat::kMXFP8), CrossoverEntry::kNever);
   EXPECT_EQ(t.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kFP8Block128), CrossoverEntry::kNever);
   // Round trip.
-  const std::string again = write_temp(t.to_json());
+  const std::string again = write_temp_file(t.to_json());
   const CrossoverTable u = CrossoverTable::load(again);
   std::remove(again.c_str());
   EXPECT_EQ(u.crossover(preset_shape("qwen3-30b-a3b"), WeightFormat::kBF16), 64);
@@ -88,7 +81,7 @@ TEST(CrossoverTable, MalformedFilesAreFormatErrors) {
   for (const char* text : {"{", R"({"entries": [{"hidden": 1}]})",
                            R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "fp4", "crossover": 3}]})",
                            R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 0}]})"}) {
-    const std::string path = write_temp(text);
+    const std::string path = write_temp_file(text);
     EXPECT_THROW(CrossoverTable::load(path), FormatError) << text;
     std::remove(path.c_str());
   }
@@ -273,7 +266,7 @@ TEST(CrossoverTable, CommittedUntiledEntriesFollowTheirLadders) {
 // W8A16 entries ("activations": "bf16") sit beside the default ones of the
 // same shape and format, and survive the round trip.
 TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
-  const std::string path = write_temp(R"({"entries": [
+  const std::string path = write_temp_file(R"({"entries": [
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
      "format": "mxfp8", "crossover": 24},
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
@@ -285,7 +278,7 @@ TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
   EXPECT_EQ(t.crossover(s, WeightFormat::kMXFP8), 24);
   EXPECT_EQ(t.crossover(s, WeightFormat::kMXFP8, true), 96);
   EXPECT_EQ(t.crossover(s, WeightFormat::kBF16, true), CrossoverEntry::kNever);
-  const std::string again = write_temp(t.to_json());
+  const std::string again = write_temp_file(t.to_json());
   const CrossoverTable u = CrossoverTable::load(again);
   std::remove(again.c_str());
   EXPECT_EQ(u.crossover(s, WeightFormat::kMXFP8), 24);
@@ -297,7 +290,7 @@ TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
     "top_k": 8, "format": "mxfp8", "crossover": 3, "w8a16_from": 96}]})",
                            R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
     "top_k": 8, "format": "mxfp8", "crossover": 3, "activations": "bf16", "w8a16_from": 0}]})"}) {
-    const std::string bad = write_temp(text);
+    const std::string bad = write_temp_file(text);
     EXPECT_THROW(CrossoverTable::load(bad), FormatError) << text;
     std::remove(bad.c_str());
   }
@@ -308,7 +301,7 @@ TEST(CrossoverTable, W8A16EntriesAreTheirOwn) {
 // own tiled entry, else the default lookup (exact or scaled); they survive
 // the round trip; an unknown value is a FormatError.
 TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
-  const std::string path = write_temp(R"({"entries": [
+  const std::string path = write_temp_file(R"({"entries": [
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
      "format": "mxfp8", "crossover": 48},
     {"preset": "qwen3-30b-a3b", "hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8,
@@ -325,7 +318,7 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
   const MoeShape s = preset_shape("qwen3-30b-a3b");
   const MoeShape coder = preset_shape("qwen3-coder-480b-a35b");
   for (const CrossoverTable& u : {t, [&] {
-         const std::string again = write_temp(t.to_json());
+         const std::string again = write_temp_file(t.to_json());
          CrossoverTable v = CrossoverTable::load(again);
          std::remove(again.c_str());
          return v;
@@ -379,7 +372,7 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
   EXPECT_EQ(w.entries().size(), 5u);
   EXPECT_EQ(w.crossover(s, WeightFormat::kMXFP8, false, true), 128);
   EXPECT_EQ(w.crossover(s, WeightFormat::kMXFP8), 48);
-  const std::string bad = write_temp(R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
+  const std::string bad = write_temp_file(R"({"entries": [{"hidden": 2048, "intermediate": 768, "experts": 128,
     "top_k": 8, "format": "mxfp8", "crossover": 3, "warp_weights": "packed"}]})");
   EXPECT_THROW(CrossoverTable::load(bad), FormatError);
   std::remove(bad.c_str());
@@ -390,7 +383,7 @@ TEST(CrossoverTable, TiledEntriesAreTheirOwnAndFallBackToTheDefault) {
 // per expert, the classical path past warp decode's maximum, and no effect
 // on the other uploads' lookups.
 TEST(CrossoverTable, UntiledEntriesDecideForTiledOnlyWeights) {
-  const std::string path = write_temp(R"({"entries": [
+  const std::string path = write_temp_file(R"({"entries": [
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 64},
     {"hidden": 2048, "intermediate": 768, "experts": 128, "top_k": 8, "format": "bf16", "crossover": 72,
      "warp_weights": "tiled"},
@@ -402,7 +395,7 @@ TEST(CrossoverTable, UntiledEntriesDecideForTiledOnlyWeights) {
      "activations": "bf16", "warp_weights": "tiled-only"}]})");
   const CrossoverTable loaded = CrossoverTable::load(path);
   std::remove(path.c_str());
-  const std::string again = write_temp(loaded.to_json());
+  const std::string again = write_temp_file(loaded.to_json());
   const CrossoverTable t = CrossoverTable::load(again);
   std::remove(again.c_str());
   ASSERT_EQ(t.entries().size(), 5u);
@@ -542,7 +535,7 @@ TEST(CrossoverTable, DispatchClassicalConfigFollowsW8A16From) {
   // qwen3-coder-480b-a35b (E = 160): 96 · 8/128 = 6 tokens per expert -> B = 120.
   EXPECT_EQ(t.w8a16_from(preset_shape("qwen3-coder-480b-a35b"), WeightFormat::kMXFP8), 120);
   // Round trip keeps the field.
-  const std::string path = write_temp(t.to_json());
+  const std::string path = write_temp_file(t.to_json());
   const CrossoverTable u = CrossoverTable::load(path);
   std::remove(path.c_str());
   EXPECT_EQ(u.w8a16_from(s, WeightFormat::kMXFP8), 96);

@@ -3,8 +3,6 @@
 // which does all three on files.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -23,15 +21,7 @@
 namespace wd {
 namespace {
 
-std::string write_temp(const std::string& text) {
-  char name[] = "/tmp/wd_tune_XXXXXX";
-  const int fd = mkstemp(name);
-  EXPECT_GE(fd, 0);
-  std::FILE* f = fdopen(fd, "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  return name;
-}
+using test::write_temp_file;
 
 // An entry's every field, for comparing lists whatever their order.
 using EntryKey = std::tuple<std::string, int, int, int, int, int, int, bool, int, bool, bool, bool>;
@@ -194,8 +184,8 @@ TEST(CrossoverMerge, CombinesRoundsAndRefusesMixedCards) {
         {"batch": 64, "warp_us": )" + std::to_string(warp64) + R"(, "classical_us": 100},
         {"batch": 128, "warp_us": 120, "classical_us": 90}]}]})";
   };
-  const std::string slow = write_temp(tune("Card A", 102.5)), fast = write_temp(tune("Card A", 101.0)),
-                    other = write_temp(tune("Card B", 101.0));
+  const std::string slow = write_temp_file(tune("Card A", 102.5)), fast = write_temp_file(tune("Card A", 101.0)),
+                    other = write_temp_file(tune("Card B", 101.0));
   const std::string out = slow + ".merged.json";
   const test::CliResult one = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + out + " " + slow);
   EXPECT_EQ(one.status, 0) << one.output;
@@ -220,7 +210,7 @@ TEST(CrossoverMerge, CombinesRoundsAndRefusesMixedCards) {
   EXPECT_NE(mixed.status, 0);
   EXPECT_NE(mixed.output.find("on Card A"), std::string::npos) << mixed.output;
   EXPECT_NE(mixed.output.find("a table is one card's"), std::string::npos) << mixed.output;
-  const std::string empty = write_temp(R"({"header": {"card": "Card A"}, "entries": [], "ladders": []})");
+  const std::string empty = write_temp_file(R"({"header": {"card": "Card A"}, "entries": [], "ladders": []})");
   const test::CliResult none = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + out + " " + empty);
   EXPECT_NE(none.status, 0);
   EXPECT_NE(none.output.find("holds no ladders"), std::string::npos) << none.output;
