@@ -1,7 +1,6 @@
 // The warpdecode binary as a user runs it: exit status and the one-line error.
 #include <gtest/gtest.h>
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
