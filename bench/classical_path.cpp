@@ -6,8 +6,8 @@
 
 #include "core/cuda_check.h"
 #include "kernels/classical_fits.h"
-#include "warpdecode/tune_ladder.h"
 #include "warpdecode/error.h"
+#include "warpdecode/tune_ladder.h"
 
 namespace wd::bench {
 
@@ -159,7 +159,6 @@ nlohmann::json classical_row(MoeBench& mb, const std::string& preset, WeightForm
 
 // ---- crossover tuning ------------------------------------------------------------------------
 namespace {
-// A tune's table (CrossoverTable JSON) with its header and measured ladders.
 // A measured ladder's entries (crossover_entries): printed, set in the table,
 // and each crossover (and W8A16's start) written into the ladder's record.
 void record_entries(const TuneLadder& l, nlohmann::json& lad, CrossoverTable& table) {
@@ -176,6 +175,7 @@ void record_entries(const TuneLadder& l, nlohmann::json& lad, CrossoverTable& ta
   }
 }
 
+// A tune's table (CrossoverTable JSON) with its header and measured ladders.
 void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, const nlohmann::json& ladders,
                      const std::string& json_path) {
   nlohmann::json doc = nlohmann::json::parse(table.to_json());
