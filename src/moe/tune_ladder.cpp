@@ -127,17 +127,6 @@ std::vector<TuneLadder> parse_tune_ladders(const std::string& json_text, const s
     }
     const json_read::Json& points = r.required("points");
     if (!points.is_array() || points.empty()) throw FormatError(where + ": 'points' must be a non-empty array");
-    // A time is in every point of the ladder or in none (points are objects: checked above).
-    auto times = [&](const char* key, std::vector<double>& into) {
-      const bool first = points[0].contains(key);
-      for (size_t p = 0; p < points.size(); ++p) {
-        const json_read::Object pt(points[p], where + ", point " + std::to_string(p));
-        if (pt.has(key) != first)
-          pt.refuse(std::string("'") + key + "' is " + (first ? "missing" : "present") + " (point 0: " +
-                            (first ? "present" : "missing") + ")");
-        if (first) into.push_back(pt.positive_number(pt.at(key), key));
-      }
-    };
     for (size_t p = 0; p < points.size(); ++p) {
       if (!points[p].is_object()) throw FormatError(where + ", point " + std::to_string(p) + ": must be a JSON object");
       const json_read::Object pt(points[p], where + ", point " + std::to_string(p));
@@ -146,6 +135,17 @@ std::vector<TuneLadder> parse_tune_ladders(const std::string& json_text, const s
         pt.refuse("batch " + std::to_string(l.batches[p]) + " after " + std::to_string(l.batches[p - 1]) +
                   " (a ladder ascends)");
     }
+    // A time is in every point of the ladder or in none.
+    auto times = [&](const char* key, std::vector<double>& into) {
+      const bool first = json_read::Object(points[0], where).has(key);
+      for (size_t p = 0; p < points.size(); ++p) {
+        const json_read::Object pt(points[p], where + ", point " + std::to_string(p));
+        if (pt.has(key) != first)
+          pt.refuse(std::string("'") + key + "' is " + (first ? "missing" : "present") + " (point 0: " +
+                    (first ? "present" : "missing") + ")");
+        if (first) into.push_back(pt.positive_number(pt.at(key), key));
+      }
+    };
     if (warp_decode_streams(l.format)) times("warp_us", l.warp_us);
     times("warp_tiled_us", l.warp_tiled_us);
     times("classical_us", l.classical_us);
