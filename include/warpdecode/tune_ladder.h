@@ -44,7 +44,8 @@ struct TuneLadder {
 //                 A format warp decode does not stream: crossover 1.
 //   --tune-untiled  warp decode on the tiled-only weights against the
 //                 classical path on them (and in W8A16 where measured).
-// Throws wd::InvalidArgument when a time vector's length is not the ladder's.
+// Throws wd::InvalidArgument when a time vector's length is not the ladder's,
+// a time the ladder's entries need is missing, or the preset is not built in.
 std::vector<CrossoverEntry> crossover_entries(const TuneLadder& ladder);
 
 // The key of a ladder record that holds the entry's crossover: "crossover",
