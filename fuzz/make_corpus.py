@@ -4,7 +4,7 @@
 For each parser, valid inputs of every kind it reads and one input per
 validation rule broken, so the fuzzer starts next to every branch of it:
 safetensors headers (safetensors_header), crossover tables (crossover_table),
-config.json files (model_config), text (tokenizer). Deterministic: rerunning rewrites the same
+tune ladders (tune_ladders), config.json files (model_config), text (tokenizer). Deterministic: rerunning rewrites the same
 bytes. Usage: python3 fuzz/make_corpus.py
 """
 import json
@@ -99,6 +99,61 @@ CROSSOVER = {
 }
 
 
+def point(batch, **times):
+    p = {"batch": batch, "config": "cl/t8/stream/pdl"}
+    p.update(times)
+    return p
+
+
+def ladder(points, preset="qwen3-30b-a3b", fmt="bf16", **extra):
+    lad = {"preset": preset, "format": fmt, "crossover": -1, "points": points}
+    lad.update(extra)
+    return lad
+
+
+def tune(*ladders):
+    return js({"header": {"card": "NVIDIA H100 80GB HBM3", "command": "bench-moe --tune"}, "entries": [],
+               "ladders": list(ladders)})
+
+
+# Each kind of ladder bench-moe --tune and --tune-untiled write (default
+# upload with the tiled copies, MXFP8 with W8A16, tiled-only read as they
+# are and un-tiled first, FP8 block-128 without warp decode), then one
+# broken rule each.
+TUNE = {
+    "valid_tune": tune(
+        ladder([point(8, warp_us=100.0, warp_tiled_us=90.0, classical_us=120.0),
+                point(64, warp_us=200.0, warp_tiled_us=180.0, classical_us=190.0),
+                point(128, warp_us=300.0, warp_tiled_us=260.0, classical_us=200.0)]),
+        ladder([point(8, warp_us=80.0, classical_us=90.0, w8a16_us=95.0),
+                point(96, warp_us=180.0, classical_us=170.0, w8a16_us=160.0)], fmt="mxfp8", w8a16_from=96)),
+    "valid_untiled": tune(
+        ladder([point(48, warp_us=100.0, classical_us=101.0, w8a16_us=99.0),
+                point(384, warp_us=900.0, classical_us=400.0, w8a16_us=380.0)], fmt="mxfp8",
+               warp_weights="tiled-only", classical_reads="tiled copies", untile_us=None),
+        ladder([point(48, warp_us=100.0, classical_us=300.0)], preset="qwen3-coder-480b-a35b",
+               warp_weights="tiled-only", classical_reads="un-tiled scratch", untile_us=3770.0)),
+    "valid_fp8": tune(ladder([point(8, warp_us=0, classical_us=50.0)], fmt="fp8-block128")),
+    "valid_empty": tune(),
+    "bad_no_ladders": js({"entries": []}),
+    "bad_top_level": b"[1,2]",
+    "bad_preset": tune(ladder([point(8, warp_us=1.0, classical_us=2.0)], preset="qwen9")),
+    "bad_format": tune(ladder([point(8, warp_us=1.0, classical_us=2.0)], fmt="fp4")),
+    "bad_warp_weights": tune(ladder([point(8, warp_us=1.0, classical_us=2.0)], warp_weights="tiled")),
+    "bad_classical_reads": tune(ladder([point(8, warp_us=1.0, classical_us=2.0)], warp_weights="tiled-only",
+                                       classical_reads="sometimes")),
+    "bad_no_points": tune(ladder([])),
+    "bad_descending": tune(ladder([point(64, warp_us=1.0, classical_us=2.0), point(8, warp_us=1.0, classical_us=2.0)])),
+    "bad_ragged": tune(ladder([point(8, warp_us=1.0, classical_us=2.0, w8a16_us=3.0),
+                               point(16, warp_us=1.0, classical_us=2.0)])),
+    "bad_no_warp": tune(ladder([point(8, classical_us=2.0)], fmt="mxfp8")),
+    "bad_zero_time": tune(ladder([point(8, warp_us=0.0, classical_us=2.0)])),
+    "bad_string_time": tune(ladder([point(8, warp_us="1", classical_us=2.0)])),
+    "bad_float_batch": tune(ladder([point(8.5, warp_us=1.0, classical_us=2.0)])),
+    "bad_json": b'{"ladders": [{"preset": "qwen3',
+}
+
+
 def config(**overrides):
     c = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
          "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
@@ -167,8 +222,8 @@ TOKENIZER = {
     "empty": b"",
 }
 
-CORPORA = {"safetensors_header": SAFETENSORS, "crossover_table": CROSSOVER, "model_config": CONFIG,
-           "tokenizer": TOKENIZER}
+CORPORA = {"safetensors_header": SAFETENSORS, "crossover_table": CROSSOVER, "tune_ladders": TUNE,
+           "model_config": CONFIG, "tokenizer": TOKENIZER}
 
 
 def main():
