@@ -129,8 +129,7 @@ void add_crossover_merge(CLI::App& app) {
   auto o = std::make_shared<MergeOptions>();
   auto* cmd = app.add_subcommand(
       "crossover-merge",
-      "Merge crossover tunes of one card (bench-moe --tune / --tune-untiled JSON) into one table; rounds of a ladder "
-      "are combined point by point (each path's best median) and its entries derived again");
+      "Merge one card's crossover tunes (bench-moe --tune JSON) into one table, rounds combined point by point");
   cmd->add_option("--out,-o", o->out, "The merged table (load it with WD_MOE_CROSSOVER=FILE)")->required();
   cmd->add_option("tunes", o->inputs, "Tune JSON files, one card's")->required()->check(CLI::ExistingFile);
   cmd->callback([o] { run(*o); });
