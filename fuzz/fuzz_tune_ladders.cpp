@@ -46,7 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const wd::CrossoverEntry& e : entries) {
       check(on_ladder(l, e.crossover) && on_ladder(l, e.w8a16_from));
       check(e.untiled == l.tiled_only && e.format == l.format);
-      check(!wd::crossover_line(e).empty() && wd::ladder_field(e) != nullptr);
+      // The printed line ends in the entry's own crossover.
+      const std::string line = wd::crossover_line(e);
+      const std::string tail = e.crossover == wd::CrossoverEntry::kNever ? ": never (warp decode at every B measured)"
+                                                                         : ": B >= " + std::to_string(e.crossover);
+      check(line.size() > tail.size() && line.compare(line.size() - tail.size(), tail.size(), tail) == 0);
       table.set(e);
     }
     const wd::TuneLadder same = wd::best_of_rounds({l, l});
