@@ -117,7 +117,8 @@ std::vector<CrossoverEntry> built_in_h100_entries() {
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 96, true, 192},
       {"qwen3-coder-480b-a35b", 6144, 2560, 160, 8, WeightFormat::kMXFP8, 128, true, 192, true},
       // Tiled-only weights read as they are (bench/results/h100-crossover-untiled.json,
-      // bench-moe --tune-untiled per preset and format, session 71 on de1a661).
+      // bench-moe --tune-untiled per preset and format: session 71 on de1a661 and a
+      // second round on today's kernels, sessions 78-79, merged; both rounds agree).
       // The un-tiled-first kind stays the H200's: sm_90a reads them as they are.
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kBF16, 160, false, kNever, true, true, true},
       {"qwen3-30b-a3b", 2048, 768, 128, 8, WeightFormat::kMXFP8, 128, false, kNever, true, true, true},
