@@ -186,9 +186,10 @@ WeightCopies weight_copies(const MoeWeightsView& w);
 // this format, from the table's tiled-only crossover of that kind on, and
 // past warp_max_batch; ignored for the other copies). Throws
 // wd::InvalidArgument for a batch < 1, for an MXFP8 batch past
-// warp_max_batch under kBf16Activations that W8A16 does not take, and for
-// tiled-only weights past warp_max_batch that the classical path does not
-// take (kNot).
+// warp_max_batch under kBf16Activations that W8A16 does not take or on a
+// shape the classical path does not take (H or I not a multiple of 128:
+// warp decode at every batch up to warp_max_batch), and for tiled-only
+// weights past warp_max_batch that the classical path does not take (kNot).
 MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFormat f, int batch,
                     int warp_max_batch, DispatchPolicy policy, bool w8a16 = false,
                     WeightCopies copies = WeightCopies::kCanonical,
@@ -197,6 +198,11 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
 // Whether warp decode streams weights of this format (BF16, MXFP8); the
 // others (FP8 block-128) always run the classical path.
 inline bool warp_decode_streams(WeightFormat f) { return f == WeightFormat::kBF16 || f == WeightFormat::kMXFP8; }
+
+// Whether the classical path takes weights of this format on this shape:
+// BF16 on any; FP8 block-128 and MXFP8 (W8A8 and W8A16 alike) where H and I
+// are multiples of 128 (W8A8's activation groups, block-128's scale blocks).
+bool classical_takes_shape(const MoeShape& shape, WeightFormat f);
 
 // Whether the classical path runs W8A16 (MXFP8 weights decoded to BF16,
 // BF16 activations) for this shape and batch on a device with the sm_90a

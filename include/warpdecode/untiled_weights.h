@@ -34,6 +34,8 @@ class UntiledWeights {
   // (the formats with tiled copies). Throws wd::InvalidArgument for another
   // format or a shape the tilings do not take; allocation happens here only.
   UntiledWeights(const MoeShape& shape, WeightFormat format);
+  // The constructor's checks alone (no allocation): throws as it would.
+  static void check(const MoeShape& shape, WeightFormat format);
   ~UntiledWeights();
   UntiledWeights(const UntiledWeights&) = delete;
   UntiledWeights& operator=(const UntiledWeights&) = delete;

@@ -5,13 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <limits>
 
 #include "core/json_read.h"
 #include "core/read_file.h"
+#include "moe/classical_rules.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -141,21 +141,30 @@ namespace {
 // A batch field of the entries of one kind (format, activations, warp
 // weights, un-tiling): the shape's own, or, for other shapes, the field in
 // tokens per expert (median over the kind's entries) converted back to a
-// batch; kNever without any.
+// batch; kNever without any. Tokens per expert are kept as the exact ratio
+// field·K / E and the batch rounded up in integers (128-bit: field < 2^25,
+// K and E <= 2^20), so that a shape with another H or I but the same E and
+// K gets the measured batch itself, not one more where field·K / E is not a
+// binary fraction.
 int own_or_scaled(const std::vector<CrossoverEntry>& entries, const MoeShape& s, int CrossoverEntry::*field,
                   const std::function<bool(const CrossoverEntry&)>& kind) {
   for (const auto& e : entries)
     if (kind(e) && same_shape(e, s)) return e.*field;
-  std::vector<double> m;
+  using Wide = __int128;
+  struct Ratio {
+    Wide num, den;  // tokens per expert = num / den, both > 0
+  };
+  std::vector<Ratio> m;
   for (const auto& e : entries)
-    if (kind(e) && e.*field != CrossoverEntry::kNever) m.push_back(double(e.*field) * e.top_k / e.experts);
+    if (kind(e) && e.*field != CrossoverEntry::kNever) m.push_back({Wide(e.*field) * e.top_k, Wide(e.experts)});
   if (m.empty()) return CrossoverEntry::kNever;
-  std::sort(m.begin(), m.end());
-  const double tpe = m[m.size() / 2];
+  std::sort(m.begin(), m.end(), [](const Ratio& a, const Ratio& b) { return a.num * b.den < b.num * a.den; });
+  const Ratio tpe = m[m.size() / 2];
+  const Wide num = tpe.num * s.experts, den = tpe.den * s.top_k;
+  const Wide batch = (num + den - 1) / den;
   // Past any batch an int holds (a shape of very many experts per routed
   // slot): never.
-  const double batch = std::ceil(tpe * s.experts / s.top_k);
-  if (!(batch < double(std::numeric_limits<int>::max()))) return CrossoverEntry::kNever;
+  if (batch >= Wide(std::numeric_limits<int>::max())) return CrossoverEntry::kNever;
   return std::max(1, int(batch));
 }
 
@@ -235,6 +244,14 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
                     TiledOnlyClassical tiled_only) {
   WD_CHECK(batch >= 1, "MoE dispatch: batch = ", batch, " must be >= 1");
   if (!warp_decode_streams(f)) return MoePath::kClassical;
+  if (!classical_takes_shape(shape, f)) {
+    // MXFP8 on H or I not a multiple of 128: warp decode alone (it takes
+    // multiples of 32).
+    WD_CHECK(batch <= warp_max_batch, "MoE dispatch: batch = ", batch, " is past warp decode's maximum ",
+             warp_max_batch, ", and the classical path takes ", to_string(f), " weights only where H and I are ",
+             "multiples of 128 (H = ", shape.hidden, ", I = ", shape.intermediate, ")");
+    return MoePath::kWarp;
+  }
   if (copies == WeightCopies::kTiledOnly && tiled_only == TiledOnlyClassical::kNot) {
     // The classical path does not take them (not read as they are, no
     // un-tiling scratch); warp decode is correct at every batch it takes, so
@@ -259,6 +276,10 @@ MoePath choose_path(const CrossoverTable& table, const MoeShape& shape, WeightFo
   if (batch > warp_max_batch) return MoePath::kClassical;
   const int c = table.crossover(shape, f, false, tiled_warp, untiled, reads_tiled);
   return c != CrossoverEntry::kNever && batch >= c ? MoePath::kClassical : MoePath::kWarp;
+}
+
+bool classical_takes_shape(const MoeShape& shape, WeightFormat f) {
+  return f == WeightFormat::kBF16 || classical_rules::w8a8_shape_ok(shape);
 }
 
 bool classical_reads_tiled_only(const MoeShape& s, WeightFormat f, bool sm90a) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/classical_fits.h"
+#include "warpdecode/error.h"
 
 namespace wd {
 
@@ -36,6 +37,7 @@ void MoeDispatch::untile_tiled_only(WeightFormat f) {
   // The classical path reads these as they are (BF16, and MXFP8 in W8A16, on
   // sm_90a): a scratch would never be read.
   if (reads_tiled_only(f)) return;
+  UntiledWeights::check(shape_, f);  // a refused format keeps the scratch held before
   untiled_.reset();  // one scratch at a time: free the old one before allocating
   untiled_ = std::make_unique<UntiledWeights>(shape_, f);
 }
@@ -48,7 +50,13 @@ MoeWeightsView MoeDispatch::classical_weights(const MoeWeightsView& w, cudaStrea
   // choose() sends tiled-only weights here only where the classical path
   // reads them as they are, or with a scratch of their format.
   const bool untile = weight_copies(w) == WeightCopies::kTiledOnly && !reads_tiled_only(w.format);
-  return untile ? untiled_->untile(w, stream) : w;
+  if (!untile) return w;
+  // choose() sends tiled-only MXFP8 and BF16 here only with their scratch; a
+  // view without canonical tensors of another format (FP8 block-128 has no
+  // tiled copies) is malformed: refused by name, not dereferenced.
+  WD_CHECK(untiles(w.format), "MoE dispatch: ", to_string(w.format),
+           " weights without canonical tensors (a tiled-only view) and no un-tiling scratch of that format");
+  return untiled_->untile(w, stream);
 }
 
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,

@@ -15,13 +15,17 @@ struct UntiledWeights::Buffers {
   DeviceBuffer<uint8_t> gate_up, gate_up_scales, down, down_scales;
 };
 
-UntiledWeights::UntiledWeights(const MoeShape& shape, WeightFormat format)
-    : shape_(shape), format_(format), buf_(std::make_unique<Buffers>()) {
-  shape_.validate();
+void UntiledWeights::check(const MoeShape& shape, WeightFormat format) {
+  shape.validate();
   WD_CHECK(format == WeightFormat::kBF16 || format == WeightFormat::kMXFP8, "UntiledWeights: format ",
            to_string(format), " has no tiled copies (BF16 and MXFP8 do)");
   WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape), "UntiledWeights: H = ", shape.hidden, ", I = ",
            shape.intermediate, " is a shape the tilings do not take (H % 64 == 0, I % 64 == 0)");
+}
+
+UntiledWeights::UntiledWeights(const MoeShape& shape, WeightFormat format)
+    : shape_(shape), format_(format), buf_(std::make_unique<Buffers>()) {
+  check(shape, format);
   const size_t elems = size_t(shape.experts) * shape.hidden * shape.intermediate;  // per projection
   const size_t elem_bytes = format == WeightFormat::kBF16 ? 2 : 1;
   buf_->gate_up = DeviceBuffer<uint8_t>(2 * elems * elem_bytes);

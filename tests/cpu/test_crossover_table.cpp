@@ -665,5 +665,56 @@ TEST(CrossoverTable, ChoosePathFollowsTheCrossoverAndThePolicy) {
   EXPECT_STREQ(to_string(P::kBf16Activations), "bf16-activations");
 }
 
+// MXFP8 on H or I not a multiple of 128 (warp decode takes multiples of
+// 32; the classical path's W8A8 and W8A16 tiles take 128): warp decode at
+// every batch up to its maximum, past the scaled crossover too, and a
+// refusal past it that names the shape, under both policies. BF16 on the
+// same shape keeps its crossover.
+TEST(CrossoverTable, ChoosePathKeepsMxfp8OnWarpDecodeWhereTheClassicalPathCannotRunTheShape) {
+  const MoeShape q = preset_shape("qwen3-30b-a3b");
+  CrossoverTable t;
+  t.set(CrossoverEntry{"qwen3-30b-a3b", q.hidden, q.intermediate, q.experts, q.top_k, WeightFormat::kBF16, 64});
+  t.set(CrossoverEntry{"qwen3-30b-a3b", q.hidden, q.intermediate, q.experts, q.top_k, WeightFormat::kMXFP8, 48});
+  MoeShape odd = q;
+  odd.hidden = 2880, odd.intermediate = 2880;  // multiples of 32 and 64, not 128
+  odd.validate();
+  EXPECT_FALSE(classical_takes_shape(odd, WeightFormat::kMXFP8));
+  EXPECT_FALSE(classical_takes_shape(odd, WeightFormat::kFP8Block128));
+  EXPECT_TRUE(classical_takes_shape(odd, WeightFormat::kBF16));
+  EXPECT_TRUE(classical_takes_shape(q, WeightFormat::kMXFP8));
+  const int max = 256;
+  using P = DispatchPolicy;
+  for (P p : {P::kFastest, P::kBf16Activations})
+    for (bool w8a16 : {false, true}) {
+      for (int B : {1, 47, 48, 64, max})
+        EXPECT_EQ(choose_path(t, odd, WeightFormat::kMXFP8, B, max, p, w8a16), MoePath::kWarp) << B;
+      try {
+        choose_path(t, odd, WeightFormat::kMXFP8, max + 1, max, p, w8a16);
+        ADD_FAILURE() << "MXFP8 past warp decode's maximum on a shape the classical path cannot run was not refused";
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("multiples of 128 (H = 2880, I = 2880)"), std::string::npos) << e.what();
+      }
+    }
+  EXPECT_EQ(choose_path(t, odd, WeightFormat::kBF16, 63, max, P::kFastest), MoePath::kWarp);
+  EXPECT_EQ(choose_path(t, odd, WeightFormat::kBF16, 64, max, P::kFastest), MoePath::kClassical);
+}
+
+// A crossover scaled to a shape of the same experts and top-k (another H or
+// I) is the measured batch itself, wherever batch·K / E is not a binary
+// fraction (31 · 4 / 60); and to other E, K the exact ceiling.
+TEST(CrossoverTable, ScaledCrossoverIsExactInTokensPerExpert) {
+  CrossoverTable t;
+  t.set(CrossoverEntry{"x", 2048, 1408, 60, 4, WeightFormat::kBF16, 31});
+  MoeShape same{4096, 1408, 60, 4};
+  for (int c : {31, 62, 124, 125, 333, 1001}) {
+    t.set(CrossoverEntry{"x", 2048, 1408, 60, 4, WeightFormat::kBF16, c});
+    EXPECT_EQ(t.crossover(same, WeightFormat::kBF16), c) << c;
+  }
+  CrossoverTable u;
+  u.set(CrossoverEntry{"y", 6144, 2560, 160, 8, WeightFormat::kBF16, 332});  // 16.6 tokens per expert
+  EXPECT_EQ(u.crossover(MoeShape{2048, 768, 60, 4}, WeightFormat::kBF16), 249);   // 16.6 · 60 / 4 = 249
+  EXPECT_EQ(u.crossover(MoeShape{2048, 768, 128, 8}, WeightFormat::kBF16), 266);  // 265.6, up
+}
+
 }  // namespace
 }  // namespace wd

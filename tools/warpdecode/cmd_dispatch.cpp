@@ -90,10 +90,18 @@ void run(const DispatchOptions& o) {
       if (u != WeightCopies::kCanonical && !warp_format) continue;
       const bool a16_entry = policy == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8;
       const int c = table.crossover(shape, f, a16_entry, u != WeightCopies::kCanonical, untile, direct);
-      const std::string cross = !warp_format                              ? "-"
-                                : u == WeightCopies::kTiledOnly && !untile ? "none"
-                                : c == CrossoverEntry::kNever              ? "never"
-                                                                           : std::to_string(c);
+      // "none": no batch of this row reaches the classical path through the
+      // crossover (tiled-only weights nothing else reads, a shape the
+      // classical path does not take, or W8A16 that the device does not run
+      // under the bf16-activations policy).
+      const bool a16_runs = std::any_of(o.batches.begin(), o.batches.end(),
+                                        [&](int B) { return B >= 1 && w8a16_runs(shape, f, B, sm90a); });
+      const bool switches = (u != WeightCopies::kTiledOnly || untile) && classical_takes_shape(shape, f) &&
+                            (!a16_entry || a16_runs);
+      const std::string cross = !warp_format                ? "-"
+                                : !switches                  ? "none"
+                                : c == CrossoverEntry::kNever ? "never"
+                                                             : std::to_string(c);
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
