@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "core/cuda_check.h"
+#include "core/json_write.h"
 #include "kernels/classical_fits.h"
 #include "warpdecode/error.h"
 #include "warpdecode/tune_ladder.h"
@@ -181,9 +181,7 @@ void write_tune_json(const CrossoverTable& table, const nlohmann::json& header, 
   nlohmann::json doc = nlohmann::json::parse(table.to_json());
   doc["header"] = header;
   doc["ladders"] = ladders;
-  std::ofstream out(json_path);
-  WD_CHECK(out.good(), "cannot write '", json_path, "'");
-  out << doc.dump(2) << "\n";
+  json_write::to_file(doc, json_path);
   std::printf("# wrote %s (load it with WD_MOE_CROSSOVER=%s, or copy its entries into the built-in table)\n",
               json_path.c_str(), json_path.c_str());
 }

@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "core/json_read.h"
 #include "core/read_file.h"
 #include "warpdecode/error.h"
 
@@ -318,18 +320,18 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }  // namespace
 
 nlohmann::json read_json(const std::string& path) {
-  const std::string text = read_file(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError(detail::concat("'", path, "' is not valid JSON: ", e.what()));
-  }
+  return json_read::parse(read_file(path), "'" + path + "'");
 }
 
 Result render(const Options& opt) {
   namespace fs = std::filesystem;
   WD_CHECK(!opt.out_dir.empty(), "report: --out is required");
   WD_CHECK(!opt.moe_files.empty() || !opt.accuracy_files.empty(), "report: give --moe and/or --accuracy files");
+  // Every input read before anything is written: a missing or malformed file
+  // leaves no output directory behind.
+  std::vector<json> moe_docs, accuracy_docs;
+  for (const auto& f : opt.moe_files) moe_docs.push_back(read_json(f));
+  for (const auto& f : opt.accuracy_files) accuracy_docs.push_back(read_json(f));
   const fs::path out(opt.out_dir), gp_dir = out / "gnuplot";
   std::error_code ec;
   fs::create_directories(gp_dir, ec);
@@ -340,8 +342,14 @@ Result render(const Options& opt) {
   if (gnuplot.empty()) res.plots_note = "gnuplot not found ('" + opt.gnuplot + "' in PATH): plots not rendered (install gnuplot-nox)";
   const fs::path log = gp_dir / "gnuplot.log";
   fs::remove(log, ec);
+  // Plot names are made from each input's file stem, which two inputs may
+  // share (h200/moe.json and h100/moe.json): a name taken already gets "-2",
+  // "-3", ... so that no plot overwrites another.
+  std::set<std::string> taken;
   // Renders a plot; returns the Markdown line for it.
-  auto draw = [&](const Plot& p) -> std::string {
+  auto draw = [&](Plot p) -> std::string {
+    const std::string base = p.name;
+    for (int i = 2; !taken.insert(p.name).second; ++i) p.name = base + "-" + std::to_string(i);
     const fs::path dat = gp_dir / (p.name + ".dat"), gp = gp_dir / (p.name + ".gp"), png = out / (p.name + ".png");
     write_file(dat, p.data);
     write_file(gp, replace_all(replace_all(p.script, "@DATA@", replace_all(fs::absolute(dat).string(), "'", "''")),
@@ -362,8 +370,9 @@ Result render(const Options& opt) {
   for (const auto& f : opt.moe_files) md << " `" << fs::path(f).filename().string() << "`";
   for (const auto& f : opt.accuracy_files) md << " `" << fs::path(f).filename().string() << "`";
   md << ".\n\n";
-  for (const auto& f : opt.moe_files) {
-    const json doc = read_json(f);
+  for (size_t fi = 0; fi < opt.moe_files.size(); ++fi) {
+    const std::string& f = opt.moe_files[fi];
+    const json& doc = moe_docs[fi];
     const json h = doc.contains("header") ? doc["header"] : json::object();
     md << "## MoE layer speed: `" << fs::path(f).filename().string() << "`\n\n" << header_lines(h);
     if (is_num(h, "read_tbps")) {
@@ -384,8 +393,9 @@ Result render(const Options& opt) {
        << moe_table(doc) << "\n";
     for (const auto& p : moe_plots(doc, fs::path(f).stem().string())) md << draw(p);
   }
-  for (const auto& f : opt.accuracy_files) {
-    const json doc = read_json(f);
+  for (size_t fi = 0; fi < opt.accuracy_files.size(); ++fi) {
+    const std::string& f = opt.accuracy_files[fi];
+    const json& doc = accuracy_docs[fi];
     const json h = doc.contains("header") ? doc["header"] : json::object();
     md << "## Accuracy against FP64: `" << fs::path(f).filename().string() << "`\n\n" << header_lines(h);
     const std::string source = text(h, "source");

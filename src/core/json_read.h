@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "warpdecode/error.h"
@@ -17,10 +18,24 @@ namespace wd::json_read {
 
 using Json = nlohmann::json;
 
-// Parses `text`; syntax errors become FormatError("<source>: invalid JSON: ...").
-inline Json parse(const std::string& text, const std::string& source) {
+// Nesting deeper than this is refused. nlohmann's parser walks any depth,
+// but printing, comparing and copying a value recurse once a level: a file
+// nested ~100 k deep (200 KB) would overflow the stack where a reader
+// names a bad value. The files read here nest a few levels.
+inline constexpr int kMaxDepth = 256;
+
+// Parses `text`; syntax errors become FormatError("<source>: invalid JSON:
+// ..."), nesting past kMaxDepth FormatError("<source>: JSON nests deeper
+// than 256 levels").
+inline Json parse(std::string_view text, const std::string& source) {
+  auto bound = [&](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth + 1 > kMaxDepth)
+      throw FormatError(source + ": JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    return true;
+  };
   try {
-    return Json::parse(text);
+    return Json::parse(text.begin(), text.end(), bound);
   } catch (const Json::exception& e) {
     throw FormatError(source + ": invalid JSON: " + e.what());
   }

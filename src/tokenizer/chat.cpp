@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "core/json_read.h"
 #include "core/read_file.h"
 #include "warpdecode/error.h"
 
@@ -46,11 +47,7 @@ bool ends_with(const std::string& s, const std::string& p) {
 }
 
 json read_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw FormatError(detail::concat(path, " is not valid JSON: ", e.what()));
-  }
+  return json_read::parse(read_file(path), path);
 }
 
 // A token field of tokenizer_config.json: a string, or {"content": ...}, or null.

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/json_read.h"
 #include "core/read_file.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
@@ -132,12 +133,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 }
 
 Tokenizer Tokenizer::from_json(std::string_view text) {
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    throw FormatError(detail::concat("tokenizer.json is not valid JSON: ", e.what()));
-  }
+  const json doc = json_read::parse(text, "tokenizer.json");
   if (!doc.is_object() || !doc.contains("model")) throw FormatError("tokenizer.json has no \"model\"");
   try {
     return from_document(doc);

@@ -209,6 +209,37 @@ TEST(Report, RejectsUnreadableInput) {
   EXPECT_THROW(render(o), FormatError);
   o.accuracy_files.clear();
   EXPECT_THROW(render(o), InvalidArgument);
+  // Every input is read before anything is written: no output directory.
+  EXPECT_FALSE(fs::exists(t.path / "out"));
+  // Nesting past json_read::kMaxDepth is refused by name (printing such a
+  // value would recurse once a level).
+  o.accuracy_files = {t.write("deep.json", std::string(300, '[') + std::string(300, ']'))};
+  try {
+    render(o);
+    ADD_FAILURE() << "300 levels of nesting were not refused";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("nests deeper than 256 levels"), std::string::npos) << e.what();
+  }
+}
+
+// Two inputs of one file name (one card's directory each) keep a plot each:
+// the second's names take "-2".
+TEST(Report, InputsOfOneFileNameKeepTheirOwnPlots) {
+  TempDir t;
+  fs::create_directories(t.path / "h200");
+  fs::create_directories(t.path / "h100");
+  json h100 = json::parse(kMoeJson);
+  h100["header"]["card"] = "NVIDIA H100 80GB HBM3";
+  Options o;
+  o.moe_files = {t.write("h200/moe.json", kMoeJson), t.write("h100/moe.json", h100.dump())};
+  o.out_dir = (t.path / "out").string();
+  o.gnuplot = "gnuplot-that-is-not-installed";
+  render(o);
+  const fs::path gp = t.path / "out" / "gnuplot";
+  ASSERT_TRUE(fs::exists(gp / "moe-qwen3-30b-a3b.gp"));
+  ASSERT_TRUE(fs::exists(gp / "moe-qwen3-30b-a3b-2.gp"));
+  EXPECT_NE(read_file((gp / "moe-qwen3-30b-a3b.gp").string()).find("(NVIDIA H200)"), std::string::npos);
+  EXPECT_NE(read_file((gp / "moe-qwen3-30b-a3b-2.gp").string()).find("(NVIDIA H100 80GB HBM3)"), std::string::npos);
 }
 
 }  // namespace

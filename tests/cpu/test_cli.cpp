@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <sys/wait.h>
 
 #include "test_support.h"
@@ -85,6 +86,18 @@ TEST(Cli, BadInputGetsOneClearError) {
   // Batch lists are parsed before anything needs a GPU.
   expect_error("accuracy --preset tiny --batch 8-4", "batch '8-4'");
   expect_error("accuracy --preset tiny --drift-batch 0", "batch '0'");
+  // Checked before the one-layer study runs (its first line names the
+  // seeds), not after it; the option named is the one given.
+  for (const auto& [args, message] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"--drift-layers 2 --drift-inputs foo", "unknown input kind 'foo'"},
+           {"--drift-inputs foo", "unknown input kind 'foo'"},
+           {"--json /nonexistent-dir/a.json", "cannot write '/nonexistent-dir/a.json': no directory"}}) {
+    const std::string a = std::string("accuracy --preset tiny --batch 1 --seeds 1 ") + args;
+    expect_error(a, message);
+    EXPECT_EQ(run(a).output.find("seeds from"), std::string::npos) << a;
+  }
+  expect_error("accuracy --model /nonexistent --drift-only", "(drop --drift-only)");
+  expect_error("accuracy --model /nonexistent --drift-layers 2", "(drop --drift-layers)");
 #ifdef WD_HAVE_CUDA
   expect_error("bench-moe --batch 1-64:0", "batch '1-64:0'");
   expect_error("bench-moe --tune --tune-batch 4097", "batch '4097'");
@@ -93,6 +106,14 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("bench-moe --hidden 3072 --tune", "--hidden excludes --tune");
   expect_error("bench-moe --tune-untiled --top-k 4", "--top-k excludes --tune-untiled");
   expect_error("bench-moe --preset qwen9", "unknown preset 'qwen9'");
+  // Options the run would only trip on after measuring, or misread, are
+  // refused before anything needs a GPU.
+  expect_error("bench-moe --bw-gib -1", "--bw-gib = -1 must be in (0, 1024]");
+  expect_error("bench-moe --calls 0", "--calls >= 1");
+  expect_error("bench-moe --classical-config t64/tma/pdl,t9/fancy", "--classical-config 't9/fancy'");
+  expect_error("bench-moe --tune --tune-untiled", "--tune excludes --tune-untiled");
+  expect_error("bench-moe --json /nonexistent-dir/b.json", "cannot write '/nonexistent-dir/b.json'");
+  expect_error("bench-moe --tune --tune-json /nonexistent-dir/t.json", "cannot write '/nonexistent-dir/t.json'");
 #endif
   expect_error("dispatch --upload fancy", "--upload 'fancy'");
   expect_error("dispatch --policy slowest", "--policy 'slowest'");
@@ -100,9 +121,10 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("dispatch --table /nonexistent/crossover.json", "cannot read '/nonexistent/crossover.json'");
 }
 
-// The path column of `warpdecode dispatch`'s row for this format, upload and
-// batch ("" when there is none).
-std::string dispatch_path(const std::string& output, const std::string& format, const std::string& upload, int batch) {
+// The crossover and path columns of `warpdecode dispatch`'s row for this
+// format, upload and batch ("" when there is none).
+std::pair<std::string, std::string> dispatch_row(const std::string& output, const std::string& format,
+                                                 const std::string& upload, int batch) {
   size_t start = 0;
   while (start < output.size()) {
     const size_t end = std::min(output.find('\n', start), output.size());
@@ -110,9 +132,13 @@ std::string dispatch_path(const std::string& output, const std::string& format, 
     start = end + 1;
     std::string shape, f, u, crossover, path;
     int b = 0;
-    if (line >> shape >> f >> u >> crossover >> b >> path && f == format && u == upload && b == batch) return path;
+    if (line >> shape >> f >> u >> crossover >> b >> path && f == format && u == upload && b == batch)
+      return {crossover, path};
   }
-  return "";
+  return {};
+}
+std::string dispatch_path(const std::string& output, const std::string& format, const std::string& upload, int batch) {
+  return dispatch_row(output, format, upload, batch).second;
 }
 
 // One row `warpdecode dispatch` must print: this format, upload and batch
@@ -214,6 +240,25 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
                      "--max-batch 64" + with_table,
                {{"mxfp8", "default", 64, "warp"}, {"mxfp8", "default", 65, "refused"}});
   std::remove(name.c_str());
+}
+
+// The crossover column says "none" where no batch reaches the classical path
+// through it: W8A16 under bf16-activations without the sm_90a kernels, and
+// MXFP8 on a shape the classical path does not take (H, I not multiples of
+// 128), where every batch up to warp decode's maximum runs warp decode.
+TEST(Cli, DispatchCrossoverIsNoneWhereNothingSwitches) {
+  const std::string q30 = "dispatch --preset qwen3-30b-a3b --card h200 --format mxfp8 --upload default ";
+  const Result a16 = expect_paths(q30 + "--policy bf16-activations --sm90a no --batch 64,128",
+                                  {{"mxfp8", "default", 64, "warp"}, {"mxfp8", "default", 128, "warp"}});
+  EXPECT_EQ(dispatch_row(a16.output, "mxfp8", "default", 128).first, "none") << a16.output;
+  const Result runs = expect_paths(q30 + "--policy bf16-activations --sm90a yes --batch 64,128", {});
+  EXPECT_NE(dispatch_row(runs.output, "mxfp8", "default", 128).first, "none") << runs.output;
+  const Result odd = expect_paths(
+      "dispatch --hidden 2880 --intermediate 2880 --experts 32 --top-k 4 --card h200 --format mxfp8,bf16 "
+      "--upload default --sm90a yes --batch 48,512",
+      {{"mxfp8", "default", 48, "warp"}, {"mxfp8", "default", 512, "warp"}, {"bf16", "default", 512, "classical"}});
+  EXPECT_EQ(dispatch_row(odd.output, "mxfp8", "default", 512).first, "none") << odd.output;
+  EXPECT_NE(dispatch_row(odd.output, "bf16", "default", 512).first, "none") << odd.output;
 }
 
 }  // namespace

@@ -217,5 +217,48 @@ TEST(CrossoverMerge, CombinesRoundsAndRefusesMixedCards) {
   for (const auto& p : {slow, fast, other, out, empty}) std::remove(p.c_str());
 }
 
+// A merged table is an input like any tune: its ladders count the rounds
+// they combine, its header's commands and commits carry over. A file given
+// twice, or a header field of the wrong type, is refused by name; a
+// command line that is not UTF-8 (an output path in another encoding)
+// does not stop the table from being written.
+TEST(CrossoverMerge, TakesMergesAndRefusesRepeatsAndBadHeaders) {
+  auto tune = [](double warp64, const std::string& commit) {
+    return R"({"header": {"card": "Card A", "command": "bench-moe --tune", "commit": )" + commit +
+           R"(}, "entries": [], "ladders": [{"preset": "qwen3-30b-a3b", "format": "bf16", "points": [
+        {"batch": 32, "warp_us": 100, "classical_us": 103},
+        {"batch": 64, "warp_us": )" + std::to_string(warp64) + R"(, "classical_us": 100}]}]})";
+  };
+  const std::string a = write_temp_file(tune(102.5, "\"c1\"")), b = write_temp_file(tune(101.0, "\"c2\"")),
+                    c = write_temp_file(tune(100.5, "\"c3\"")), bad = write_temp_file(tune(100.5, "null"));
+  const std::string ab = a + ".ab.json", abc = a + ".abc.json";
+  const test::CliResult r1 = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + ab + " " + a + " " + b);
+  ASSERT_EQ(r1.status, 0) << r1.output;
+  const test::CliResult r2 = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + abc + " " + ab + " " + c);
+  ASSERT_EQ(r2.status, 0) << r2.output;
+  EXPECT_NE(r2.output.find("qwen3-30b-a3b bf16: 3 rounds"), std::string::npos) << r2.output;
+  const nlohmann::json m = nlohmann::json::parse(read_file(abc));
+  EXPECT_EQ(m.at("ladders").at(0).at("rounds"), 3);
+  EXPECT_EQ(m.at("ladders").at(0).at("files"), nlohmann::json({a, b, c}));
+  EXPECT_EQ(m.at("header").at("commits"), nlohmann::json({"c1", "c2", "c3"}));
+  EXPECT_EQ(m.at("header").at("commands").size(), 3u);
+  EXPECT_EQ(m.at("ladders").at(0).at("points").at(1).at("warp_us"), 100.5);
+
+  const test::CliResult twice = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + abc + " " + a + " " + b + " " + a);
+  EXPECT_NE(twice.status, 0);
+  EXPECT_NE(twice.output.find(a + " is given twice"), std::string::npos) << twice.output;
+  const test::CliResult null_commit = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + abc + " " + bad);
+  EXPECT_EQ(null_commit.status, 1) << null_commit.output;
+  EXPECT_NE(null_commit.output.find(bad + ": header 'commit' must be a string"), std::string::npos)
+      << null_commit.output;
+
+  const std::string latin1 = a + ".caf\xe9.json";  // "café" in Latin-1: not UTF-8
+  const test::CliResult r3 = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + latin1 + " " + a);
+  EXPECT_EQ(r3.status, 0) << r3.output;
+  const nlohmann::json l = nlohmann::json::parse(read_file(latin1));
+  EXPECT_NE(l.at("header").at("merged_by").get<std::string>().find("caf\xEF\xBF\xBD.json"), std::string::npos);
+  for (const auto& p : {a, b, c, bad, ab, abc, latin1}) std::remove(p.c_str());
+}
+
 }  // namespace
 }  // namespace wd

@@ -220,8 +220,18 @@ TEST(Config, MalformedFilesGetOneClearError) {
   }
   try {
     parse_config("{\"hidden_size\": 2048,", "config.json");
+    FAIL() << "accepted truncated JSON";
   } catch (const FormatError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("config.json: invalid JSON: ", 0), 0u) << e.what();
+  }
+  // A value nested 100 000 deep (200 KB): refused by name where printing it
+  // in the type error would recurse a stack frame a level (it crashed).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_config("{\"hidden_size\": " + deep + "}", "config.json");
+    FAIL() << "accepted 100 000 levels of nesting";
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "config.json: JSON nests deeper than 256 levels");
   }
 }
 

@@ -106,6 +106,24 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   EXPECT_TRUE(has(none, "nothing was checked")) << none.output;
 }
 
+// The experts' tensors decide what the checkpoint holds, not config.json: an
+// FP8 quantization_config kept beside BF16 experts (a dequantized copy, or
+// experts left unconverted) takes fp8-block128 from the BF16 weights, as a
+// BF16 checkpoint does, and names the BF16 values as the checkpoint's own.
+TEST(CheckCli, AnFp8ConfigBesideBf16ExpertsReadsTheExperts) {
+  const testing::TinyModelSpec spec;  // BF16
+  const std::string dir = testing::tiny_model_dir("check-fp8-config-bf16", spec);
+  nlohmann::json config = nlohmann::json::parse(testing::tiny_config_json(spec));
+  config["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
+                                   {"weight_block_size", {128, 128}}};
+  testing::write_file(dir + "/config.json", config.dump());
+  const Result r = run("check --model " + dir + " --batch 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* f : {"bf16", "mxfp8", "fp8-block128"}) EXPECT_TRUE(row(r, f, "cpu fp32", "pass")) << f << r.output;
+  EXPECT_TRUE(has(r, "bf16 weights: the checkpoint's values as BF16")) << r.output;
+  EXPECT_TRUE(has(r, "fp8-block128 weights: quantized from the BF16 weights")) << r.output;
+}
+
 TEST(CheckCli, TheTransformersFixturePasses) {
   const std::string dir = std::string(WD_SOURCE_DIR) + "/tests/fixtures/qwen3moe-tiny";
   const Result r = run("check --model " + dir + " --batch 6");

@@ -62,6 +62,11 @@ TEST_F(CliTokenize, Decodes) {
 TEST_F(CliTokenize, ShowsTokens) {
   const Result r = run(tok() + "--tokens ' the'");
   EXPECT_EQ(r.output, "258\t\xC4\xA0the\n");
+  // The rendered chat prompt's tokens too, one line each, from <|im_start|>.
+  const Result chat = run(tok() + "--chat --tokens hello");
+  EXPECT_EQ(chat.status, 0) << chat.output;
+  EXPECT_EQ(chat.output.rfind("266\t<|im_start|>\n", 0), 0u) << chat.output;
+  EXPECT_EQ(chat.output.find(' '), std::string::npos) << chat.output;  // not one line of ids
 }
 
 TEST_F(CliTokenize, RendersAChatPrompt) {
@@ -102,6 +107,15 @@ TEST_F(CliTokenize, ErrorsAreOneLineAndNonZero) {
   EXPECT_NE(r.output.find("--decode takes token ids"), std::string::npos) << r.output;
   r = run(tok() + "--no-thinking hi");
   EXPECT_NE(r.output.find("apply to --chat"), std::string::npos) << r.output;
+  // Flags of another mode are refused, not ignored.
+  r = run(tok() + "--skip-special hello");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--skip-special applies to --decode"), std::string::npos) << r.output;
+  for (const char* mode : {"--decode 266", "--chat --text hello"}) {
+    r = run(tok() + "--tokens " + mode);
+    EXPECT_NE(r.status, 0) << mode;
+    EXPECT_NE(r.output.find("--tokens prints encoded ids"), std::string::npos) << mode << ": " << r.output;
+  }
 }
 
 }  // namespace

@@ -196,7 +196,7 @@ TEST(SmallTokenizer, UnsupportedConfigurationsAreRefusedByName) {
   refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", test::kQwenSplitRegexJson, R"(,"dropout":"x")"),
           "unexpected structure");
   refuses("{}", "no \"model\"");
-  refuses("not json", "not valid JSON");
+  refuses("not json", "tokenizer.json: invalid JSON");
   std::string no_merges = test::small_tokenizer_json();
   no_merges.replace(no_merges.find("\"h e\""), 5, "\"h q\"");
   refuses(no_merges, "merge part");

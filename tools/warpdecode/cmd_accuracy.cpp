@@ -12,12 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "accuracy/harness.h"
+#include "core/json_write.h"
 #include "tools/warpdecode/batch_list.h"
 #include "tools/warpdecode/commands.h"
 #include "tools/warpdecode/layer_source.h"
@@ -112,8 +112,8 @@ void run(const Opts& o) {
     shape = o.shape.resolve();
     c.formats = formats;
   } else {
-    WD_CHECK(o.drift_layers == "0" && !o.drift_only,
-             "--model measures the checkpoint's layer alone: drift runs synthetic stacks (drop --drift-layers)");
+    WD_CHECK(o.drift_layers == "0" && !o.drift_only, "--model measures the checkpoint's layer alone: drift runs ",
+             "synthetic stacks (drop ", o.drift_only ? "--drift-only" : "--drift-layers", ")");
     const LayerSource src = o.model.source();
     shape = src.shape;
     label = src.name;
@@ -156,6 +156,11 @@ void run(const Opts& o) {
   WD_CHECK(layers >= 0 && layers <= 1024, "--drift-layers = ", layers, " must be in [0, 1024] (or 'full')");
   WD_CHECK(!o.drift_only || layers > 0, "--drift-only needs --drift-layers");
   WD_CHECK(o.drift_seeds >= 1, "--drift-seeds = ", o.drift_seeds, " must be >= 1");
+  // Everything the drift study takes is checked here, before the one-layer
+  // study runs: a bad value must not cost that study's time first.
+  std::vector<InputKind> drift_inputs;
+  for (const auto& k : o.drift_inputs) drift_inputs.push_back(accuracy::parse_input_kind(k));
+  if (!o.json.empty()) json_write::check_writable(o.json);
 
   const auto gpu = query_gpu();
   std::unique_ptr<accuracy::Backend> backend;
@@ -217,10 +222,7 @@ void run(const Opts& o) {
   // Written after each part, so that a run stopped during the (long) drift
   // study keeps its one-layer records.
   auto write_json = [&] {
-    if (o.json.empty()) return;
-    std::ofstream out(o.json);
-    out << doc.dump(2) << "\n";
-    WD_CHECK(out.good(), "cannot write '", o.json, "'");
+    if (!o.json.empty()) json_write::to_file(doc, o.json);
   };
   const auto t0 = std::chrono::steady_clock::now();
   if (!o.drift_only) {
@@ -234,10 +236,7 @@ void run(const Opts& o) {
     d.layers = layers;
     d.batches = o.drift_batches;
     d.seeds = o.drift_seeds;
-    if (!o.drift_inputs.empty()) {
-      d.inputs.clear();
-      for (const auto& k : o.drift_inputs) d.inputs.push_back(accuracy::parse_input_kind(k));
-    }
+    if (!drift_inputs.empty()) d.inputs = drift_inputs;
     for (const auto& r : accuracy::measure_drift(*backend, d, progress)) {
       print_drift(r);
       doc["drift"].push_back(accuracy::to_json(r));

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/json_write.h"
 #include "kernels/bandwidth.cuh"
 #include "kernels/moe_tc.cuh"
 #include "classical_path.h"
@@ -170,9 +170,22 @@ void run(const Opts& o) {
     names.push_back(o.overrides.label(p));
   }
 
+  WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
+  WD_CHECK(o.bw_gib > 0 && o.bw_gib <= 1024, "--bw-gib = ", o.bw_gib, " must be in (0, 1024]");
+  const std::vector<ClassicalConfig> candidates = ClassicalConfig::candidates();
+  for (const auto& l : o.classical_configs)
+    WD_CHECK(std::any_of(candidates.begin(), candidates.end(), [&](const ClassicalConfig& c) { return c.label() == l; }),
+             "--classical-config '", l, "' is no classical configuration's label (--classical-sweep times them all)");
+  // A tune's ladder ascends (crossover_from_ladder): the batches as a set.
+  std::vector<int> tune_ladder = o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches;
+  std::sort(tune_ladder.begin(), tune_ladder.end());
+  tune_ladder.erase(std::unique(tune_ladder.begin(), tune_ladder.end()), tune_ladder.end());
+  // The JSON is written after the measurements: an unwritable path is refused before them.
+  if (!o.json.empty()) json_write::check_writable(o.json);
+  if (o.tune || o.tune_untiled) json_write::check_writable(o.tune_json);
+
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
-  WD_CHECK(o.calls >= 1 && o.replays >= 3, "need --calls >= 1 and --replays >= 3");
   // The card whose measured defaults warp decode runs here (as WarpDecodeMoe's).
   const TableCard card = table_card(gpu->name);
   cudaStream_t stream;
@@ -243,13 +256,13 @@ void run(const Opts& o) {
   opt.stages = o.stages && !o.tune && !o.tune_untiled;
   opt.clock = clock.available() ? &clock : nullptr;
   if (o.tune_untiled) {  // the same on tiled-only weights, the classical side un-tiling them
-    bench::tune_untiled_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
+    bench::tune_untiled_crossover(o.presets, formats, tune_ladder,
                                   gpu->l2_bytes, opt, stream, doc["header"], o.tune_json, o.untile);
     WD_CUDA_CHECK(cudaStreamDestroy(stream));
     return;
   }
   if (o.tune) {  // crossover of warp decode and the classical path, for MoeDispatch
-    bench::tune_crossover(o.presets, formats, o.tune_batches.empty() ? bench::default_tune_ladder() : o.tune_batches,
+    bench::tune_crossover(o.presets, formats, tune_ladder,
                           gpu->l2_bytes, opt, stream, doc["header"], o.tune_json);
     WD_CUDA_CHECK(cudaStreamDestroy(stream));
     return;
@@ -360,9 +373,7 @@ void run(const Opts& o) {
   WD_CUDA_CHECK(cudaStreamDestroy(stream));
   print_clock_summary(doc["records"]);
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    WD_CHECK(out.good(), "cannot write '", o.json, "'");
-    out << doc.dump(2) << "\n";
+    json_write::to_file(doc, o.json);
     std::printf("# wrote %s\n", o.json.c_str());
   }
 }
@@ -417,6 +428,7 @@ void add_bench_moe(CLI::App& app) {
                 "Like --tune, on tiled-only weights: warp decode against the classical path on them, reading them "
                 "as they are where it can (BF16, MXFP8 in W8A16, on sm_90a), else un-tiling them first "
                 "(MoeDispatch::untile_tiled_only's crossover)");
+  tune->excludes(tune_untiled);
   cmd->add_flag("--untile", o->untile,
                 "With --tune-untiled: the classical side un-tiles the weights even where it reads them as they are "
                 "(the table's \"classical_reads\": \"untiled\" entries)")

@@ -7,14 +7,17 @@
 // decode and the classical path are within a few percent, one round's
 // crossover moves by a ladder step with the card's clocks (H100, sessions 77
 // and 78); rounds give the switch a steadier place. Host logic only.
+#include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/json_read.h"
+#include "core/json_write.h"
 #include "core/read_file.h"
 #include "tools/warpdecode/commands.h"
 #include "warpdecode/error.h"
@@ -28,12 +31,34 @@ struct MergeOptions {
   std::vector<std::string> inputs;
 };
 
-// The rounds of one ladder kind: the parsed ladders and the first round's record.
+// The rounds of one ladder kind: the parsed ladders and the first round's
+// record. An input that is itself a merge counts its ladder's rounds and
+// files ("rounds", "files"), not one of each.
 struct Group {
   std::vector<TuneLadder> rounds;
-  std::vector<std::string> files;
+  size_t round_count = 0;
+  json_read::Json files = json_read::Json::array();
   json_read::Json record;
 };
+
+// Appends a header's provenance to `into`: the string `one` ("command",
+// "commit": a tune's header) or every string of the array `many`
+// ("commands", "commits": a merge's). A field of another type is refused,
+// naming the file.
+void add_provenance(const json_read::Json& h, const char* one, const char* many, const std::string& path,
+                    json_read::Json& into) {
+  if (h.contains(many)) {
+    const json_read::Json& v = h.at(many);
+    const bool strings = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); });
+    if (!strings) throw FormatError(path + ": header '" + many + "' must be an array of strings");
+    for (const auto& x : v) into.push_back(x);
+  } else if (h.contains(one)) {
+    if (!h.at(one).is_string()) throw FormatError(path + ": header '" + one + "' must be a string");
+    into.push_back(h.at(one));
+  } else {
+    into.push_back("");
+  }
+}
 
 void run(const MergeOptions& o) {
   std::vector<std::string> order;  // kinds in the order first met
@@ -41,6 +66,11 @@ void run(const MergeOptions& o) {
   json_read::Json header;
   std::string card, card_file;
   json_read::Json commands = json_read::Json::array(), commits = json_read::Json::array();
+  // A file given twice would count its ladders as two rounds.
+  std::set<std::filesystem::path> seen;
+  for (const auto& path : o.inputs)
+    WD_CHECK(seen.insert(std::filesystem::weakly_canonical(path)).second, "crossover-merge: ", path,
+             " is given twice (each file is one round, or one merge of rounds)");
   for (const auto& path : o.inputs) {
     const std::string text = read_file(path);
     const json_read::Json doc = json_read::parse(text, path);
@@ -56,17 +86,31 @@ void run(const MergeOptions& o) {
       WD_CHECK(c == card, "crossover-merge: ", card_file, " was measured on ", card, ", ", path, " on ", c,
                ": a table is one card's");
     }
-    commands.push_back(h.value("command", ""));
-    commits.push_back(h.value("commit", ""));
+    add_provenance(h, "command", "commands", path, commands);
+    add_provenance(h, "commit", "commits", path, commits);
     for (size_t i = 0; i < ladders.size(); ++i) {
       const std::string k = ladders[i].kind();
       auto [it, fresh] = groups.try_emplace(k);
+      const json_read::Json& record = doc.at("ladders").at(i);
       if (fresh) {
         order.push_back(k);
-        it->second.record = doc.at("ladders").at(i);
+        it->second.record = record;
       }
-      it->second.rounds.push_back(ladders[i]);
-      it->second.files.push_back(path);
+      Group& g = it->second;
+      g.rounds.push_back(ladders[i]);
+      const std::string where = path + ", ladder " + std::to_string(i);
+      const json_read::Object r(record, where);
+      g.round_count += size_t(r.integer_or("rounds", 1, 1, 1 << 20));
+      if (r.has("files")) {
+        const json_read::Json& f = r.at("files");
+        if (!f.is_array()) r.refuse("'files' must be an array of strings");
+        for (const auto& v : f) {
+          if (!v.is_string()) r.refuse("'files' must be an array of strings");
+          g.files.push_back(v);
+        }
+      } else {
+        g.files.push_back(path);
+      }
     }
   }
 
@@ -84,18 +128,18 @@ void run(const MergeOptions& o) {
     put("warp_tiled_us", best.warp_tiled_us);
     put("classical_us", best.classical_us);
     put("w8a16_us", best.w8a16_us);
-    if (g.rounds.size() > 1) {
+    if (g.round_count > 1) {
       // A point's clocks and configurations belong to one round; the times are now several rounds' best.
       for (auto& p : points)
         for (const char* key : {"warp_sm_clock_mhz", "warp_tiled_sm_clock_mhz", "classical_sm_clock_mhz",
                                 "w8a16_sm_clock_mhz"})
           p.erase(key);
-      lad["rounds"] = g.rounds.size();
+      lad["rounds"] = g.round_count;
       lad["files"] = g.files;
     }
     for (const char* key : {"crossover", "tiled_crossover", "w8a16_crossover", "tiled_w8a16_crossover", "w8a16_from"})
       lad.erase(key);
-    std::printf("# %s: %zu round%s\n", k.c_str(), g.rounds.size(), g.rounds.size() > 1 ? "s" : "");
+    std::printf("# %s: %zu round%s\n", k.c_str(), g.round_count, g.round_count > 1 ? "s" : "");
     for (const CrossoverEntry& e : crossover_entries(best)) {
       std::printf("# crossover %s\n", crossover_line(e).c_str());
       lad[ladder_field(e)] = e.crossover;
@@ -114,11 +158,7 @@ void run(const MergeOptions& o) {
   header["merged_by"] = command_line();
   doc["header"] = header;
   doc["ladders"] = merged_ladders;
-  std::ofstream out(o.out);
-  WD_CHECK(out.good(), "crossover-merge: cannot write '", o.out, "'");
-  out << doc.dump(2) << "\n";
-  out.close();
-  WD_CHECK(!out.fail(), "crossover-merge: writing '", o.out, "' failed");
+  json_write::to_file(doc, o.out);
   std::printf("crossover-merge: %zu entries from %zu ladders in %zu files -> %s\n", table.entries().size(),
               order.size(), o.inputs.size(), o.out.c_str());
 }

@@ -70,6 +70,9 @@ void run(const Opts& o) {
   if (o.decode && o.chat) throw InvalidArgument("--decode and --chat exclude each other");
   if ((o.thinking || o.no_thinking || !o.system.empty() || o.text) && !o.chat)
     throw InvalidArgument("--system, --thinking, --no-thinking and --text apply to --chat");
+  if (o.skip_special && !o.decode) throw InvalidArgument("--skip-special applies to --decode");
+  if (o.tokens && (o.decode || o.text))
+    throw InvalidArgument("--tokens prints encoded ids: not with --decode or --text");
 
   // A directory is a checkpoint; a file is a tokenizer.json whose directory
   // may hold the checkpoint's tokenizer_config.json. The chat template is
@@ -85,6 +88,15 @@ void run(const Opts& o) {
     tok::require_qwen3_chat_template(tok::classify_chat_template(*config.chat_template), config_path);
   tok::EncodeOptions eo;
   eo.recognize_special_tokens = !(o.split_special || config.split_special_tokens);
+
+  // One line of ids, or with --tokens one 'id<TAB>token' line per token.
+  auto print_ids = [&](const std::vector<tok::TokenId>& ids) {
+    if (!o.tokens) {
+      std::printf("%s\n", join_ids(ids).c_str());
+      return;
+    }
+    for (tok::TokenId id : ids) std::printf("%d\t%s\n", id, t.id_to_token(id).c_str());
+  };
 
   std::vector<std::string> texts = o.args;
   if (texts.empty()) {
@@ -107,17 +119,10 @@ void run(const Opts& o) {
     if (o.text)
       std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     else
-      std::printf("%s\n", join_ids(t.encode(prompt, eo)).c_str());
+      print_ids(t.encode(prompt, eo));
     return;
   }
-  for (const std::string& s : texts) {
-    const auto ids = t.encode(s, eo);
-    if (o.tokens) {
-      for (tok::TokenId id : ids) std::printf("%d\t%s\n", id, t.id_to_token(id).c_str());
-    } else {
-      std::printf("%s\n", join_ids(ids).c_str());
-    }
-  }
+  for (const std::string& s : texts) print_ids(t.encode(s, eo));
 }
 
 }  // namespace
@@ -130,7 +135,7 @@ void add_tokenize(CLI::App& app) {
   cmd->add_option("args", opts->args, "texts to encode (ids with --decode); none: read stdin");
   cmd->add_flag("--decode", opts->decode, "decode the given ids to text");
   cmd->add_flag("--skip-special", opts->skip_special, "with --decode: leave out special tokens");
-  cmd->add_flag("--tokens", opts->tokens, "print one 'id<TAB>token' line per token");
+  cmd->add_flag("--tokens", opts->tokens, "print one 'id<TAB>token' line per token (encoding, --chat included)");
   cmd->add_flag("--split-special", opts->split_special, "encode special-token text as plain text");
   cmd->add_flag("--chat", opts->chat, "render each text as a user turn of a Qwen3 ChatML prompt and encode it");
   cmd->add_option("--system", opts->system, "with --chat: a system message");

@@ -71,30 +71,49 @@ LayerSource model_layer_source(const std::string& dir, int layer) {
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   base = base.substr(base.find_last_of('/') + 1);  // npos + 1 == 0: no slash
   src.name = detail::concat(base, ":", layer);
-  const bool fp8 = c.quant == model::QuantMethod::kFp8Block;
-  const bool fp8_128 = fp8 && c.quant_block_rows == kFp8BlockSize && c.quant_block_cols == kFp8BlockSize;
-  src.unavailable = [fp8, fp8_128, c](WeightFormat f) {
-    if (f != WeightFormat::kFP8Block128 || !fp8 || fp8_128) return std::string();
-    return detail::concat("the checkpoint's FP8 blocks are ", c.quant_block_rows, "x", c.quant_block_cols,
+  // What the layer's expert tensors hold decides, not config.json's
+  // quantization_config: a checkpoint may keep that beside BF16 experts (a
+  // dequantized copy, or experts in modules_to_not_convert). fp8_values:
+  // some expert is FP8 with block scales (BF16 and MXFP8 then come from the
+  // dequantized values); fp8_stack: every expert is, in one block shape.
+  bool fp8_values = false, fp8_stack = true;
+  int block_rows = 0, block_cols = 0;
+  const model::MoeLayerWeights& ex = m->weights.layers[size_t(layer)].experts;
+  for (const std::vector<model::Matrix>* mats : {&ex.gate, &ex.up, &ex.down})
+    for (const model::Matrix& w : *mats) {
+      if (!w.fp8_block()) {
+        fp8_stack = false;
+        continue;
+      }
+      if (!fp8_values) block_rows = w.block_rows, block_cols = w.block_cols;
+      fp8_stack = fp8_stack && w.block_rows == block_rows && w.block_cols == block_cols;
+      fp8_values = true;
+    }
+  fp8_stack = fp8_stack && fp8_values;
+  const bool fp8_128 = fp8_stack && block_rows == kFp8BlockSize && block_cols == kFp8BlockSize;
+  src.unavailable = [fp8_stack, fp8_128, block_rows, block_cols](WeightFormat f) {
+    if (f != WeightFormat::kFP8Block128 || !fp8_stack || fp8_128) return std::string();
+    return detail::concat("the checkpoint's FP8 blocks are ", block_rows, "x", block_cols,
                           ", fp8-block128 takes 128x128 (bf16 and mxfp8 come from its dequantized values)");
   };
-  src.origin = [fp8, fp8_128](WeightFormat f) -> std::string {
+  src.origin = [fp8_values, fp8_128](WeightFormat f) -> std::string {
     switch (f) {
       case WeightFormat::kBF16:
-        return fp8 ? "the checkpoint's dequantized FP8 values rounded to BF16" : "the checkpoint's values as BF16";
+        return fp8_values ? "the checkpoint's dequantized FP8 values rounded to BF16" : "the checkpoint's values as BF16";
       case WeightFormat::kMXFP8:
-        return fp8 ? "quantized from the checkpoint's dequantized FP8 values" : "quantized from the checkpoint's values";
+        return fp8_values ? "quantized from the checkpoint's dequantized FP8 values"
+                          : "quantized from the checkpoint's values";
       case WeightFormat::kFP8Block128:
         return fp8_128 ? "the checkpoint's own FP8 bytes and 128x128 block scales" : "quantized from the BF16 weights";
     }
     return "";
   };
-  src.weights = [m, fp8](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
+  src.weights = [m, fp8_128](WeightFormat f) -> std::shared_ptr<const MoeWeights> {
     switch (f) {
       case WeightFormat::kBF16: return stack_weights(*m, model::StackFormat::kBF16);
       case WeightFormat::kMXFP8: return stack_weights(*m, model::StackFormat::kMXFP8);
       case WeightFormat::kFP8Block128:
-        if (fp8) return stack_weights(*m, model::StackFormat::kFp8Block);
+        if (fp8_128) return stack_weights(*m, model::StackFormat::kFp8Block);
         return std::make_shared<const MoeWeights>(
             stack_weights(*m, model::StackFormat::kBF16)->to_fp8_block128());
     }
