@@ -1176,6 +1176,19 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
       EXPECT_THROW(UntiledWeights(other, f).untile(only.view(), nullptr), InvalidArgument);
       EXPECT_THROW(u.untile(layer.view(), nullptr), InvalidArgument);  // no tiled copies
     }
+    {  // A view without canonical tensors of a format with no tiled copies
+       // (FP8 block-128: malformed) goes to the classical path and is refused
+       // there by name, not dereferenced through a scratch that is not held.
+      MoeDispatch plain(s, 64);
+      MoeWeightsView bad = only.view();
+      bad.format = WeightFormat::kFP8Block128;
+      const int B = 4;
+      const Inputs in(synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian),
+                      random_routing(B, s.experts, s.top_k, fresh_seed()));
+      poisoned_fp32(size_t(B) * s.hidden, [&](const MoeOutput& o) {
+        EXPECT_THROW(plain.experts(bad, in.x.data(), in.view(B, s.top_k), o, nullptr), InvalidArgument);
+      });
+    }
     // MXFP8 on sm_90a: read as it is (TmaTileReadsTiledOnlyMxfp8InW8A16).
     if (classical_reads_tiled_only(s, f, ClassicalMoe::wgmma_available())) continue;
     CrossoverTable table;
@@ -1188,6 +1201,9 @@ TEST(Classical, DispatchUntilesTiledOnlyWeightsForTheClassicalPath) {
     moe.untile_tiled_only(f);
     ASSERT_TRUE(moe.untiles(f));
     EXPECT_GT(moe.untiled_bytes(), 0u);
+    // A format without tiled copies is refused, and the scratch held stays.
+    EXPECT_THROW(moe.untile_tiled_only(WeightFormat::kFP8Block128), InvalidArgument);
+    EXPECT_TRUE(moe.untiles(f));
     EXPECT_EQ(moe.choose(f, 31, WeightCopies::kTiledOnly), MoePath::kWarp);
     EXPECT_EQ(moe.choose(f, 48, WeightCopies::kTiledOnly), MoePath::kClassical);
     EXPECT_EQ(moe.choose(f, max_batch, WeightCopies::kTiledOnly), MoePath::kClassical);
