@@ -360,7 +360,7 @@ void run(const Opts& o) {
           push(bench::classical_row(mb, names[si], f, B, opt, warp_us, bw.read_tbps));
           const std::string default_label = ClassicalConfig::for_batch(shapes[si], B, f).label();
           if (!tc_only && (o.classical_sweep || !o.classical_configs.empty()))
-            for (const auto& c : ClassicalConfig::candidates()) {
+            for (const auto& c : candidates) {
               const bool listed = std::find(o.classical_configs.begin(), o.classical_configs.end(), c.label()) !=
                                   o.classical_configs.end();
               if (c.label() == default_label || !c.supports(shapes[si], f) || (!o.classical_sweep && !listed))

@@ -41,6 +41,14 @@ struct Group {
   json_read::Json record;
 };
 
+// Appends every string of the array `v` to `into`; anything else is refused
+// as "<what> must be an array of strings".
+void append_strings(const json_read::Json& v, const std::string& what, json_read::Json& into) {
+  const bool strings = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); });
+  if (!strings) throw FormatError(what + " must be an array of strings");
+  for (const auto& x : v) into.push_back(x);
+}
+
 // Appends a header's provenance to `into`: the string `one` ("command",
 // "commit": a tune's header) or every string of the array `many`
 // ("commands", "commits": a merge's). A field of another type is refused,
@@ -48,10 +56,7 @@ struct Group {
 void add_provenance(const json_read::Json& h, const char* one, const char* many, const std::string& path,
                     json_read::Json& into) {
   if (h.contains(many)) {
-    const json_read::Json& v = h.at(many);
-    const bool strings = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); });
-    if (!strings) throw FormatError(path + ": header '" + many + "' must be an array of strings");
-    for (const auto& x : v) into.push_back(x);
+    append_strings(h.at(many), path + ": header '" + many + "'", into);
   } else if (h.contains(one)) {
     if (!h.at(one).is_string()) throw FormatError(path + ": header '" + one + "' must be a string");
     into.push_back(h.at(one));
@@ -101,16 +106,10 @@ void run(const MergeOptions& o) {
       const std::string where = path + ", ladder " + std::to_string(i);
       const json_read::Object r(record, where);
       g.round_count += size_t(r.integer_or("rounds", 1, 1, 1 << 20));
-      if (r.has("files")) {
-        const json_read::Json& f = r.at("files");
-        if (!f.is_array()) r.refuse("'files' must be an array of strings");
-        for (const auto& v : f) {
-          if (!v.is_string()) r.refuse("'files' must be an array of strings");
-          g.files.push_back(v);
-        }
-      } else {
+      if (r.has("files"))
+        append_strings(r.at("files"), where + ": 'files'", g.files);
+      else
         g.files.push_back(path);
-      }
     }
   }
 
