@@ -140,7 +140,9 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
   c.hidden_size = int(r.integer("hidden_size", 1, kMaxDim));
   c.num_hidden_layers = int(r.integer("num_hidden_layers", 1, kMaxLayers));
   c.num_attention_heads = int(r.integer("num_attention_heads", 1, 4096));
-  c.num_key_value_heads = int(r.integer_or("num_key_value_heads", c.num_attention_heads, 1, 4096));
+  // Absent: 4, transformers' Qwen3MoeConfig default whatever num_attention_heads
+  // is (checked on transformers 5.17.0, which also refuses null here).
+  c.num_key_value_heads = int(r.integer_or("num_key_value_heads", 4, 1, 4096));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     r.refuse("num_attention_heads = " + std::to_string(c.num_attention_heads) +
              " is not a multiple of num_key_value_heads = " + std::to_string(c.num_key_value_heads));

@@ -98,8 +98,13 @@ TEST(Config, DefaultsFollowTransformers) {
   EXPECT_EQ(c.decoder_sparse_step, 1);
   EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
   EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
-  EXPECT_EQ(c.num_key_value_heads, 32);
+  EXPECT_EQ(c.num_key_value_heads, 4);  // not num_attention_heads (32)
   EXPECT_EQ(c.max_position_embeddings, 32768);
+  // transformers' 4 holds for any head count: 6 query heads cannot share 4
+  // key/value heads, refused as if the config had said so.
+  j["num_attention_heads"] = 6;
+  j["head_dim"] = 128;
+  EXPECT_EQ(refusal(j), "config.json: num_attention_heads = 6 is not a multiple of num_key_value_heads = 4");
 }
 
 TEST(Config, DenseLayersFromMlpOnlyLayersAndSparseStep) {

@@ -34,7 +34,7 @@ struct ModelConfig {
   int hidden_size = 0;            // H
   int num_hidden_layers = 0;
   int num_attention_heads = 0;
-  int num_key_value_heads = 0;
+  int num_key_value_heads = 0;     // absent from config.json: 4, as in transformers
   int head_dim = 0;               // default hidden_size / num_attention_heads
   int intermediate_size = 0;      // dense MLP layers (0 when every layer is MoE)
   int moe_intermediate_size = 0;  // I
