@@ -72,7 +72,7 @@ void copy_fp8_block(const Matrix& m, int br, int bc, uint8_t* q, float* scales) 
   if (m.block_rows != br || m.block_cols != bc)
     throw FormatError(m.weight->file + ": tensor '" + m.weight->name + "' has other block sizes than its layer");
   std::memcpy(q, m.weight->data + m.offset, m.numel());
-  decode(*m.scale_inv, 0, m.scale_inv->numel(), scales);
+  m.read_block_scales(scales);
 }
 
 }  // namespace

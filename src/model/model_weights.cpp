@@ -1,6 +1,7 @@
 // HF tensor names -> ModelWeights. See warpdecode/model/model_weights.h.
 #include "warpdecode/model/model_weights.h"
 
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -119,6 +120,20 @@ MoeLayerWeights map_experts(Mapper& m, const ModelConfig& c, const std::string& 
   return x;
 }
 
+// Block scales [first, first + n) of m, decoded: refuses one that is not
+// finite, naming its block.
+template <typename T>
+void check_scales(const Matrix& m, uint64_t first, uint64_t n, const T* s) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (std::isfinite(s[i])) continue;
+    const uint64_t cols = m.scale_inv->shape.size() == 2 ? m.scale_inv->shape[1] : 1;
+    const uint64_t b = first + i;
+    throw FormatError(m.scale_inv->file + ": block scales '" + m.scale_inv->name + "' hold " +
+                      (std::isnan(s[i]) ? "NaN" : "an infinite value") + " at block (" + std::to_string(b / cols) +
+                      ", " + std::to_string(b % cols) + ")");
+  }
+}
+
 template <typename OutT>
 void read_rows_impl(const Matrix& m, int64_t r0, int64_t n, OutT* out) {
   WD_CHECK(r0 >= 0 && n >= 0 && r0 + n <= m.rows, "rows [", r0, ", ", r0 + n, ") outside a matrix of ",
@@ -133,6 +148,7 @@ void read_rows_impl(const Matrix& m, int64_t r0, int64_t n, OutT* out) {
     const int64_t br = r / m.block_rows;
     if (br != loaded) {
       decode(*m.scale_inv, uint64_t(br * scale_cols), uint64_t(scale_cols), scales.data());
+      check_scales(m, uint64_t(br * scale_cols), uint64_t(scale_cols), scales.data());
       loaded = br;
     }
     OutT* row = out + (r - r0) * m.cols;
@@ -144,6 +160,12 @@ void read_rows_impl(const Matrix& m, int64_t r0, int64_t n, OutT* out) {
 
 void Matrix::read_rows(int64_t r0, int64_t n, float* out) const { read_rows_impl(*this, r0, n, out); }
 void Matrix::read_rows(int64_t r0, int64_t n, double* out) const { read_rows_impl(*this, r0, n, out); }
+
+void Matrix::read_block_scales(float* out) const {
+  WD_CHECK(scale_inv != nullptr, "read_block_scales on a matrix without block scales");
+  decode(*scale_inv, 0, scale_inv->numel(), out);
+  check_scales(*this, 0, scale_inv->numel(), out);
+}
 
 ModelWeights ModelWeights::map(const ModelConfig& c, const Checkpoint& ckpt) {
   Mapper m(c, ckpt);

@@ -266,6 +266,7 @@ void write_tiny_model(const std::string& dir, const TinyModelSpec& s) {
     if (s.dtype == SourceDType::kFp8Block && t.quantizable) {
       std::string q, sc;
       quantize_fp8_block(v, t.shape[0], t.shape[1], s.block, q, sc);
+      if (t.name == s.bad_scale_tensor) std::memcpy(&sc[sc.size() - 4], &s.bad_scale, 4);
       raw.push_back({t.name, "F8_E4M3", t.shape, q});
       raw.push_back({t.name + "_scale_inv", "F32",
                      {(t.shape[0] + s.block - 1) / s.block, (t.shape[1] + s.block - 1) / s.block}, sc});

@@ -41,6 +41,9 @@ struct TinyModelSpec {
   int block = 24;                 // FP8 block size (does not divide 32 or 64: ragged blocks)
   uint64_t seed = 7;
   double rope_theta = 10000.0;
+  // FP8 only: the last block scale of this tensor is written as bad_scale.
+  std::string bad_scale_tensor;
+  float bad_scale = 0.0f;
 };
 
 // Writes config.json and the safetensors files of a random Qwen3-MoE model.

@@ -210,6 +210,36 @@ TEST(ExpertStack, Fp8BlockCheckpointsAreKeptAndConverted) {
   }
 }
 
+// A NaN or infinite block scale would turn its whole block into NaN on every
+// path: each reader that decodes scales refuses it by tensor and block.
+TEST(ExpertStack, NonFiniteBlockScalesAreRefusedByName) {
+  const std::string down = expert_name(0, 5, "down_proj");
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    TinyModelSpec spec;
+    spec.dtype = SourceDType::kFp8Block;  // down (64, 32) in 24x24 blocks: scales (3, 2)
+    spec.bad_scale_tensor = down;
+    spec.bad_scale = bad;
+    const Loaded m = load(spec, "fp8_badscale");
+    const std::string what = std::string("block scales '") + down + "_scale_inv' hold " +
+                             (std::isnan(bad) ? "NaN" : "an infinite value") + " at block (2, 1)";
+    for (const StackFormat f : {StackFormat::kFp8Block, StackFormat::kMXFP8, StackFormat::kBF16}) {
+      try {
+        load_expert_stack(m.weights, 0, f);
+        ADD_FAILURE() << to_string(f) << " accepted a scale of " << bad;
+      } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << to_string(f) << ": " << e.what();
+      }
+    }
+    // Rows outside the bad block still read; those inside it do not.
+    const Matrix& d = m.weights.layers[0].experts.down[5];
+    std::vector<double> row(32);
+    EXPECT_NO_THROW(d.read_rows(47, 1, row.data()));
+    EXPECT_THROW(d.read_rows(48, 1, row.data()), FormatError);
+    // Another layer is untouched.
+    EXPECT_NO_THROW(load_expert_stack(m.weights, 2, StackFormat::kFp8Block));
+  }
+}
+
 TEST(ExpertStack, Fp8Block128IsTheFoundationsFormat) {
   TinyModelSpec spec;
   spec.dtype = SourceDType::kFp8Block;

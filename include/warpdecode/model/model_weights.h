@@ -56,6 +56,11 @@ struct Matrix {
   // F32; FP8 is e4m3 * scale_inv, exact in FP64 and rounded once in FP32.
   void read_rows(int64_t r0, int64_t n, float* out) const;
   void read_rows(int64_t r0, int64_t n, double* out) const;
+  // FP8 only: every block scale, (ceil(rows/block_rows), ceil(cols/block_cols))
+  // row-major, as FP32. A scale that is NaN or infinite is refused by name
+  // (wd::FormatError), here and in read_rows: it would turn its whole block
+  // into NaN on every path.
+  void read_block_scales(float* out) const;
 };
 
 struct AttentionWeights {
