@@ -83,6 +83,14 @@ TEST(Cli, BadInputGetsOneClearError) {
   expect_error("check --preset tiny --hidden 100", "multiple of 32");
   expect_error("check --preset tiny --format fp4", "unknown format 'fp4'");
   expect_error("frobnicate", "subcommand");
+  // Integers are decimal: CLI11 alone would read 010 as 8 and wrap -1.
+  expect_error("check --preset tiny --batch 010", "--batch: '010' is not a decimal integer");
+  expect_error("check --preset tiny --hidden 0x40", "--hidden: '0x40' is not a decimal integer");
+  expect_error("check --preset tiny --seed -1", "--seed: '-1' is negative");
+  expect_error("check --preset tiny --seed +1", "--seed: '+1' is not a decimal integer");
+  expect_error("accuracy --preset tiny --seeds 01", "--seeds: '01' is not a decimal integer");
+  expect_error("dispatch --max-batch 1e3", "--max-batch: '1e3' is not a decimal integer");
+  EXPECT_EQ(run("check --preset tiny --batch 10 --seed 0 --format bf16").status, 0);
   // Batch lists are parsed before anything needs a GPU.
   expect_error("accuracy --preset tiny --batch 8-4", "batch '8-4'");
   expect_error("accuracy --preset tiny --drift-batch 0", "batch '0'");
@@ -190,8 +198,8 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
       << r.output;
   EXPECT_EQ(r.output.find("95  warp       (the classical path"), std::string::npos) << r.output;
   // ... and refused past its maximum.
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no" + with_table,
-               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
+  expect_paths(q30 + "--format bf16 --batch 4096,4097 --upload tiled-only --max-batch 8192 --sm90a no" + with_table,
+               {{"bf16", "tiled-only", 4096, "warp"}, {"bf16", "tiled-only", 4097, "refused"}});
   // Un-tiled for the classical path: from its own crossover on, and past warp decode's maximum.
   const Result untiled =
       expect_paths(q30 + "--format mxfp8,bf16 --batch 383,384,4096 --upload untiled --sm90a no" + with_table,
@@ -200,8 +208,8 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
                     {"bf16", "untiled", 384, "warp"},  // no BF16 entry
                     {"bf16", "untiled", 4096, "warp"}});
   EXPECT_NE(untiled.output.find("384  classical  untile + "), std::string::npos) << untiled.output;
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload untiled --max-batch 64" + with_table,
-               {{"bf16", "untiled", 64, "warp"}, {"bf16", "untiled", 65, "classical"}});
+  expect_paths(q30 + "--format bf16 --batch 4096,4097 --upload untiled --max-batch 8192" + with_table,
+               {{"bf16", "untiled", 4096, "warp"}, {"bf16", "untiled", 4097, "classical"}});
   // BF16 tiled-only weights on sm_90a: the classical path reads them as they
   // are, from the built-in tiled-only crossover (112) on, past warp decode's
   // maximum too; without the sm_90a kernels warp decode alone, refused past it.
@@ -219,10 +227,19 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   EXPECT_NE(mx.output.find("/a16/silu/pdl (reads the tiled copies)"), std::string::npos) << mx.output;
   expect_paths(q30 + "--format mxfp8 --batch 383,384 --upload untiled --sm90a no --card h200",
                {{"mxfp8", "untiled", 383, "warp"}, {"mxfp8", "untiled", 384, "classical"}});
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a yes --card h200",
-               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "classical"}});
-  expect_paths(q30 + "--format bf16 --batch 64,65 --upload tiled-only --max-batch 64 --sm90a no --card h200",
-               {{"bf16", "tiled-only", 64, "warp"}, {"bf16", "tiled-only", 65, "refused"}});
+  expect_paths(q30 + "--format bf16 --batch 4097 --upload tiled-only --max-batch 8192 --sm90a yes --card h200",
+               {{"bf16", "tiled-only", 4097, "classical"}});
+  expect_paths(q30 + "--format bf16 --batch 4096,4097 --upload tiled-only --max-batch 8192 --sm90a no --card h200",
+               {{"bf16", "tiled-only", 4096, "warp"}, {"bf16", "tiled-only", 4097, "refused"}});
+  // Past --max-batch MoeDispatch refuses a batch on either path.
+  const Result past = expect_paths(q30 + "--format bf16 --batch 8,9,200 --upload default,tiled-only --max-batch 8 "
+                                         "--sm90a yes --card h200",
+                                   {{"bf16", "default", 8, "warp"},
+                                    {"bf16", "default", 9, "refused"},
+                                    {"bf16", "default", 200, "refused"},
+                                    {"bf16", "tiled-only", 9, "refused"}});
+  EXPECT_NE(past.output.find("batch = 9 is past --max-batch = 8"), std::string::npos) << past.output;
+  EXPECT_NE(past.output.find("the classical path up to B = 8 (--max-batch)"), std::string::npos) << past.output;
   // The H100's built-in table (README): BF16 from 72 on the default upload,
   // 160 on tiled-only weights read as they are (the H200's: 64 and 112).
   const Result h100 = expect_paths(q30 + "--format bf16 --batch 71,72,159,160 --upload default,tiled-only --sm90a yes "
@@ -236,9 +253,9 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
                                    {{"bf16", "default", 63, "warp"}, {"bf16", "default", 64, "classical"}});
   EXPECT_NE(h200.output.find("crossover table: built-in (H200)"), std::string::npos) << h200.output;
   // bf16-activations without the sm_90a kernels: MXFP8 past warp decode's maximum refused.
-  expect_paths(q30 + "--format mxfp8 --batch 64,65 --upload default --policy bf16-activations --sm90a no "
-                     "--max-batch 64" + with_table,
-               {{"mxfp8", "default", 64, "warp"}, {"mxfp8", "default", 65, "refused"}});
+  expect_paths(q30 + "--format mxfp8 --batch 4096,4097 --upload default --policy bf16-activations --sm90a no "
+                     "--max-batch 8192" + with_table,
+               {{"mxfp8", "default", 4096, "warp"}, {"mxfp8", "default", 4097, "refused"}});
   std::remove(name.c_str());
 }
 

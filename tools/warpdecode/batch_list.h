@@ -27,8 +27,9 @@ inline int parse_count(const std::string& s) {
   return v;
 }
 
-// The batches the terms name; throws wd::InvalidArgument naming the bad term.
-inline std::vector<int> expand_batch_list(const std::vector<std::string>& terms) {
+// The batches the terms name, each in [1, max_size]; throws
+// wd::InvalidArgument naming the bad term.
+inline std::vector<int> expand_batch_list(const std::vector<std::string>& terms, int max_size = kMaxCliBatch) {
   std::vector<int> out;
   for (const std::string& t : terms) {
     const size_t dash = t.find('-'), colon = t.find(':');
@@ -37,7 +38,7 @@ inline std::vector<int> expand_batch_list(const std::vector<std::string>& terms)
     const int lo = parse_count(lo_s), hi = parse_count(hi_s), step = parse_count(step_s);
     WD_CHECK(lo >= 0 && hi >= 0 && step >= 0 && (colon == std::string::npos || dash != std::string::npos),
              "batch '", t, "': expected a size (8), a range (1-64) or a range with a step (16-256:16)");
-    WD_CHECK(lo >= 1 && hi <= kMaxCliBatch, "batch '", t, "': sizes must be in [1, ", kMaxCliBatch, "]");
+    WD_CHECK(lo >= 1 && hi <= max_size, "batch '", t, "': sizes must be in [1, ", max_size, "]");
     WD_CHECK(lo <= hi && step >= 1, "batch '", t, "': a range runs upwards with a step of at least 1");
     for (int b = lo; b <= hi; b += step) out.push_back(b);
   }
@@ -47,12 +48,14 @@ inline std::vector<int> expand_batch_list(const std::vector<std::string>& terms)
 
 // `name` as a batch-list option writing `batches` (whose value is the default).
 inline CLI::Option* add_batch_list(CLI::App* cmd, const std::string& name, std::vector<int>& batches,
-                                   const std::string& what) {
+                                   const std::string& what, int max_size = kMaxCliBatch) {
   std::string def;
   for (int b : batches) def += (def.empty() ? "" : ",") + std::to_string(b);
   return cmd
       ->add_option_function<std::vector<std::string>>(
-          name, [&batches](const std::vector<std::string>& terms) { batches = expand_batch_list(terms); },
+          name, [&batches, max_size](const std::vector<std::string>& terms) {
+            batches = expand_batch_list(terms, max_size);
+          },
           what + ": sizes, ranges (1-64) and stepped ranges (16-256:16), comma-separated")
       ->delimiter(',')
       ->default_str(def);

@@ -66,9 +66,10 @@ void run(const DispatchOptions& o) {
     if (const std::string n = unmeasured_card_note(kernels::device_name()); !n.empty()) std::printf("# note: %s\n", n.c_str());
   const int warp_max = std::min(o.max_batch, kWarpDecodeMaxBatch);
 
-  std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d\n",
+  std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d, "
+              "the classical path up to B = %d (--max-batch)\n",
               table.source().c_str(), sm90a ? "yes" : "no", o.sm90a == "auto" ? " (this machine)" : " (--sm90a)",
-              to_string(policy), warp_max);
+              to_string(policy), warp_max, o.max_batch);
   std::printf("# upload: default = DeviceWeightsOptions{}; tiled = tiled_beside_canonical(), whose warp decode "
               "streams the tiled copies; tiled-only = tiled_only(): warp decode alone reads them; untiled = "
               "tiled_only() with MoeDispatch::untile_tiled_only(): the classical path on them un-tiled (on sm_90a the "
@@ -105,6 +106,10 @@ void run(const DispatchOptions& o) {
       for (int B : o.batches) {
         std::string path, config = "-";
         try {
+          // MoeDispatch sizes both paths for max_batch: a larger batch is
+          // refused whichever path the rule picks.
+          WD_CHECK(B <= o.max_batch, "batch = ", B, " is past --max-batch = ", o.max_batch,
+                   " (MoeDispatch refuses it on either path)");
           const bool w8a16 = w8a16_runs(shape, f, B, sm90a);
           const MoePath p = choose_path(table, shape, f, B, warp_max, policy, w8a16, u, takes);
           path = to_string(p);
@@ -138,7 +143,9 @@ void add_dispatch(CLI::App& app) {
       "dispatch", "Show the path MoeDispatch takes for each batch (warp decode or the classical path) from its crossover table");
   o->shape.add_to(cmd);
   cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128")->delimiter(',')->capture_default_str();
-  add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
+  // Past warp decode's maximum (4096) too: rows past it show the rule for a
+  // larger --max-batch.
+  add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes", 1 << 20);
   cmd->add_option("--upload", o->uploads,
                   "Uploads: default (DeviceWeightsOptions{}), tiled (tiled_beside_canonical(): warp decode on the tiled "
                   "copies), tiled-only (tiled_only(): warp decode alone), untiled (tiled_only() with "

@@ -20,7 +20,8 @@ void add_accuracy(CLI::App& app);  // every build: GPU kernels where a device is
 void add_report(CLI::App& app);
 void add_compare(CLI::App& app);
 
-// Every subcommand this build has (only those that work).
+// Every subcommand this build has (only those that work). Their integer
+// options take plain decimal only (no octal, hex or wrapped negatives).
 void add_all(CLI::App& app);
 
 // The command line as typed (recorded in every JSON we write).
