@@ -3,6 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
 #include "core/json_read.h"
 #include "core/read_file.h"
 #include "warpdecode/error.h"
@@ -56,11 +61,15 @@ Checkpoint Checkpoint::open(const std::string& dir) {
         c.files_.push_back(std::make_unique<SafetensorsFile>(path));
       }
     }
+    // Each shard's tensors by name: a large checkpoint lists tens of
+    // thousands, one scan of its shard per entry would be quadratic.
+    std::vector<std::unordered_map<std::string_view, const TensorInfo*>> in_shard(c.files_.size());
+    for (size_t i = 0; i < c.files_.size(); ++i)
+      for (const auto& x : c.files_[i]->tensors()) in_shard[i].emplace(x.name, &x);
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const auto& f = *c.files_[shard_of_file.at(it->get<std::string>())];
-      const TensorInfo* t = nullptr;
-      for (const auto& x : f.tensors())
-        if (x.name == it.key()) t = &x;
+      const auto& names = in_shard[shard_of_file.at(it->get<std::string>())];
+      const auto found = names.find(it.key());
+      const TensorInfo* t = found == names.end() ? nullptr : found->second;
       if (!t)
         throw FormatError(index_path + ": tensor '" + it.key() + "' is not in its shard '" +
                           it->get<std::string>() + "'");
