@@ -287,8 +287,15 @@ KernelFamily WarpDecodeConfig::default_family(const MoeShape& shape, WeightForma
 //   6: 6 holds for H >= 4096. BF16 as before (qwen3-30b-a3b one-tile ahead
 //   by 0.7-1.8 % to B = 64, level at 72; the larger presets −0.1 to −0.8 %
 //   with two tiles from B = 48).
+namespace {
+// The hidden size from which the tensor-core rules below were measured
+// differently: qwen3-235b-a22b (4096) and qwen3-coder-480b-a35b (6144)
+// against qwen3-30b-a3b (2048); no H between them was measured.
+bool long_hidden(const MoeShape& shape) { return shape.hidden >= 4096; }
+}  // namespace
+
 int WarpDecodeConfig::gate_up_two_tiles_from_x2(const MoeShape& shape, WeightFormat format, TableCard card) {
-  if (format == WeightFormat::kMXFP8) return card == TableCard::kH100 ? 9 : shape.hidden >= 4096 ? 12 : 16;
+  if (format == WeightFormat::kMXFP8) return card == TableCard::kH100 ? 9 : long_hidden(shape) ? 12 : 16;
   return card == TableCard::kH100 ? 6 : 9;
 }
 
@@ -330,7 +337,7 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
     // has a paired walk, kernels::down_tc_pairs_fit).
     c.tc_down_pairs = format == WeightFormat::kMXFP8 && c.tc_tiled_down && batch >= 16 && batch <= 64 &&
                       kernels::down_tc_slices(shape.hidden, shape.intermediate) * 64 == shape.intermediate;
-    const bool large = shape.hidden >= 4096;
+    const bool large = long_hidden(shape);
     c.tc_deep_loads = tc_deep_loads_apply(shape, format) &&
                       (c.tc_tiled_gate_up ? large && batch == 1 : large || (batch >= 2 && batch <= 16));
     // Two-tile passes where the kernel has them (the tiled copy, shallow
