@@ -121,6 +121,13 @@ class ClassicalMoe {
   void run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                  const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const;
 
+  // Throws wd::InvalidArgument where a call with weights of this format at
+  // this batch and configuration would be refused (batch past max_batch, a
+  // configuration the GEMMs or this device do not take): every stage checks
+  // it, and experts() and forward() before their first launch; MoeDispatch
+  // before it un-tiles weights for the call.
+  void check_call(WeightFormat format, int batch, const ClassicalConfig& config) const;
+
   ClassicalWorkspaceView workspace() const;
   const int32_t* routing_ids() const;
   const float* routing_weights() const;

@@ -26,7 +26,7 @@
 // can be read by warp decode alone: the dispatch runs warp decode on them at every
 // batch it takes, past the crossover too (slower there than the classical
 // path on a canonical upload, never wrong: warp decode is correct up to
-// WarpDecodeMoe::kMaxBatch), and refuses a batch past warp decode's maximum
+// WarpDecodeMoe::largest_batch, kMaxBatch on the Qwen3 shapes), and refuses a batch past warp decode's maximum
 // with an error that names the upload — unless it holds an un-tiling
 // scratch (untile_tiled_only): then from a crossover measured for that
 // (CrossoverEntry::untiled) it un-tiles the layer into the scratch and runs
@@ -76,7 +76,14 @@ class MoeDispatch {
   size_t untiled_bytes() const;        // its device memory (0 without)
 
   // Router + experts / experts alone, on the chosen path (same contracts as
-  // WarpDecodeMoe and ClassicalMoe: stream-ordered, graph-capturable).
+  // WarpDecodeMoe and ClassicalMoe: stream-ordered, graph-capturable; a call
+  // either path refuses launches nothing). Batch invariance holds within a
+  // path: a token's bits do not depend on the rest of the batch while the
+  // batch stays on one side of the crossover, but the two paths round
+  // differently (and the classical W8A8 path quantizes activations), so a
+  // batch that crosses it changes them. An engine that needs one token's
+  // output to be the same at every batch pins the path (WarpDecodeMoe up to
+  // its largest batch).
   void forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                cudaStream_t stream) const;
   void experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing, const MoeOutput& out,

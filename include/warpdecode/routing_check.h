@@ -14,7 +14,9 @@
 //     whose routing is the router's) validates its routing first. This
 //     synchronises the stream on each call: for debugging, not for speed.
 //     Calls made while the stream is being captured into a CUDA graph are
-//     not checked (a capture cannot synchronise).
+//     not checked (a capture cannot synchronise), nor calls on the legacy
+//     stream while another stream captures; a check runs in relaxed capture
+//     mode, so that another thread's capture is not invalidated by it.
 #pragma once
 
 #include "warpdecode/layout.h"

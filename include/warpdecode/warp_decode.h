@@ -191,8 +191,15 @@ class WarpDecodeMoe {
   static constexpr int kMaxBatch = kWarpDecodeMaxBatch;  // the largest max_batch a layer object takes
   // Sizes the workspace for up to max_batch tokens (1 to kMaxBatch) and fixes the kernel
   // family (kAuto: WarpDecodeConfig::default_family per weight format).
-  // Throws on invalid shapes, and for kTensorCores on shapes they do not take.
+  // Throws on invalid shapes, for kTensorCores on shapes they do not take,
+  // and for a max_batch past largest_batch(shape, family).
   WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family = KernelFamily::kAuto);
+  // The largest max_batch (at most kMaxBatch) the family's kernels take at
+  // this shape in both formats: a gate_up block lists its B·K routing entries
+  // in shared memory (tensor cores: B·K <= 51200, e.g. B <= 3200 at K = 16;
+  // the scalar kernels also stage tokens there). kMaxBatch on every Qwen3
+  // preset.
+  static int largest_batch(const MoeShape& shape, KernelFamily family = KernelFamily::kAuto);
   ~WarpDecodeMoe();
   WarpDecodeMoe(const WarpDecodeMoe&) = delete;
   WarpDecodeMoe& operator=(const WarpDecodeMoe&) = delete;

@@ -26,10 +26,15 @@ std::string device_name() {
 
 bool wgmma_available() {
 #if defined(WD_HAVE_SM90A)
+  // Like device_name(): no device reads as "no", and a failed query leaves
+  // no error behind for the next launch check to misreport.
   int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
   return major == 9 && minor == 0;
 #else
   return false;

@@ -196,7 +196,7 @@ size_t moe_down_smem(const DownParams& p) {
   return p.stage_h ? size_t(p.top_k) * p.intermediate * sizeof(float) : 0;
 }
 
-void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
+void check_moe_down(const DownParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1 && p.batch <= 65535, "moe_down: batch = ", p.batch, " must be in [1, 65535]");
   WD_CHECK(p.intermediate > 0 && p.intermediate % kMxBlock == 0, "moe_down: I = ",
            p.intermediate, " must be a positive multiple of 32");
@@ -213,6 +213,10 @@ void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_down: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down: weights and h must be 16-byte aligned");
+}
+
+void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream) {
+  check_moe_down(p, format);
   with_codec(format, p.mx8_int_decode != 0, "moe_down",
              [&](auto codec) { launch<decltype(codec)>(p, stream); });
 }

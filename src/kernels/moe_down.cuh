@@ -75,6 +75,9 @@ constexpr size_t kMoeDownMaxStagedH = 200 * 1024;
 // Dynamic shared memory moe_down needs for these parameters (bytes).
 size_t moe_down_smem(const DownParams& p);
 
+// Throws wd::InvalidArgument on parameters the kernel cannot take (what
+// moe_down checks first).
+void check_moe_down(const DownParams& p, WeightFormat format);
 void moe_down(const DownParams& p, WeightFormat format, cudaStream_t stream);
 
 }  // namespace wd::kernels

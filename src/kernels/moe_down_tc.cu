@@ -951,7 +951,28 @@ bool down_tc_pairs_fit(int hidden, int intermediate) {
   return paired_walk(p, units, true);
 }
 
-void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
+namespace {
+// How moe_down_tc runs these parameters (its walk and shared memory).
+struct DownTcPlan {
+  int slices, reg_tok, group;
+  bool paired;
+  size_t smem;
+};
+
+DownTcPlan plan(const DownParams& p, WeightFormat format) {
+  const bool mx8 = format == WeightFormat::kMXFP8;
+  DownTcPlan pl{};
+  pl.slices = down_tc_slices(p.hidden, p.intermediate);
+  const int units = p.intermediate / kUnit / pl.slices;
+  pl.paired = paired_walk(p, units, mx8);
+  pl.reg_tok = pl.paired ? 0 : register_tokens(p, units, mx8);
+  pl.group = group_tokens(p, pl.slices, pl.reg_tok, mx8, pl.paired);
+  pl.smem = smem_bytes(p, pl.slices, pl.reg_tok, mx8, pl.group, pl.paired);
+  return pl;
+}
+}  // namespace
+
+void check_moe_down_tc(const DownParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1, "moe_down_tc: batch = ", p.batch, " must be >= 1");
   WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, " do not fit the tensor-core kernels; use the scalar kernels (tensor_cores = false)");
@@ -962,19 +983,18 @@ void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) 
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  const bool mx8 = format == WeightFormat::kMXFP8;
-  const int slices = down_tc_slices(p.hidden, p.intermediate), units = p.intermediate / kUnit / slices;
-  const bool paired = paired_walk(p, units, mx8);
-  const int reg_tok = paired ? 0 : register_tokens(p, units, mx8);
-  const int group = group_tokens(p, slices, reg_tok, mx8, paired);
-  const size_t smem = smem_bytes(p, slices, reg_tok, mx8, group, paired);
-  WD_CHECK(smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+  WD_CHECK(plan(p, format).smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
+}
+
+void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
+  check_moe_down_tc(p, format);
+  const DownTcPlan pl = plan(p, format);
   auto* go = format == WeightFormat::kBF16 ? (p.tiled ? &launch<false, true> : &launch<false, false>)
                                            : (p.tiled ? &launch<true, true> : &launch<true, false>);
-  go(p, slices, reg_tok, paired, group, smem, stream);
+  go(p, pl.slices, pl.reg_tok, pl.paired, pl.group, pl.smem, stream);
 }
 
 }  // namespace wd::kernels

@@ -11,12 +11,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kRows = 4;    // gate and up rows of two neurons
-constexpr size_t kMaxSmem = 200 * 1024;
-
-size_t smem_bytes(int entries, int tokens, int hidden) {
-  // s_list (entries) then the FP32 activations of `tokens` tokens, 16-byte aligned.
-  return ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16 + size_t(tokens) * hidden * sizeof(float);
-}
+constexpr size_t kMaxSmem = kMoeGateUpMaxSmem;
 
 // kUnroll: 16-byte chunks per lane per row in one round of loads. The next
 // round is always in flight while the current one is computed (double
@@ -215,7 +210,7 @@ template <typename Codec, int kTokens, int kUnroll>
 void launch_variant(const GateUpParams& p, cudaStream_t stream) {
   const int per_block = kWarps * 2 * p.neurons_per_warp;
   const dim3 grid((p.intermediate + per_block - 1) / per_block, p.batch * p.top_k);
-  const size_t smem = smem_bytes(p.batch * p.top_k, kTokens, p.hidden);
+  const size_t smem = moe_gate_up_smem_for(p.batch * p.top_k, kTokens, p.hidden);
   auto* k = &moe_gate_up_kernel<Codec, kTokens, kUnroll>;
   ensure_dynamic_smem(k, smem);
   k<<<grid, kThreads, smem, stream>>>(p);
@@ -231,11 +226,16 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-size_t moe_gate_up_smem(const GateUpParams& p) {
-  return smem_bytes(p.batch * p.top_k, p.tokens_per_pass, p.hidden);
+size_t moe_gate_up_smem_for(int entries, int tokens_per_pass, int hidden) {
+  // s_list (entries) then the FP32 activations of `tokens` tokens, 16-byte aligned.
+  return ((size_t(entries) * sizeof(int32_t) + 15) / 16) * 16 + size_t(tokens_per_pass) * hidden * sizeof(float);
 }
 
-void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
+size_t moe_gate_up_smem(const GateUpParams& p) {
+  return moe_gate_up_smem_for(p.batch * p.top_k, p.tokens_per_pass, p.hidden);
+}
+
+void check_moe_gate_up(const GateUpParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1, "moe_gate_up: batch = ", p.batch, " must be >= 1");
   WD_CHECK(p.hidden > 0 && p.hidden % kMxBlock == 0, "moe_gate_up: H = ", p.hidden,
            " must be a positive multiple of 32");
@@ -255,6 +255,10 @@ void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream
   WD_CHECK(format == WeightFormat::kBF16 || p.scales, "moe_gate_up: MXFP8 needs scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up: weights and x must be 16-byte aligned");
+}
+
+void moe_gate_up(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
+  check_moe_gate_up(p, format);
   with_codec(format, p.mx8_int_decode != 0, "moe_gate_up",
              [&](auto codec) { launch<decltype(codec)>(p, stream); });
 }

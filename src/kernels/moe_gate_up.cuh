@@ -70,8 +70,18 @@ struct GateUpParams {
                            // tiles (16 of an expert's tokens); elsewhere ignored; the same bits
 };
 
-// Dynamic shared memory moe_gate_up needs for these parameters (bytes).
+// The most dynamic shared memory a moe_gate_up block may take (bytes).
+constexpr size_t kMoeGateUpMaxSmem = 200 * 1024;
+
+// Dynamic shared memory moe_gate_up needs for these parameters (bytes): its
+// routing list (B·K entries) and tokens_per_pass staged FP32 tokens.
 size_t moe_gate_up_smem(const GateUpParams& p);
+size_t moe_gate_up_smem_for(int entries, int tokens_per_pass, int hidden);
+
+// Throws wd::InvalidArgument on parameters the kernel cannot take (what
+// moe_gate_up checks first; callers that launch several kernels check each
+// one before launching any).
+void check_moe_gate_up(const GateUpParams& p, WeightFormat format);
 
 // Validates and launches on `stream`. Throws wd::InvalidArgument on shapes the
 // kernel cannot take and wd::CudaError on launch failure.

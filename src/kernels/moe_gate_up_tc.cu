@@ -338,7 +338,7 @@ bool tensor_core_shape_ok(int hidden, int intermediate) {
   return hidden > 0 && hidden % (kSlices * 64) == 0 && down_tc_slices(hidden, intermediate) > 0;
 }
 
-void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
+void check_moe_gate_up_tc(const GateUpParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1, "moe_gate_up_tc: batch = ", p.batch, " must be >= 1");
   WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_gate_up_tc: H = ", p.hidden, ", I = ",
            p.intermediate, " do not fit the tensor-core kernels (H % 256 == 0, I % 64 == 0); use the scalar kernels "
@@ -353,6 +353,10 @@ void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t str
            "moe_gate_up_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
            "moe_gate_up_tc: weights and x must be 16-byte aligned");
+}
+
+void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream) {
+  check_moe_gate_up_tc(p, format);
   const bool deep = p.deep_loads && gate_up_tc_deep_fits(p.hidden);
   if (format == WeightFormat::kBF16) p.tiled ? launch<false, false, true>(p, stream) : launch<false, false>(p, stream);
   else if (p.tiled) deep ? launch<true, true, true>(p, stream) : launch<true, false, true>(p, stream);

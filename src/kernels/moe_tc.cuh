@@ -76,6 +76,11 @@ bool tensor_core_shape_ok(int hidden, int intermediate);
 // shallow rounds.
 bool gate_up_tc_deep_fits(int hidden);
 
+// Throw wd::InvalidArgument on parameters the kernel cannot take (what the
+// launch below checks first).
+void check_moe_gate_up_tc(const GateUpParams& p, WeightFormat format);
+void check_moe_down_tc(const DownParams& p, WeightFormat format);
+
 void moe_gate_up_tc(const GateUpParams& p, WeightFormat format, cudaStream_t stream);
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream);
 

@@ -279,7 +279,7 @@ void launch(const RouterParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-void router(const RouterParams& p, cudaStream_t stream) {
+void check_router(const RouterParams& p) {
   WD_CHECK(p.batch >= 1 && p.batch <= 65535, "router: batch = ", p.batch, " must be in [1, 65535]");
   WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0 && size_t(p.hidden) * 2 <= kMaxStagedBytes, "router: H = ", p.hidden,
            " must be a positive multiple of 8, at most ", kMaxStagedBytes / 2);
@@ -290,6 +290,13 @@ void router(const RouterParams& p, cudaStream_t stream) {
   WD_CHECK(p.group_tokens >= 0 && p.group_tokens <= largest_group(p.hidden), "router: group_tokens = ",
            p.group_tokens, " must be 0 (chosen per call) or at most ", largest_group(p.hidden), " at H = ", p.hidden);
   WD_CHECK(p.router && p.x && p.ids && p.weights, "router: a required pointer is null");
+  // x's rows are staged and the router's rows read 16 bytes at a time.
+  WD_CHECK((reinterpret_cast<uintptr_t>(p.router) | reinterpret_cast<uintptr_t>(p.x)) % 16 == 0,
+           "router: the router weights and x must be 16-byte aligned");
+}
+
+void router(const RouterParams& p, cudaStream_t stream) {
+  check_router(p);
   with_topk_width(p.experts, [&](auto width) { launch<decltype(width)::value>(p, stream); });
 }
 

@@ -53,6 +53,9 @@ struct RouterParams {
   int group_tokens = 0;
 };
 
+// Throws wd::InvalidArgument on parameters the router cannot take (what
+// router() checks first).
+void check_router(const RouterParams& p);
 void router(const RouterParams& p, cudaStream_t stream);
 
 }  // namespace wd::kernels

@@ -60,8 +60,26 @@ void validate_routing(const RoutingView& r, int experts, cudaStream_t stream) {
 void maybe_validate_routing(const RoutingView& r, int experts, cudaStream_t stream) {
   if (!routing_checks_enabled()) return;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  WD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture == cudaStreamCaptureStatusNone) validate_routing(r, experts, stream);
+  const cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  if (e == cudaErrorStreamCaptureImplicit) {
+    // The legacy stream while another stream captures: skipped like a
+    // capturing stream (a check would sync inside that capture).
+    (void)cudaGetLastError();
+    return;
+  }
+  WD_CUDA_CHECK(e);
+  if (capture != cudaStreamCaptureStatusNone) return;
+  // The check allocates and synchronises: relaxed for its duration, so that
+  // another thread's global-mode capture is not invalidated by it.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  WD_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+  try {
+    validate_routing(r, experts, stream);
+  } catch (...) {
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    throw;
+  }
+  WD_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
 }
 
 }  // namespace wd

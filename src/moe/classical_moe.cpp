@@ -249,28 +249,39 @@ void set_weight_operands(kernels::GroupedGemmParams& p, const MoeWeightsView& w,
   }
 }
 
-void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
-                             const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const {
-  check_weights(shape_, w, config);
-  const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
+void ClassicalMoe::check_call(WeightFormat format, int batch, const ClassicalConfig& config) const {
+  const int B = batch, H = shape_.hidden, I = shape_.intermediate;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
   WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T, " (allowed: 8, 16, 32, 64, 80, 128, 144)");
-  WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, w.format),
+  WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, format),
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
            "(W8A8); H = ", H, ", I = ", I);
-  WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, w.format),
+  WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, format),
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
-           to_string(w.format), ") and an sm_90a device");
-  WD_CHECK(w8a16_ok(config, w.format), "classical MoE: W8A16 (", config.label(),
-           ") takes the TMA GEMM and MXFP8 weights, not ", to_string(w.format));
+           to_string(format), ") and an sm_90a device");
+  WD_CHECK(w8a16_ok(config, format), "classical MoE: W8A16 (", config.label(),
+           ") takes the TMA GEMM and MXFP8 weights, not ", to_string(format));
   WD_CHECK(!config.fuse_silu || (config.gemm == ClassicalGemm::kTma &&
-                                  silu_fuses(shape_, w.format, config.bf16_activations, config.tile_tokens)),
+                                  silu_fuses(shape_, format, config.bf16_activations, config.tile_tokens)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
-           "W8A16) or W8A8 at T = 64 or 80 (FP8 block-128 also 128), and I % 128 == 0; ", config.label(), ", ", to_string(w.format), ", I = ", I);
-  WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, w.format),
+           "W8A16) or W8A8 at T = 64 or 80 (FP8 block-128 also 128), and I % 128 == 0; ", config.label(), ", ", to_string(format), ", I = ", I);
+  WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, format),
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
-           to_string(w.format), ", H = ", H, ", I = ", I);
+           to_string(format), ", H = ", H, ", I = ", I);
+  // Whatever else the GEMMs refuse (a tile the mma.sync or wgmma kernel does
+  // not have, W8A8 on a shape it does not take), refused here, before the
+  // first stage launches.
+  WD_CHECK(config.supports(shape_, format), "classical MoE: ", config.label(), " does not take ", to_string(format),
+           " weights at H = ", H, ", I = ", I, " on this device");
+}
+
+void ClassicalMoe::run_stage(ClassicalStage stage, const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                             const MoeOutput& out, const ClassicalConfig& config, cudaStream_t stream) const {
+  check_weights(shape_, w, config);
+  check_call(w.format, r.batch, config);
+  const int B = r.batch, H = shape_.hidden, I = shape_.intermediate, E = shape_.experts, K = shape_.top_k;
+  const int T = config.tile_tokens;
   const bool w8a8 = w.format != WeightFormat::kBF16 && !config.bf16_activations;
   const int entries = B * K;
   const int max_blocks = max_blocks_for(entries, E, T, config.share_weights);
@@ -388,6 +399,8 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            const ClassicalConfig& config, cudaStream_t stream) const {
   WD_CHECK(r.ids && r.weights && x && out.y, "classical MoE: a required pointer is null");
+  check_weights(shape_, w, config);  // every stage checks them again; here before anything launches
+  check_call(w.format, r.batch, config);
   maybe_validate_routing(r, shape_.experts, stream);
   for (ClassicalStage s : {ClassicalStage::kAlign, ClassicalStage::kPermute, ClassicalStage::kGateUp,
                            ClassicalStage::kSiluMul, ClassicalStage::kDown, ClassicalStage::kCombine})
@@ -401,6 +414,10 @@ void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                            const ClassicalConfig& config, cudaStream_t stream) const {
+  // The experts' checks before the router launches (nothing half-written).
+  WD_CHECK(x && out.y, "classical MoE: a required pointer is null");
+  check_weights(shape_, w, config);
+  check_call(w.format, batch, config);
   route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);
   experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out, config, stream);
 }

@@ -11,7 +11,9 @@ namespace wd {
 
 MoeDispatch::MoeDispatch(const MoeShape& shape, int max_batch, CrossoverTable table, DispatchPolicy policy)
     : shape_(shape), table_(std::move(table)), policy_(policy), sm90a_(ClassicalMoe::wgmma_available()) {
-  warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, WarpDecodeMoe::kMaxBatch));
+  // Warp decode up to the largest batch its kernels take (kMaxBatch on the
+  // Qwen3 shapes); the classical path past it.
+  warp_ = std::make_unique<WarpDecodeMoe>(shape, std::min(max_batch, WarpDecodeMoe::largest_batch(shape)));
   classical_ = std::make_unique<ClassicalMoe>(shape, max_batch);
   for (WeightFormat f : kWeightFormats)
     reads_tiled_only_[static_cast<size_t>(f)] = classical_reads_tiled_only(shape_, f, sm90a_);
@@ -65,18 +67,25 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
     warp_->forward(w, x, batch, out, stream);
     return;
   }
-  classical_->forward(classical_weights(w, stream), x, batch, out,
-                      dispatch_classical_config(table_, shape_, w.format, batch, policy_, sm90a_, weight_copies(w)),
-                      stream);
+  const ClassicalConfig config =
+      dispatch_classical_config(table_, shape_, w.format, batch, policy_, sm90a_, weight_copies(w));
+  // Checked before the un-tiling launches (its kernels would write the scratch for a refused call).
+  WD_CHECK(x && out.y, "MoE dispatch: a required pointer is null");
+  classical_->check_call(w.format, batch, config);
+  classical_->forward(classical_weights(w, stream), x, batch, out, config, stream);
 }
 
 void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& routing,
                           const MoeOutput& out, cudaStream_t stream) const {
-  if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) warp_->experts(w, x, routing, out, stream);
-  else
-    classical_->experts(
-        classical_weights(w, stream), x, routing, out,
-        dispatch_classical_config(table_, shape_, w.format, routing.batch, policy_, sm90a_, weight_copies(w)), stream);
+  if (choose(w.format, routing.batch, weight_copies(w)) == MoePath::kWarp) {
+    warp_->experts(w, x, routing, out, stream);
+    return;
+  }
+  const ClassicalConfig config =
+      dispatch_classical_config(table_, shape_, w.format, routing.batch, policy_, sm90a_, weight_copies(w));
+  WD_CHECK(routing.ids && routing.weights && x && out.y, "MoE dispatch: a required pointer is null");
+  classical_->check_call(w.format, routing.batch, config);
+  classical_->experts(classical_weights(w, stream), x, routing, out, config, stream);
 }
 
 }  // namespace wd

@@ -366,6 +366,12 @@ WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, W
   const bool mx8 = format == WeightFormat::kMXFP8;
   const size_t h_bytes = size_t(shape.top_k) * shape.intermediate * sizeof(float);
   c.gate_up_tokens_per_pass = batch <= (mx8 ? 16 : 8) ? 1 : 4;
+  // Four staged tokens beside the block's B·K routing entries can outgrow
+  // its shared memory (qwen3-coder-480b-a35b from B = 3329): one token a pass
+  // there, the same bits (the pass width never changes them).
+  if (c.gate_up_tokens_per_pass == 4 &&
+      kernels::moe_gate_up_smem_for(batch * shape.top_k, 4, shape.hidden) > kernels::kMoeGateUpMaxSmem)
+    c.gate_up_tokens_per_pass = 1;
   c.gate_up_narrow = batch <= 2;
   c.gate_up_neurons_per_warp = batch <= 2 ? 1 : mx8 && batch <= 16 ? 2 : (batch >= 16 ? 4 : 1);
   c.down_rows_per_warp = batch * shape.hidden <= 2048 ? 1 : 4;
@@ -402,6 +408,77 @@ struct WarpDecodeMoe::Workspace {
   DeviceBuffer<float> weights;    // (max_batch, K)
 };
 
+namespace {
+// Whether the expert kernels of `family` take `batch` tokens of this shape in
+// both formats: the default configuration at that batch through the kernels'
+// own checks (what grows with the batch: the B·K routing entries a gate_up
+// block lists in shared memory, and the scalar gate_up's staged tokens). The
+// pointers are a stand-in aligned address: the checks test them for null and
+// alignment and never read them.
+bool kernels_take(const MoeShape& shape, int batch, KernelFamily family, TableCard card) {
+  const auto stand_in = reinterpret_cast<const uint8_t*>(uintptr_t(256));
+  try {
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      const WarpDecodeConfig c = WarpDecodeConfig::for_batch(shape, batch, f, family, false, card);
+      kernels::GateUpParams g{};
+      g.weights = stand_in;
+      g.scales = stand_in;
+      g.x = reinterpret_cast<const uint16_t*>(stand_in);
+      g.ids = reinterpret_cast<const int32_t*>(stand_in);
+      g.h = reinterpret_cast<float*>(uintptr_t(256));
+      g.batch = batch;
+      g.hidden = shape.hidden;
+      g.intermediate = shape.intermediate;
+      g.experts = shape.experts;
+      g.top_k = shape.top_k;
+      g.tokens_per_pass = c.gate_up_tokens_per_pass;
+      g.neurons_per_warp = c.gate_up_neurons_per_warp;
+      g.prefetch_pairs = c.gate_up_prefetch;
+      kernels::DownParams d{};
+      d.weights = stand_in;
+      d.scales = stand_in;
+      d.h = g.h;
+      d.ids = g.ids;
+      d.route_w = reinterpret_cast<const float*>(stand_in);
+      d.y = reinterpret_cast<void*>(uintptr_t(256));
+      d.batch = batch;
+      d.hidden = shape.hidden;
+      d.intermediate = shape.intermediate;
+      d.experts = shape.experts;
+      d.top_k = shape.top_k;
+      d.rows_per_warp = c.down_rows_per_warp;
+      d.prefetch_experts = c.down_prefetch;
+      d.stage_h = c.down_stage_h ? 1 : 0;
+      if (c.tensor_cores) {
+        kernels::check_moe_gate_up_tc(g, f);
+        kernels::check_moe_down_tc(d, f);
+      } else {
+        kernels::check_moe_gate_up(g, f);
+        kernels::check_moe_down(d, f);
+      }
+    }
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+int WarpDecodeMoe::largest_batch(const MoeShape& shape, KernelFamily family) {
+  shape.validate();
+  if (family == KernelFamily::kAuto) family = WarpDecodeConfig::default_family(shape, WeightFormat::kBF16, kMaxBatch);
+  const TableCard card = kernels::device_table_card();
+  if (kernels_take(shape, kMaxBatch, family, card)) return kMaxBatch;
+  // What grows with the batch only grows: the largest batch taken is found
+  // by bisection (0 if none).
+  int lo = 0, hi = kMaxBatch;  // lo taken (or 0), hi not
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (kernels_take(shape, mid, family, card) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily family)
     : shape_(shape),
       max_batch_(max_batch),
@@ -414,6 +491,14 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily 
            ", I = ", shape.intermediate, "); use KernelFamily::kScalar or kAuto");
   WD_CHECK(max_batch >= 1 && max_batch <= kMaxBatch, "warp decode: max_batch = ", max_batch,
            " must be in [1, ", kMaxBatch, "]");
+  // Refused here, not at the call that reaches it.
+  if (!kernels_take(shape, max_batch, this->family(WeightFormat::kBF16), card_)) {
+    const int largest = largest_batch(shape, family_);
+    WD_CHECK(false, "warp decode: max_batch = ", max_batch, " is past ", largest, ", the largest batch the ",
+             to_string(this->family(WeightFormat::kBF16)), " kernels take at H = ", shape.hidden, ", I = ",
+             shape.intermediate, ", E = ", shape.experts, ", K = ", shape.top_k,
+             " (a gate_up block lists its B·K routing entries in shared memory)");
+  }
   const size_t BK = size_t(max_batch) * shape.top_k;
   ws_->h = DeviceBuffer<float>(BK * shape.intermediate);
   ws_->ids = DeviceBuffer<int32_t>(BK);
@@ -450,40 +535,44 @@ void check_call(const MoeShape& mine, const MoeWeightsView& w, int batch, int ma
 }
 }  // namespace
 
-void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
-                          float* weights, cudaStream_t stream) const {
-  check_call(shape_, w, batch, max_batch_);
-  const kernels::RouterParams p{w.router,      x,          ids,
-                                weights,       batch,      shape_.hidden,
-                                shape_.experts, shape_.top_k, shape_.norm_topk_prob ? 1 : 0,
-                                /*programmatic_launch=*/1, /*group_tokens=*/0};
-  kernels::router(p, stream);
+namespace {
+kernels::RouterParams router_params(const MoeShape& shape, const MoeWeightsView& w, const uint16_t* x, int batch,
+                                    int32_t* ids, float* weights) {
+  return kernels::RouterParams{w.router,     x,           ids,
+                               weights,      batch,       shape.hidden,
+                               shape.experts, shape.top_k, shape.norm_topk_prob ? 1 : 0,
+                               /*programmatic_launch=*/1, /*group_tokens=*/0};
 }
 
-void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
-                            const MoeOutput& out, cudaStream_t stream) const {
-  experts(w, x, r, out, default_config(r.batch, w), stream);
-}
-
-void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
-                            const MoeOutput& out, const WarpDecodeConfig& config,
-                            cudaStream_t stream, Kernels which) const {
-  check_call(shape_, w, r.batch, max_batch_);
-  WD_CHECK(r.top_k == shape_.top_k, "warp decode: routing has K = ", r.top_k, ", layer has K = ",
-           shape_.top_k);
-  WD_CHECK(r.ids && r.weights && x && out.y, "warp decode: a required pointer is null");
-  maybe_validate_routing(r, shape_.experts, stream);
+// The expert kernels' parameters for one call, every check of both kernels
+// done: a call that either kernel cannot take throws before anything is
+// launched (nothing half-written).
+struct ExpertKernels {
   kernels::GateUpParams g{};
+  kernels::DownParams d{};
+  bool tensor_cores = false;
+};
+
+ExpertKernels plan_experts(const MoeShape& shape, int max_batch, float* h, const MoeWeightsView& w,
+                           const uint16_t* x, const RoutingView& r, const MoeOutput& out,
+                           const WarpDecodeConfig& config, WarpDecodeMoe::Kernels which) {
+  check_call(shape, w, r.batch, max_batch);
+  WD_CHECK(r.top_k == shape.top_k, "warp decode: routing has K = ", r.top_k, ", layer has K = ", shape.top_k);
+  WD_CHECK(r.ids && r.weights && x && out.y, "warp decode: a required pointer is null");
+  if (!config.tensor_cores) w.require_canonical("warp decode's scalar kernels");
+  ExpertKernels k;
+  k.tensor_cores = config.tensor_cores;
+  kernels::GateUpParams& g = k.g;
   g.weights = w.gate_up;
   g.scales = w.gate_up_scales;
   g.x = x;
   g.ids = r.ids;
-  g.h = ws_->h.data();
+  g.h = h;
   g.batch = r.batch;
-  g.hidden = shape_.hidden;
-  g.intermediate = shape_.intermediate;
-  g.experts = shape_.experts;
-  g.top_k = shape_.top_k;
+  g.hidden = shape.hidden;
+  g.intermediate = shape.intermediate;
+  g.experts = shape.experts;
+  g.top_k = shape.top_k;
   g.tokens_per_pass = config.gate_up_tokens_per_pass;
   g.neurons_per_warp = config.gate_up_neurons_per_warp;
   g.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
@@ -496,58 +585,87 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
   // Tensor cores read a tiled copy where the config asks and the weights
   // have it, and always where the weights have nothing else (tiled-only):
   // the same values, so the same bits.
-  if (!config.tensor_cores) w.require_canonical("warp decode's scalar kernels");
   if (config.tensor_cores && w.gate_up_tiled != nullptr && (config.tc_tiled_gate_up || w.gate_up == nullptr)) {
     g.weights = w.gate_up_tiled;
     g.scales = w.gate_up_tiled_scales;
     g.tiled = 1;
   }
-  if (which != Kernels::kDown) {
-    if (config.tensor_cores) kernels::moe_gate_up_tc(g, w.format, stream);
-    else kernels::moe_gate_up(g, w.format, stream);
-  }
 
-  kernels::DownParams d{};
+  kernels::DownParams& d = k.d;
   d.weights = w.down;
   d.scales = w.down_scales;
-  d.h = ws_->h.data();
+  d.h = h;
   d.ids = r.ids;
   d.route_w = r.weights;
   d.y = out.y;
   d.residual = out.residual;
   d.out_fp32 = out.type == OutputType::kFP32 ? 1 : 0;
   d.batch = r.batch;
-  d.hidden = shape_.hidden;
-  d.intermediate = shape_.intermediate;
-  d.experts = shape_.experts;
-  d.top_k = shape_.top_k;
+  d.hidden = shape.hidden;
+  d.intermediate = shape.intermediate;
+  d.experts = shape.experts;
+  d.top_k = shape.top_k;
   d.mx8_int_decode = config.mx8_int_decode ? 1 : 0;
-  d.programmatic_launch = config.programmatic_launch ? 1 : 0;
+  d.programmatic_launch = config.programmatic_launch && which != WarpDecodeMoe::Kernels::kDown ? 1 : 0;
   d.rows_per_warp = config.down_rows_per_warp;
   d.prefetch_experts = config.down_prefetch;
   d.evict_first = config.evict_first ? 1 : 0;
   d.stage_h = config.down_stage_h ? 1 : 0;
   d.scales_narrow = w.mx_scales_narrow ? 1 : 0;
   d.pair_warps = config.tensor_cores && config.tc_down_pairs ? 1 : 0;
-  if (which == Kernels::kGateUp) return;
-  if (which == Kernels::kDown) d.programmatic_launch = 0;
-  if (config.tensor_cores) {
-    if (w.down_tiled != nullptr && (config.tc_tiled_down || w.down == nullptr)) {
-      d.weights = w.down_tiled;
-      d.scales = w.down_tiled_scales;
-      d.tiled = 1;
-    }
-    kernels::moe_down_tc(d, w.format, stream);
-  } else {
-    kernels::moe_down(d, w.format, stream);
+  if (config.tensor_cores && w.down_tiled != nullptr && (config.tc_tiled_down || w.down == nullptr)) {
+    d.weights = w.down_tiled;
+    d.scales = w.down_tiled_scales;
+    d.tiled = 1;
   }
+
+  if (which != WarpDecodeMoe::Kernels::kDown)
+    config.tensor_cores ? kernels::check_moe_gate_up_tc(g, w.format) : kernels::check_moe_gate_up(g, w.format);
+  if (which != WarpDecodeMoe::Kernels::kGateUp)
+    config.tensor_cores ? kernels::check_moe_down_tc(d, w.format) : kernels::check_moe_down(d, w.format);
+  return k;
+}
+
+void launch_experts(const ExpertKernels& k, WeightFormat format, WarpDecodeMoe::Kernels which,
+                    cudaStream_t stream) {
+  if (which != WarpDecodeMoe::Kernels::kDown)
+    k.tensor_cores ? kernels::moe_gate_up_tc(k.g, format, stream) : kernels::moe_gate_up(k.g, format, stream);
+  if (which != WarpDecodeMoe::Kernels::kGateUp)
+    k.tensor_cores ? kernels::moe_down_tc(k.d, format, stream) : kernels::moe_down(k.d, format, stream);
+}
+}  // namespace
+
+void WarpDecodeMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, int32_t* ids,
+                          float* weights, cudaStream_t stream) const {
+  check_call(shape_, w, batch, max_batch_);
+  kernels::router(router_params(shape_, w, x, batch, ids, weights), stream);
+}
+
+void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                            const MoeOutput& out, cudaStream_t stream) const {
+  experts(w, x, r, out, default_config(r.batch, w), stream);
+}
+
+void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r,
+                            const MoeOutput& out, const WarpDecodeConfig& config,
+                            cudaStream_t stream, Kernels which) const {
+  const ExpertKernels k = plan_experts(shape_, max_batch_, ws_->h.data(), w, x, r, out, config, which);
+  maybe_validate_routing(r, shape_.experts, stream);
+  launch_experts(k, w.format, which, stream);
 }
 
 void WarpDecodeMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
                             const MoeOutput& out, cudaStream_t stream) const {
-  route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);
-  experts(w, x, RoutingView{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()}, out,
-          stream);
+  // The router and both expert kernels checked before the router launches.
+  check_call(shape_, w, batch, max_batch_);
+  const kernels::RouterParams rp = router_params(shape_, w, x, batch, ws_->ids.data(), ws_->weights.data());
+  kernels::check_router(rp);
+  const RoutingView r{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()};
+  const ExpertKernels k =
+      plan_experts(shape_, max_batch_, ws_->h.data(), w, x, r, out, default_config(batch, w), Kernels::kBoth);
+  kernels::router(rp, stream);
+  maybe_validate_routing(r, shape_.experts, stream);
+  launch_experts(k, w.format, Kernels::kBoth, stream);
 }
 
 }  // namespace wd

@@ -1670,6 +1670,82 @@ TEST(Classical, ClearErrorsForWhatItCannotTake) {
                InvalidArgument);
 }
 
+// A call the classical path refuses throws before its first stage launches
+// (recorded under a graph capture it records no node), where a valid call
+// records its stages: a configuration the GEMMs do not have (the align and
+// permute stages ran before the GEMM refused it), a missing output (the
+// router ran first), and through MoeDispatch a batch past max_batch on
+// tiled-only weights (the un-tiling ran first).
+TEST(Classical, ARefusedCallLaunchesNothing) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 128, 16, 4);
+  const Layer layer = Layer::make(s, WeightFormat::kBF16, fresh_seed());
+  ClassicalMoe moe(s, 8);
+  const int B = 4;
+  const Inputs in(synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian),
+                  random_routing(B, s.experts, s.top_k, fresh_seed()));
+  DeviceBuffer<float> y(size_t(B) * s.hidden);
+  const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+  const test::Recorded ok = test::record_on_capture(
+      [&](cudaStream_t st) { moe.forward(layer.view(), in.x.data(), B, out, st); });
+  EXPECT_FALSE(ok.refused);
+  EXPECT_GE(ok.nodes, 4u);
+  for (const ClassicalConfig& bad : {ClassicalConfig{16, ClassicalGemm::kWgmma}, ClassicalConfig{144}}) {
+    SCOPED_TRACE(bad.label());
+    const test::Recorded r = test::record_on_capture(
+        [&](cudaStream_t st) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), out, bad, st); });
+    EXPECT_TRUE(r.refused);
+    EXPECT_EQ(r.nodes, 0u);
+  }
+  const test::Recorded no_y = test::record_on_capture([&](cudaStream_t st) {
+    moe.forward(layer.view(), in.x.data(), B, MoeOutput{nullptr, OutputType::kFP32, nullptr}, st);
+  });
+  EXPECT_TRUE(no_y.refused);
+  EXPECT_EQ(no_y.nodes, 0u);
+
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+    SCOPED_TRACE(to_string(f));
+    const MoeShape u = untileable_shape(f);
+    const Layer l = Layer::make(u, f, fresh_seed());
+    const DeviceMoeWeights only = DeviceMoeWeights::upload(l.host, DeviceWeightsOptions::tiled_only());
+    CrossoverTable table;
+    CrossoverEntry e{"tiny", u.hidden, u.intermediate, u.experts, u.top_k, f, 32, false, CrossoverEntry::kNever, true};
+    e.untiled = true;
+    table.set(e);
+    MoeDispatch dispatch(u, 48, table);
+    dispatch.untile_tiled_only(f);
+    const int past = 64;  // past the dispatch's max_batch, on the classical side of the crossover
+    const Inputs pin(synthetic_input(past, u.hidden, fresh_seed(), InputKind::kGaussian),
+                     random_routing(past, u.experts, u.top_k, fresh_seed()));
+    DeviceBuffer<float> py(size_t(past) * u.hidden);
+    const test::Recorded r = test::record_on_capture([&](cudaStream_t st) {
+      dispatch.experts(only.view(), pin.x.data(), pin.view(past, u.top_k),
+                       MoeOutput{py.data(), OutputType::kFP32, nullptr}, st);
+    });
+    EXPECT_TRUE(r.refused);
+    EXPECT_EQ(r.nodes, 0u);
+  }
+}
+
+// Warp decode inside MoeDispatch is sized to the largest batch its kernels
+// take (WarpDecodeMoe::largest_batch): at K = 16 below kMaxBatch, where the
+// dispatch used to build a warp-decode object that its calls past that batch
+// would have found refused. Past it the classical path runs.
+TEST(Classical, DispatchSizesWarpDecodeToItsLargestBatch) {
+  WD_REQUIRE_GPU();
+  const MoeShape k16 = make_shape(256, 64, 32, 16);
+  const int largest = WarpDecodeMoe::largest_batch(k16);
+  ASSERT_LT(largest, WarpDecodeMoe::kMaxBatch);
+  CrossoverTable table;  // warp decode at every batch it takes
+  table.set(CrossoverEntry{"k16", k16.hidden, k16.intermediate, k16.experts, k16.top_k, WeightFormat::kBF16,
+                           CrossoverEntry::kNever});
+  MoeDispatch dispatch(k16, WarpDecodeMoe::kMaxBatch, table);
+  EXPECT_EQ(dispatch.warp().max_batch(), largest);
+  EXPECT_EQ(dispatch.choose(WeightFormat::kBF16, largest), MoePath::kWarp);
+  EXPECT_EQ(dispatch.choose(WeightFormat::kBF16, largest + 1), MoePath::kClassical);
+  EXPECT_EQ(dispatch.choose(WeightFormat::kBF16, WarpDecodeMoe::kMaxBatch), MoePath::kClassical);
+}
+
 // Every GPU of the process runs every classical configuration and warp
 // decode, with the same bits as the first: kernels' shared-memory limits and
 // resident-block counts are per device (kernels/launch.cuh). Before they were

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/device_buffer.h"
+#include "warpdecode/error.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
 
@@ -62,6 +64,33 @@ void capture_and_replay(cudaStream_t st, DeviceBuffer<T>& out, Record record) {
   WD_CUDA_CHECK(cudaStreamSynchronize(st));
   WD_CUDA_CHECK(cudaGraphExecDestroy(exec));
   WD_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// What a call does on a stream under capture: the graph nodes it recorded
+// (each kernel launch or copy one node) and whether it threw
+// wd::InvalidArgument. A refused call must record none: nothing it launched
+// could have half-written its outputs. The capture is ended either way.
+struct Recorded {
+  size_t nodes = 0;
+  bool refused = false;
+};
+template <typename Record>
+Recorded record_on_capture(Record record) {
+  cudaStream_t st;
+  WD_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  WD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  Recorded r;
+  try {
+    record(st);
+  } catch (const InvalidArgument&) {
+    r.refused = true;
+  }
+  WD_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  WD_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &r.nodes));
+  WD_CUDA_CHECK(cudaGraphDestroy(graph));
+  WD_CUDA_CHECK(cudaStreamDestroy(st));
+  return r;
 }
 
 }  // namespace wd::test

@@ -533,6 +533,98 @@ TEST(WarpDecode, ClearErrorsForWhatItCannotTake) {
   EXPECT_THROW(moe.forward(layer.host.view(), x.data(), 2, out, nullptr), InvalidArgument);  // host weights
 }
 
+// A call either kernel (or the router) refuses throws before anything is
+// launched: recorded under a graph capture, it records no node, where the
+// same call with valid arguments records the router and both kernels.
+TEST(WarpDecode, ARefusedCallLaunchesNothing) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = make_shape(256, 64, 16, 4);  // both families take it
+  const int B = 6;
+  const auto x = synthetic_input(B, s.hidden, fresh_seed(), InputKind::kGaussian);
+  const auto r = random_routing(B, s.experts, s.top_k, fresh_seed());
+  DeviceBuffer<uint16_t> dx(x);
+  DeviceBuffer<int32_t> ids(r.ids);
+  DeviceBuffer<float> rw(std::vector<float>(r.w.begin(), r.w.end()));
+  DeviceBuffer<float> y(size_t(B) * s.hidden);
+  const MoeOutput out{y.data(), OutputType::kFP32, nullptr};
+  const RoutingView rv{B, s.top_k, ids.data(), rw.data()};
+  for (KernelFamily fam : {KernelFamily::kScalar, KernelFamily::kTensorCores}) {
+    SCOPED_TRACE(to_string(fam));
+    const Layer layer = Layer::make(s, WeightFormat::kMXFP8, fresh_seed());
+    WarpDecodeMoe moe(s, 8, fam);
+    const test::Recorded ok = test::record_on_capture([&](cudaStream_t st) {
+      moe.forward(layer.dev.view(), dx.data(), B, out, st);
+    });
+    EXPECT_FALSE(ok.refused);
+    EXPECT_GE(ok.nodes, 3u);  // the router, gate_up, down
+    // No output: refused by the experts' checks, before the router launches.
+    const test::Recorded no_y = test::record_on_capture([&](cudaStream_t st) {
+      moe.forward(layer.dev.view(), dx.data(), B, MoeOutput{nullptr, OutputType::kFP32, nullptr}, st);
+    });
+    EXPECT_TRUE(no_y.refused);
+    EXPECT_EQ(no_y.nodes, 0u);
+    // x misaligned for the router's 16-byte loads.
+    const test::Recorded odd_x = test::record_on_capture([&](cudaStream_t st) {
+      moe.forward(layer.dev.view(), dx.data() + 1, B, out, st);
+    });
+    EXPECT_TRUE(odd_x.refused);
+    EXPECT_EQ(odd_x.nodes, 0u);
+    // A configuration the scalar down kernel refuses: gate_up, which takes
+    // it, is not launched either.
+    if (fam == KernelFamily::kScalar) {
+      WarpDecodeConfig bad = moe.default_config(B, layer.dev.view());
+      bad.down_rows_per_warp = 3;
+      const test::Recorded late = test::record_on_capture([&](cudaStream_t st) {
+        moe.experts(layer.dev.view(), dx.data(), rv, out, bad, st);
+      });
+      EXPECT_TRUE(late.refused);
+      EXPECT_EQ(late.nodes, 0u);
+    }
+    // gate_up alone is still launched when asked for alone.
+    const test::Recorded gate_up = test::record_on_capture([&](cudaStream_t st) {
+      moe.experts(layer.dev.view(), dx.data(), rv, out, moe.default_config(B, layer.dev.view()), st,
+                  WarpDecodeMoe::Kernels::kGateUp);
+    });
+    EXPECT_FALSE(gate_up.refused);
+    EXPECT_EQ(gate_up.nodes, 1u);
+  }
+}
+
+// The largest batch a layer object takes is checked at construction, not at
+// the call that reaches it: a gate_up block lists its B·K routing entries in
+// shared memory (200 KiB: B·K <= 51200 on the tensor cores). Every Qwen3
+// preset takes kMaxBatch in both families (the scalar gate_up passes one
+// token at a time where four would not fit beside the list); K = 16 does
+// not (MoeDispatch then runs warp decode up to that batch only: Classical.
+// DispatchSizesWarpDecodeToItsLargestBatch).
+TEST(WarpDecode, TheLargestBatchIsCheckedAtConstruction) {
+  WD_REQUIRE_GPU();
+  for (const char* p : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"})
+    for (KernelFamily fam : {KernelFamily::kScalar, KernelFamily::kTensorCores})
+      EXPECT_EQ(WarpDecodeMoe::largest_batch(preset_shape(p), fam), WarpDecodeMoe::kMaxBatch) << p << " "
+                                                                                             << to_string(fam);
+  const MoeShape k16 = make_shape(256, 64, 32, 16);
+  const int largest = WarpDecodeMoe::largest_batch(k16);
+  EXPECT_GT(largest, 64);
+  EXPECT_LE(largest, 51200 / 16);
+  EXPECT_NO_THROW(WarpDecodeMoe(k16, largest));
+  try {
+    WarpDecodeMoe too_many(k16, largest + 1);
+    ADD_FAILURE() << "max_batch " << largest + 1 << " accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("the largest batch"), std::string::npos) << e.what();
+  }
+  // Its largest batch runs, and gives the reference's result.
+  const Layer layer = Layer::make(k16, WeightFormat::kBF16, fresh_seed());
+  WarpDecodeMoe moe(k16, largest);
+  const auto x = synthetic_input(largest, k16.hidden, fresh_seed(), InputKind::kGaussian);
+  const auto r = random_routing(largest, k16.experts, k16.top_k, fresh_seed());
+  const auto y = run_experts(moe, layer, x, r, largest, OutputType::kFP32);
+  const auto ref = reference::moe_experts(layer.host.view(), x.data(), r.ids.data(), r.w.data(), largest,
+                                          reference::Precision::kFP64);
+  EXPECT_LE(reference::compare(ref.data(), y.data(), ref.size()).rel_l2, 2e-5);
+}
+
 TEST(WarpDecode, UploadFromAHostViewEqualsUploadFromWeights) {
   WD_REQUIRE_GPU();
   const MoeShape s = make_shape(160, 96, 20, 6);

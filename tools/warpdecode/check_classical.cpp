@@ -50,7 +50,7 @@ CheckRow judge_classical(const std::string& fmt, const std::string& path, const 
   const double e_emu = reference::compare(emulation.data(), y.data(), y.size()).rel_l2;
   const double emu_tol = w8a8 ? kW8A8Emulation : kBf16Emulation;
   add_note(r, "vs its emulation " + sci(e_emu) + " (tol " + sci(emu_tol) + ")");
-  if (e_emu > emu_tol) r.pass = false;
+  if (!(e_emu <= emu_tol)) r.pass = false;  // NaN fails too
   if (w8a8 && !(r.rel_l2 >= kW8A8Floor)) {
     r.pass = false;
     add_note(r, "below " + sci(kW8A8Floor) + ": were the activations quantized?");

@@ -118,14 +118,18 @@ std::vector<CheckRow> check_gpu(const MoeWeights& w, const std::vector<uint16_t>
   moe.route(dw.view(), dx.data(), batch, ids.data(), rw.data(), nullptr);
   const auto got_ids = ids.download();
   const auto got_w = rw.download();
-  size_t id_mismatch = 0;
+  size_t id_mismatch = 0, non_finite = 0;
   double w_err = 0;
   for (size_t i = 0; i < BK; ++i) {
     id_mismatch += got_ids[i] != routing.ids[i];
+    // A weight left unwritten is the NaN poison, which std::max would drop.
+    non_finite += !std::isfinite(got_w[i]);
     w_err = std::max(w_err, std::abs(double(got_w[i]) - routing.weights[i]) / std::abs(routing.weights[i]));
   }
-  CheckRow rr{fmt, "gpu router", NAN, w_err, 1e-5, id_mismatch == 0 && w_err <= 1e-5, "", false};
+  CheckRow rr{fmt, "gpu router", NAN, non_finite ? NAN : w_err, 1e-5,
+              id_mismatch == 0 && non_finite == 0 && w_err <= 1e-5, "", false};
   rr.note = id_mismatch ? std::to_string(id_mismatch) + " expert ids differ" : "ids exact";
+  if (non_finite) add_note(rr, std::to_string(non_finite) + " weights not finite");
   rows.push_back(rr);
 
   // Expert kernels with the reference routing, FP32 and BF16 outputs, in each
