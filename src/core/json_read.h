@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "warpdecode/error.h"
 
@@ -24,18 +27,88 @@ using Json = nlohmann::json;
 // names a bad value. The files read here nest a few levels.
 inline constexpr int kMaxDepth = 256;
 
+// nlohmann's DOM builder behind a filter that bounds the nesting and, where
+// asked, refuses a key twice in one object (nlohmann keeps the last one
+// silently). Not Json::parse with a callback: in nlohmann 3.11 a callback
+// parse rescans the enclosing object each time an object ends, quadratic in
+// a large object's entries (13 s for a 40 k-tensor safetensors header).
+class BoundedSax {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  // deeper(): throws (nesting past max_depth); duplicate(key): throws, or
+  // empty to keep nlohmann's last-one-wins.
+  BoundedSax(Json& out, int max_depth, std::function<void()> deeper,
+             std::function<void(const std::string&)> duplicate)
+      : dom_(out, true), max_depth_(max_depth), deeper_(std::move(deeper)), duplicate_(std::move(duplicate)) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) { return dom_.number_float(v, s); }
+  bool string(string_t& v) { return dom_.string(v); }
+  bool binary(binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    open();
+    if (duplicate_) keys_.emplace_back();
+    return dom_.start_object(n);
+  }
+  bool key(string_t& k) {
+    if (duplicate_ && !keys_.back().insert(k).second) duplicate_(k);
+    return dom_.key(k);
+  }
+  bool end_object() {
+    if (duplicate_) keys_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    open();
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <typename Exception>
+  bool parse_error(std::size_t pos, const std::string& token, const Exception& e) {
+    return dom_.parse_error(pos, token, e);  // throws it
+  }
+
+ private:
+  void open() {
+    if (++depth_ > max_depth_) deeper_();
+  }
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  int max_depth_, depth_ = 0;
+  std::function<void()> deeper_;
+  std::function<void(const std::string&)> duplicate_;
+  std::vector<std::set<std::string>> keys_;  // one set per open object
+};
+
+// Parses [begin, end) through BoundedSax; nlohmann's syntax errors are
+// thrown as they are (Json::exception).
+inline Json parse_bounded(const char* begin, const char* end, int max_depth, std::function<void()> deeper,
+                          std::function<void(const std::string&)> duplicate = {}) {
+  Json out;
+  BoundedSax sax(out, max_depth, std::move(deeper), std::move(duplicate));
+  Json::sax_parse(begin, end, &sax);
+  return out;
+}
+
 // Parses `text`; syntax errors become FormatError("<source>: invalid JSON:
 // ..."), nesting past kMaxDepth FormatError("<source>: JSON nests deeper
 // than 256 levels").
 inline Json parse(std::string_view text, const std::string& source) {
-  auto bound = [&](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth + 1 > kMaxDepth)
-      throw FormatError(source + ": JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
-    return true;
-  };
   try {
-    return Json::parse(text.begin(), text.end(), bound);
+    return parse_bounded(text.data(), text.data() + text.size(), kMaxDepth, [&] {
+      throw FormatError(source + ": JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    });
   } catch (const Json::exception& e) {
     throw FormatError(source + ": invalid JSON: " + e.what());
   }

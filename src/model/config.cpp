@@ -98,8 +98,9 @@ void read_attention_kind(const Object& r) {
 }  // namespace
 
 bool ModelConfig::is_moe_layer(int layer) const {
-  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
-    return false;
+  // mlp_only_layers is sorted and without repeats (parse_config), so a
+  // config listing millions of entries costs a log each.
+  if (std::binary_search(mlp_only_layers.begin(), mlp_only_layers.end(), layer)) return false;
   return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0;
 }
 
@@ -170,6 +171,10 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
     if (!m.is_array()) r.refuse("'mlp_only_layers' must be an array of layer indices");
     for (const auto& v : m)
       c.mlp_only_layers.push_back(int(json_read::integer(v, source, "mlp_only_layers[]", 0, c.num_hidden_layers - 1)));
+    // A set of layers (transformers tests membership): sorted, repeats dropped.
+    std::sort(c.mlp_only_layers.begin(), c.mlp_only_layers.end());
+    c.mlp_only_layers.erase(std::unique(c.mlp_only_layers.begin(), c.mlp_only_layers.end()),
+                            c.mlp_only_layers.end());
   }
   bool any_dense = false;
   for (int l = 0; l < c.num_hidden_layers; ++l) any_dense |= !c.is_moe_layer(l);

@@ -2,6 +2,7 @@
 #include "warpdecode/model/model_weights.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -121,16 +122,21 @@ MoeLayerWeights map_experts(Mapper& m, const ModelConfig& c, const std::string& 
 }
 
 // Block scales [first, first + n) of m, decoded: refuses one that is not
-// finite, naming its block.
+// finite, or so large that its block's values could overflow FP32 (past
+// FLT_MAX / 448, 448 the largest E4M3 value; a checkpoint's scales are
+// amax / 448), naming its block.
 template <typename T>
 void check_scales(const Matrix& m, uint64_t first, uint64_t n, const T* s) {
+  constexpr double kLargest = double(std::numeric_limits<float>::max()) / 448.0;
   for (uint64_t i = 0; i < n; ++i) {
-    if (std::isfinite(s[i])) continue;
+    if (std::isfinite(s[i]) && std::fabs(double(s[i])) <= kLargest) continue;
     const uint64_t cols = m.scale_inv->shape.size() == 2 ? m.scale_inv->shape[1] : 1;
     const uint64_t b = first + i;
-    throw FormatError(m.scale_inv->file + ": block scales '" + m.scale_inv->name + "' hold " +
-                      (std::isnan(s[i]) ? "NaN" : "an infinite value") + " at block (" + std::to_string(b / cols) +
-                      ", " + std::to_string(b % cols) + ")");
+    const std::string what = std::isnan(s[i])      ? "NaN"
+                             : std::isinf(s[i])    ? "an infinite value"
+                                                   : std::to_string(double(s[i])) + ", past FLT_MAX / 448,";
+    throw FormatError(m.scale_inv->file + ": block scales '" + m.scale_inv->name + "' hold " + what + " at block (" +
+                      std::to_string(b / cols) + ", " + std::to_string(b % cols) + ")");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/json_read.h"
 #include "warpdecode/error.h"
 
 namespace wd::model {
@@ -52,34 +53,19 @@ std::string printable(const std::string& s, size_t limit = 80) {
   return s.size() > limit ? out + "..." : out;
 }
 
-// Parses the header JSON with a callback that bounds nesting and refuses
-// duplicate keys (nlohmann would keep the last one silently).
+// Parses the header JSON, bounding the nesting and refusing duplicate keys
+// (nlohmann would keep the last one silently).
 Json parse_json(const char* begin, const char* end, const std::string& source) {
-  std::vector<std::set<std::string>> keys;  // one set per open object
-  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        if (depth + 1 > kMaxHeaderDepth)
-          throw FormatError(source + ": header JSON nests deeper than " +
-                            std::to_string(kMaxHeaderDepth) + " levels");
-        if (event == Json::parse_event_t::object_start) keys.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        keys.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!keys.back().insert(parsed.get<std::string>()).second)
-          throw FormatError(source + ": header has the key '" + printable(parsed.get<std::string>()) +
-                            "' twice in one object");
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
   try {
-    return Json::parse(begin, end, callback);
+    return json_read::parse_bounded(
+        begin, end, kMaxHeaderDepth,
+        [&] {
+          throw FormatError(source + ": header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
+                            " levels");
+        },
+        [&](const std::string& key) {
+          throw FormatError(source + ": header has the key '" + printable(key) + "' twice in one object");
+        });
   } catch (const Json::exception& e) {
     throw FormatError(source + ": header is not valid JSON: " + printable(e.what(), 240));
   }
@@ -179,6 +165,11 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, size_t size,
   if (size < 8)
     throw FormatError(source + ": file is " + std::to_string(size) +
                       " bytes, too short for the 8-byte header length");
+  // A checkout made without git-lfs holds small text pointers where the
+  // shards should be: say so, rather than report their text as a length.
+  static constexpr char kLfs[] = "version https://git-lfs";
+  if (size >= sizeof kLfs - 1 && std::equal(kLfs, kLfs + sizeof kLfs - 1, bytes))
+    throw FormatError(source + ": a Git LFS pointer file, not the tensors (fetch them: git lfs pull)");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   if (n > kMaxHeaderBytes)

@@ -117,6 +117,11 @@ TEST(Config, DenseLayersFromMlpOnlyLayersAndSparseStep) {
   const bool want[6] = {false, true, false, true, false, false};
   for (int l = 0; l < 6; ++l) EXPECT_EQ(c.is_moe_layer(l), want[l]) << "layer " << l;
   EXPECT_EQ(c.num_moe_layers(), 2);
+  // A set: unordered and repeated entries read as the layers they name.
+  j["mlp_only_layers"] = {5, 0, 5, 0};
+  const ModelConfig r = parse_config(j.dump());
+  EXPECT_EQ(r.mlp_only_layers, (std::vector<int>{0, 5}));
+  for (int l = 0; l < 6; ++l) EXPECT_EQ(r.is_moe_layer(l), want[l]) << "layer " << l;
   j.erase("intermediate_size");
   EXPECT_EQ(refusal(j), "config.json: required field 'intermediate_size' is missing");
 }

@@ -211,17 +211,21 @@ TEST(ExpertStack, Fp8BlockCheckpointsAreKeptAndConverted) {
 }
 
 // A NaN or infinite block scale would turn its whole block into NaN on every
-// path: each reader that decodes scales refuses it by tensor and block.
+// path, one past FLT_MAX / 448 could overflow it to Inf: each reader that
+// decodes scales refuses them by tensor and block.
 TEST(ExpertStack, NonFiniteBlockScalesAreRefusedByName) {
   const std::string down = expert_name(0, 5, "down_proj");
-  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY, 3e38f}) {
     TinyModelSpec spec;
     spec.dtype = SourceDType::kFp8Block;  // down (64, 32) in 24x24 blocks: scales (3, 2)
     spec.bad_scale_tensor = down;
     spec.bad_scale = bad;
     const Loaded m = load(spec, "fp8_badscale");
     const std::string what = std::string("block scales '") + down + "_scale_inv' hold " +
-                             (std::isnan(bad) ? "NaN" : "an infinite value") + " at block (2, 1)";
+                             (std::isnan(bad)   ? "NaN"
+                              : std::isinf(bad) ? "an infinite value"
+                                                : std::to_string(double(bad)) + ", past FLT_MAX / 448,") +
+                             " at block (2, 1)";
     for (const StackFormat f : {StackFormat::kFp8Block, StackFormat::kMXFP8, StackFormat::kBF16}) {
       try {
         load_expert_stack(m.weights, 0, f);

@@ -42,7 +42,7 @@ struct ModelConfig {
   int num_experts_per_tok = 0;    // K
   bool norm_topk_prob = false;    // transformers' default is false
   int decoder_sparse_step = 1;
-  std::vector<int> mlp_only_layers;
+  std::vector<int> mlp_only_layers;  // sorted, no repeats (as read: a set of layer indices)
   int vocab_size = 0;
   bool tie_word_embeddings = false;
   int max_position_embeddings = 32768;
