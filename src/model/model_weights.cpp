@@ -2,6 +2,7 @@
 #include "warpdecode/model/model_weights.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <vector>
@@ -132,9 +133,11 @@ void check_scales(const Matrix& m, uint64_t first, uint64_t n, const T* s) {
     if (std::isfinite(s[i]) && std::fabs(double(s[i])) <= kLargest) continue;
     const uint64_t cols = m.scale_inv->shape.size() == 2 ? m.scale_inv->shape[1] : 1;
     const uint64_t b = first + i;
-    const std::string what = std::isnan(s[i])      ? "NaN"
-                             : std::isinf(s[i])    ? "an infinite value"
-                                                   : std::to_string(double(s[i])) + ", past FLT_MAX / 448,";
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6g", double(s[i]));
+    const std::string what = std::isnan(s[i])   ? "NaN"
+                             : std::isinf(s[i]) ? "an infinite value"
+                                                : std::string(value) + ", past FLT_MAX / 448,";
     throw FormatError(m.scale_inv->file + ": block scales '" + m.scale_inv->name + "' hold " + what + " at block (" +
                       std::to_string(b / cols) + ", " + std::to_string(b % cols) + ")");
   }
