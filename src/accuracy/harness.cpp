@@ -391,13 +391,16 @@ Json to_json(const LayerRecord& r) {
   j["output"] = to_string(r.output);
   j["shape"] = shape_json(r.shape);
   j["statistic"] = "median over seeds of the relative L2 error vs FP64; worst = largest error, smallest ratio";
-  Json worst, weights, max_rel;
+  Json worst, weights, max_rel, non_finite;
   for (Path p : kAllPaths) {
     const PathStats& ps = r.paths[int(p)];
     if (!ps.runs) continue;
     worst[kErrKey[int(p)]] = num(ps.rel_l2.worst);
     weights[to_string(p)] = to_string(ps.weights);
     max_rel[to_string(p)] = summary_json(ps.max_rel);
+    // Seeds whose error was NaN or Inf: what tells a path that ran and wrote
+    // non-finite output (its err_* null) from one that did not run.
+    non_finite[to_string(p)] = ps.rel_l2.non_finite;
   }
   if (r.paths[int(Path::kClassicalFp8)].runs) worst["ratio_fp8_over_warp"] = num(r.ratio_fp8_over_warp.worst);
   worst["ratio_bf16_over_warp"] = num(r.ratio_bf16_over_warp.worst);
@@ -408,6 +411,7 @@ Json to_json(const LayerRecord& r) {
   j["worst"] = worst;
   j["weights"] = weights;
   j["max_rel"] = max_rel;
+  j["non_finite"] = non_finite;
   return j;
 }
 
@@ -431,7 +435,7 @@ Json to_json(const DriftRecord& d) {
   Json depth = Json::array();
   for (int l = 1; l <= d.layers; ++l) depth.push_back(l);
   j["depth"] = depth;
-  Json worst, weights, rer;
+  Json worst, weights, rer, non_finite;
   for (Path p : kAllPaths) {
     if (!d.runs[int(p)]) {
       j[kErrKey[int(p)]] = nullptr;
@@ -441,16 +445,21 @@ Json to_json(const DriftRecord& d) {
     worst[kErrKey[int(p)]] = worsts(d.rel_l2[int(p)]);
     weights[to_string(p)] = to_string(d.weights[int(p)]);
     rer[to_string(p)] = d.reroutes[int(p)];
+    Json counts = Json::array();
+    for (const auto& s : d.rel_l2[int(p)]) counts.push_back(s.non_finite);
+    non_finite[to_string(p)] = counts;
   }
   const bool fp8 = d.runs[int(Path::kClassicalFp8)];
   j["ratio_fp8_over_warp"] = fp8 ? medians(d.ratio_fp8_over_warp) : Json();
   j["err_weight_quant"] = d.format != WeightFormat::kBF16 ? medians(d.weight_quant) : Json();
   j["ratio_bf16_over_warp"] = medians(d.ratio_bf16_over_warp);
   if (fp8) worst["ratio_fp8_over_warp"] = worsts(d.ratio_fp8_over_warp);
+  worst["ratio_bf16_over_warp"] = worsts(d.ratio_bf16_over_warp);
   if (d.format != WeightFormat::kBF16) worst["err_weight_quant"] = worsts(d.weight_quant);
   j["worst"] = worst;
   j["weights"] = weights;
   j["reroutes"] = rer;
+  j["non_finite"] = non_finite;
   j["source"] = d.source;
   j["seeds"] = d.seeds;
   j["output"] = to_string(d.output);

@@ -41,16 +41,28 @@ std::string text(const json& j, const char* key) {
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
 }
 
-// "median (worst)" of an error field, "-" where the path did not run.
-std::string err_cell(const json& rec, const char* key, const char* f) {
-  if (!is_num(rec, key)) return "-";
+// Seeds (at depth i of a drift record, or of a one-layer record with i
+// npos) where path `id` wrote non-finite output: its statistic is null then.
+size_t non_finite(const json& rec, const char* id, size_t i = std::string::npos) {
+  if (!id || !rec.contains("non_finite") || !rec["non_finite"].is_object() || !rec["non_finite"].contains(id))
+    return 0;
+  const json& n = rec["non_finite"][id];
+  if (i == std::string::npos) return n.is_number_unsigned() ? n.get<size_t>() : 0;
+  return n.is_array() && i < n.size() && n[i].is_number_unsigned() ? n[i].get<size_t>() : 0;
+}
+
+// "median (worst)" of an error field; "NaN" where path `id` ran and wrote
+// non-finite output; "-" where it did not run.
+std::string err_cell(const json& rec, const char* key, const char* f, const char* id = nullptr) {
+  if (!is_num(rec, key)) return non_finite(rec, id) ? "NaN" : "-";
   std::string c = fmt(f, rec[key].get<double>());
   if (rec.contains("worst") && is_num(rec["worst"], key)) c += " (" + fmt(f, rec["worst"][key].get<double>()) + ")";
   return c;
 }
 
-std::string depth_cell(const json& rec, const char* key, size_t i, const char* f) {
-  if (!rec.contains(key) || !rec[key].is_array() || i >= rec[key].size() || !rec[key][i].is_number()) return "-";
+std::string depth_cell(const json& rec, const char* key, size_t i, const char* f, const char* id = nullptr) {
+  if (!rec.contains(key) || !rec[key].is_array() || i >= rec[key].size() || !rec[key][i].is_number())
+    return non_finite(rec, id, i) ? "NaN" : "-";
   std::string c = fmt(f, rec[key][i].get<double>());
   if (rec.contains("worst") && rec["worst"].contains(key) && rec["worst"][key].is_array() &&
       i < rec["worst"][key].size() && rec["worst"][key][i].is_number())
@@ -147,7 +159,7 @@ std::string accuracy_table(const json& doc) {
   for (const auto& r : records(doc, "records")) {
     o << "| " << text(r, "preset") << " | " << text(r, "format") << " | " << text(r, "batch") << " | "
       << text(r, "inputs") << " | " << text(r, "source");
-    for (const char* k : kPathKeys) o << " | " << err_cell(r, k, "%.2e");
+    for (int p = 0; p < kReportPaths; ++p) o << " | " << err_cell(r, kPathKeys[p], "%.2e", kPathIds[p]);
     o << " | " << err_cell(r, "ratio_fp8_over_warp", "%.2f") << " | " << err_cell(r, "err_weight_quant", "%.2e") << " |\n";
   }
   return o.str();
@@ -162,7 +174,7 @@ std::string drift_table(const json& d) {
   for (size_t depth : shown_depths(layers)) {
     const size_t i = depth - 1;
     o << "| " << depth;
-    for (const char* k : kPathKeys) o << " | " << depth_cell(d, k, i, "%.2e");
+    for (int p = 0; p < kReportPaths; ++p) o << " | " << depth_cell(d, kPathKeys[p], i, "%.2e", kPathIds[p]);
     o << " | " << depth_cell(d, "ratio_fp8_over_warp", i, "%.2f") << " | " << depth_cell(d, "err_weight_quant", i, "%.2e")
       << " | ";
     for (int p = 0; p < 3; ++p) {

@@ -74,6 +74,14 @@ TEST(CliAccuracy, ErrorsNameTheBadValue) {
   expect_error("accuracy --preset tiny --cpu --drift-layers many", "--drift-layers 'many'");
   expect_error("accuracy --preset tiny --cpu --seeds 0", "seeds = 0");
   expect_error("accuracy --preset tiny --cpu --drift-only", "--drift-only needs --drift-layers");
+  // Options the run would not use are refused, not dropped.
+  expect_error("accuracy --preset tiny --cpu --drift-only --drift-layers 2 --batch 4",
+               "--batch does nothing with --drift-only");
+  expect_error("accuracy --preset tiny --cpu --drift-only --drift-layers 2 --seeds 5",
+               "--seeds does nothing with --drift-only");
+  for (const char* opt : {"--drift-batch 2", "--drift-seeds 2", "--drift-inputs outliers", "--residual bf16"})
+    expect_error(std::string("accuracy --preset tiny --cpu --batch 1 --seeds 1 ") + opt,
+                 std::string(opt).substr(0, std::string(opt).find(' ')) + " does nothing without --drift-layers");
   expect_error("report --out /tmp/wd-nothing", "give --moe and/or --accuracy");
 }
 

@@ -11,6 +11,7 @@
 
 #include "accuracy/experts.h"
 #include "accuracy/harness.h"
+#include "accuracy/report.h"
 #include "warpdecode/error.h"
 #include "warpdecode/reference.h"
 #include "warpdecode/weights.h"
@@ -281,6 +282,12 @@ TEST(AccuracyHarness, NonFiniteOutputsShowAsNull) {
   EXPECT_TRUE(j["err_classical_fp8"].is_null());
   EXPECT_TRUE(j["ratio_fp8_over_warp"].is_null());
   EXPECT_TRUE(j["err_warp"].is_number());
+  // What tells "ran, non-finite" from "did not run": every seed counted.
+  EXPECT_EQ(j["non_finite"]["classical_fp8"], o.seeds);
+  EXPECT_EQ(j["non_finite"]["warp"], 0);
+  EXPECT_TRUE(to_json(recs[0])["non_finite"].contains("classical_w8a16") ==
+              recs[0].paths[int(Path::kClassicalW8A16)].runs);
+  EXPECT_NE(report::accuracy_table(Json{{"records", Json::array({j})}}).find("| NaN |"), std::string::npos);
 
   DriftOptions d;
   static_cast<Common&>(d) = o;
@@ -291,6 +298,11 @@ TEST(AccuracyHarness, NonFiniteOutputsShowAsNull) {
     EXPECT_TRUE(std::isnan(drift[0].rel_l2[int(Path::kClassicalFp8)][l].median)) << "depth " << l + 1;
     EXPECT_TRUE(std::isfinite(drift[0].rel_l2[int(Path::kWarp)][l].median)) << "depth " << l + 1;
   }
+  const Json dj = to_json(drift[0]);
+  EXPECT_EQ(dj["non_finite"]["classical_fp8"], Json::array({d.seeds, d.seeds, d.seeds}));
+  EXPECT_EQ(dj["non_finite"]["warp"], Json::array({0, 0, 0}));
+  EXPECT_TRUE(dj["worst"].contains("ratio_bf16_over_warp"));
+  EXPECT_NE(report::drift_table(dj).find("| NaN |"), std::string::npos) << report::drift_table(dj);
 }
 
 TEST(AccuracyHarness, JsonHasTheIssueFields) {

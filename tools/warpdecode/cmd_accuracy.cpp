@@ -46,10 +46,16 @@ struct Opts {
   bool drift_only = false, cpu = false;
   std::string json;
   ModelOptions model;
+  // Options given on the command line (CLI::App::count) that only one of
+  // the two studies takes.
+  std::vector<std::string> one_layer_given, drift_given;
 };
 
+// A statistic of a path that ran: NaN or inf where it wrote non-finite
+// output ("-" is left for paths that did not run).
 std::string cell(double v, const char* f) {
-  if (!std::isfinite(v)) return "-";
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char b[32];
   std::snprintf(b, sizeof b, f, v);
   return b;
@@ -160,6 +166,12 @@ void run(const Opts& o) {
   // study runs: a bad value must not cost that study's time first.
   std::vector<InputKind> drift_inputs;
   for (const auto& k : o.drift_inputs) drift_inputs.push_back(accuracy::parse_input_kind(k));
+  // An option the run would not use is refused, not silently dropped.
+  if (o.drift_only && !o.one_layer_given.empty())
+    throw InvalidArgument(o.one_layer_given.front() + " does nothing with --drift-only (the drift study takes "
+                          "--drift-batch and --drift-seeds)");
+  if (layers == 0 && !o.drift_given.empty())
+    throw InvalidArgument(o.drift_given.front() + " does nothing without --drift-layers");
   if (!o.json.empty()) json_write::check_writable(o.json);
 
   const auto gpu = query_gpu();
@@ -172,8 +184,8 @@ void run(const Opts& o) {
   if (!backend) backend = accuracy::make_cpu_backend(shape, c.output);
 
   std::printf("accuracy %s: H=%d I=%d E=%d K=%d, %d seeds from %llu, outputs %s\n", c.preset.c_str(), shape.hidden,
-              shape.intermediate, shape.experts, shape.top_k, c.seeds, (unsigned long long)c.seed,
-              accuracy::to_string(c.output));
+              shape.intermediate, shape.experts, shape.top_k, o.drift_only ? o.drift_seeds : c.seeds,
+              (unsigned long long)c.seed, accuracy::to_string(c.output));
   if (c.layer)
     std::printf("weights: %s, the same layer for every seed (new inputs each)\n  %s\n", model_label.c_str(),
                 weights_note.c_str());
@@ -274,7 +286,15 @@ void add_accuracy(CLI::App& app) {
                   "A Hugging Face Qwen3-MoE checkpoint directory: measure one of its MoE layers (its real weights and "
                   "router, in each format as `check --model` takes it) instead of synthetic weights; every seed draws "
                   "new inputs");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o, cmd] {
+    o->one_layer_given.clear();
+    o->drift_given.clear();
+    for (const char* name : {"--batch", "--seeds"})
+      if (cmd->count(name)) o->one_layer_given.push_back(name);
+    for (const char* name : {"--drift-batch", "--drift-seeds", "--drift-inputs", "--residual"})
+      if (cmd->count(name)) o->drift_given.push_back(name);
+    run(*o);
+  });
 }
 
 }  // namespace wd::cli
