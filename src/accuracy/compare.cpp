@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "warpdecode/error.h"
@@ -86,6 +87,16 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
   figures.insert(figures.end(), opt.stages.begin(), opt.stages.end());
 
   for (const CompareInput& in : inputs) {
+    // Timed records only: an accuracy file would pair nothing and print dashes.
+    bool timed = false;
+    if (in.doc.contains("records") && in.doc["records"].is_array())
+      for (const json& r : in.doc["records"]) {
+        timed |= figure(r, "").has_value();
+        if (r.contains("stages") && r["stages"].is_array())
+          for (const json& s : r["stages"]) timed |= s.contains("us_median") && s["us_median"].is_number();
+      }
+    WD_CHECK(timed, "compare: ", in.label, "'s file holds no bench-moe records (us_median): not a `bench-moe --json` "
+             "file");
     if (std::find(labels.begin(), labels.end(), in.label) == labels.end()) labels.push_back(in.label);
     LabelInfo& li = info[in.label];
     ++li.rounds;
@@ -111,6 +122,25 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
     }
   }
   WD_CHECK(!keys.empty(), "compare: the inputs have no records");
+  // A stage no record has is a misspelling (or a run without --stages), not
+  // a column of dashes.
+  for (const std::string& f : opt.stages) {
+    bool found = false;
+    for (const auto& kv : best)
+      for (const auto& per_label : kv.second) found |= per_label.second.count(f) > 0;
+    std::set<std::string> names;
+    for (const CompareInput& in : inputs)
+      if (in.doc.contains("records") && in.doc["records"].is_array())
+        for (const json& r : in.doc["records"])
+          if (r.contains("stages") && r["stages"].is_array())
+            for (const json& s : r["stages"]) names.insert(str(s, "name"));
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    WD_CHECK(found, "compare: no record has the stage '", f, "' (",
+             known.empty() ? std::string("the inputs have no stages: bench-moe --stages writes them")
+                           : "stages in the inputs: " + known,
+             ")");
+  }
 
   std::string md;
   for (const std::string& l : labels) {
@@ -121,7 +151,20 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
       md += ", commit";
       for (const std::string& c : li.commits) md += " " + c;
     }
-    md += li.read.str("read", "%.3f", "TB/s") + li.clock.str("SM clock", "%.0f", "MHz") + "\n";
+    md += li.read.str("read", "%.3f", "TB/s") + li.clock.str("SM clock", "%.0f", "MHz");
+    if (l != labels[0]) {
+      // Rows are paired by preset, format, B, path and configuration: say how
+      // many of the baseline's found a partner (a different upload or
+      // configuration pairs few).
+      size_t base_rows = 0, paired = 0;
+      for (const auto& kv : best) {
+        const bool in_base = kv.second.count(labels[0]) > 0;
+        base_rows += in_base;
+        paired += in_base && kv.second.count(l) > 0;
+      }
+      md += ", " + std::to_string(paired) + " of the baseline's " + std::to_string(base_rows) + " rows paired";
+    }
+    md += "\n";
   }
   md += "\nµs, min over rounds of the median; change against " + labels[0] + ".\n\n";
   md += "| preset | format | B | path | config |";

@@ -342,8 +342,24 @@ Result render(const Options& opt) {
   // Every input read before anything is written: a missing or malformed file
   // leaves no output directory behind.
   std::vector<json> moe_docs, accuracy_docs;
-  for (const auto& f : opt.moe_files) moe_docs.push_back(read_json(f));
-  for (const auto& f : opt.accuracy_files) accuracy_docs.push_back(read_json(f));
+  // Each file must be the kind its option names: `accuracy --json` files
+  // say so in header.tool; bench-moe's hold timed records.
+  auto is_accuracy = [](const json& d) {
+    return d.is_object() && d.contains("header") && text(d["header"], "tool") == "warpdecode accuracy";
+  };
+  for (const auto& f : opt.moe_files) {
+    moe_docs.push_back(read_json(f));
+    const json& d = moe_docs.back();
+    WD_CHECK(!is_accuracy(d), "report: '", f, "' is an `accuracy --json` file: give it with --accuracy");
+    bool timed = false;
+    for (const auto& r : records(d, "records")) timed |= is_num(r, "us_median");
+    WD_CHECK(timed, "report: '", f, "' holds no bench-moe records (us_median): not a `bench-moe --json` file");
+  }
+  for (const auto& f : opt.accuracy_files) {
+    accuracy_docs.push_back(read_json(f));
+    WD_CHECK(is_accuracy(accuracy_docs.back()), "report: '", f,
+             "' is not an `accuracy --json` file (its header.tool is not \"warpdecode accuracy\")");
+  }
   const fs::path out(opt.out_dir), gp_dir = out / "gnuplot";
   std::error_code ec;
   fs::create_directories(gp_dir, ec);
@@ -412,9 +428,10 @@ Result render(const Options& opt) {
     md << "## Accuracy against FP64: `" << fs::path(f).filename().string() << "`\n\n" << header_lines(h);
     const std::string source = text(h, "source");
     md << "- numbers from: "
-       << (source == "gpu" ? "GPU kernels (WarpDecodeMoe, ClassicalMoe)"
-                           : "CPU models of the paths (no GPU: FP32 reference for warp decode, CPU reference of the "
-                             "classical path), not GPU kernels")
+       << (source == "gpu"         ? "GPU kernels (WarpDecodeMoe, ClassicalMoe)"
+           : source == "cpu-model" ? "CPU models of the paths (no GPU: FP32 reference for warp decode, CPU reference "
+                                     "of the classical path), not GPU kernels"
+                                   : "not stated in the file (header.source missing)")
        << "\n";
     if (!text(h, "output").empty()) md << "- path outputs: " << text(h, "output") << "\n";
     if (!records(doc, "records").empty())

@@ -59,10 +59,11 @@ TEST(Compare, RoundsTakeTheirMinimumAndLabelsTheirChange) {
 }
 
 TEST(Compare, WhatALabelLacksIsADash) {
-  const std::string md =
-      compare_table({{"old", doc("aaa", 4.5, 100.0, 50.0)}, {"new", doc("bbb", 4.5, 110.0, 55.0, 75.1)}}, {{"no_such"}});
+  json b = doc("bbb", 4.5, 110.0, 55.0, 75.1);
+  b["records"][0]["stages"].erase(1);  // no down_gemm
+  const std::string md = compare_table({{"old", doc("aaa", 4.5, 100.0, 50.0)}, {"new", b}}, {{"down_gemm"}});
   EXPECT_EQ(row(md, 4096), "| qwen3-30b-a3b | fp8-block128 | 4096 | classical | cl/t64/tma/silu/pdl | 100.0 | 110.0 | "
-                           "+10.0 % | - | - | - |")
+                           "+10.0 % | 1.0 | - | - |")
       << md;
   // Only in the second label: no baseline, so no change either.
   EXPECT_EQ(row(md, 8), "| qwen3-30b-a3b | fp8-block128 | 8 | classical | cl/t8/tma/pdl | - | 75.1 | - | - | - | - |") << md;
@@ -80,15 +81,21 @@ TEST(Compare, LabelsCarryTheRangeOfTheirRecordsSmClock) {
   const std::string md = compare_table({{"old", a1}, {"new", b}, {"old", a2}, {"none", doc("ccc", 4.5, 98.0, 48.0)}}, {});
   EXPECT_NE(md.find("- old (baseline): 2 rounds, commit aaa, read 4.500 TB/s, SM clock 1725-1890 MHz\n"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("- new: 1 round, commit bbb, read 4.500 TB/s, SM clock 1980 MHz\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("- none: 1 round, commit ccc, read 4.500 TB/s\n"), std::string::npos) << md;
+  // Each other label says how many of the baseline's rows it pairs (the
+  // baseline's batch 8 has no partner).
+  EXPECT_NE(md.find("- new: 1 round, commit bbb, read 4.500 TB/s, SM clock 1980 MHz, 1 of the baseline's 2 rows "
+                    "paired\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- none: 1 round, commit ccc, read 4.500 TB/s, 1 of the baseline's 2 rows paired\n"),
+            std::string::npos)
+      << md;
 }
 
 // A key whose first record has no figure is still one row.
 TEST(Compare, OneRowAKey) {
   json a = doc("aaa", 4.5, 100.0, 50.0);
-  a["records"][0].erase("us_median");
-  a["records"][0].erase("stages");
+  a["records"][0].erase("us_median");  // its stages alone were timed
   const std::string md = compare_table({{"old", a}, {"old", doc("aaa", 4.5, 100.0, 50.0)}}, {});
   EXPECT_EQ(row(md, 4096), "| qwen3-30b-a3b | fp8-block128 | 4096 | classical | cl/t64/tma/silu/pdl | 100.0 |") << md;
   EXPECT_EQ(md.find(row(md, 4096)), md.rfind(row(md, 4096))) << md;
@@ -102,6 +109,25 @@ TEST(Compare, RefusesWhatItCannotRead) {
   EXPECT_THROW(compare_table({}, {}), InvalidArgument);
   EXPECT_THROW(compare_table({{"old", json{{"header", json::object()}, {"records", json::array()}}}}, {}),
                InvalidArgument);
+  // A stage no record has (a misspelling) is refused with the ones there are.
+  try {
+    compare_table({{"old", doc("aaa", 4.5, 100.0, 50.0)}}, {{"gate_upgemm"}});
+    ADD_FAILURE() << "a stage no record has was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no record has the stage 'gate_upgemm' (stages in the inputs: down_gemm, "
+                                         "gate_up_gemm)"),
+              std::string::npos)
+        << e.what();
+  }
+  // An accuracy file: records without timings.
+  const json acc = {{"header", {{"tool", "warpdecode accuracy"}}},
+                    {"records", {{{"preset", "qwen3-30b-a3b"}, {"format", "mxfp8"}, {"batch", 8}, {"err_warp", 1e-3}}}}};
+  try {
+    compare_table({{"old", doc("aaa", 4.5, 100.0, 50.0)}, {"acc", acc}}, {});
+    ADD_FAILURE() << "an accuracy file was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("acc's file holds no bench-moe records"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Compare, FromTheCommandLine) {

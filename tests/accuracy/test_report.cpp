@@ -220,6 +220,29 @@ TEST(Report, RejectsUnreadableInput) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("nests deeper than 256 levels"), std::string::npos) << e.what();
   }
+  // Each file must be the kind its option says, before anything is written.
+  const std::string acc = t.write("acc.json", R"({"header": {"tool": "warpdecode accuracy", "source": "gpu"},
+                                                  "records": [], "drift": []})");
+  const std::string moe = t.write("moe.json", R"({"header": {"card": "X"},
+      "records": [{"preset": "p", "format": "bf16", "batch": 1, "path": "warp", "us_median": 10.0}]})");
+  auto refusal = [&](std::vector<std::string> moe_files, std::vector<std::string> acc_files) {
+    Options r;
+    r.out_dir = (t.path / "out").string();
+    r.moe_files = std::move(moe_files);
+    r.accuracy_files = std::move(acc_files);
+    try {
+      render(r);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refusal({acc}, {}).find("is an `accuracy --json` file: give it with --accuracy"), std::string::npos);
+  EXPECT_NE(refusal({}, {moe}).find("is not an `accuracy --json` file"), std::string::npos);
+  EXPECT_NE(refusal({t.write("empty.json", R"({"header": {}, "records": []})")}, {})
+                .find("holds no bench-moe records"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(t.path / "out"));
 }
 
 // Two inputs of one file name (one card's directory each) keep a plot each:
