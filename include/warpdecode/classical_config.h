@@ -77,6 +77,8 @@ struct ClassicalConfig {
   // Whether this configuration runs that shape and format on this device
   // (tile and kernel allowed, shape divisible as the kernel needs).
   bool supports(const MoeShape& shape, WeightFormat format) const;
+  // The same on a device with (sm90a) or without the sm_90a kernels.
+  bool supports(const MoeShape& shape, WeightFormat format, bool sm90a) const;
   // The configuration for tiled-only weights (DeviceWeightsOptions::
   // tiled_only()), which only the TMA GEMM reads: BF16, for_batch's TMA
   // choice, where for_batch would take the stream GEMM (qwen3-30b-a3b-sized

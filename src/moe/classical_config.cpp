@@ -266,6 +266,10 @@ bool ClassicalConfig::stream_fits(const MoeShape& s, WeightFormat format) {
 }
 
 bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
+  return supports(s, format, kernels::wgmma_available());
+}
+
+bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format, bool sm90a) const {
   if (!tile_allowed(tile_tokens) || (format != WeightFormat::kBF16 && !w8a8_shape_ok(s))) return false;
   if (!w8a16_ok(*this, format)) return false;
   if (fuse_silu && (gemm != ClassicalGemm::kTma || !silu_fuses(s, format, bf16_activations, tile_tokens))) return false;
@@ -274,14 +278,14 @@ bool ClassicalConfig::supports(const MoeShape& s, WeightFormat format) const {
   if (tile_tokens == 80 && gemm != ClassicalGemm::kTma) return false;
   switch (gemm) {
     case ClassicalGemm::kMmaSync: return tile_tokens <= 128;
-    case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && kernels::wgmma_available();
+    case ClassicalGemm::kWgmma: return (tile_tokens == 64 || tile_tokens == 128) && sm90a;
     case ClassicalGemm::kStream: return (tile_tokens == 8 || tile_tokens == 16) && stream_fits(s, format);
     case ClassicalGemm::kStreamWgmma:
-      return tile_tokens == 8 && kernels::wgmma_available() &&
+      return tile_tokens == 8 && sm90a &&
              kernels::stream_wgmma_gemm_fits(format, 2 * s.intermediate, s.hidden) &&
              kernels::stream_wgmma_gemm_fits(format, s.hidden, s.intermediate);
     case ClassicalGemm::kTma:
-      return kernels::wgmma_available() && tma_fits(s, format) &&
+      return sm90a && tma_fits(s, format) &&
              (tile_tokens != 144 || format == WeightFormat::kBF16 || bf16_activations);
   }
   return false;

@@ -413,6 +413,58 @@ TEST(ClassicalConfig, CandidatesAreEveryKernelTileWithAndWithoutPdl) {
             << B;
 }
 
+// ClassicalMoe refuses, before its first launch, a configuration supports()
+// rejects: so every configuration the library picks by itself (for_batch,
+// for_tiled_copies, the dispatch's under either policy) must pass it, on a
+// device with and without the sm_90a kernels, on every shape the classical
+// path takes and every batch.
+TEST(ClassicalConfig, EveryDefaultIsSupported) {
+  std::vector<MoeShape> shapes;
+  for (const char* p : {"tiny", "qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"})
+    shapes.push_back(preset_shape(p));
+  auto shape = [](int h, int i, int e, int k) {
+    MoeShape s = preset_shape("tiny");
+    s.hidden = h, s.intermediate = i, s.experts = e, s.top_k = k;
+    return s;
+  };
+  shapes.push_back(shape(160, 96, 20, 6));    // H, I not multiples of 64
+  shapes.push_back(shape(256, 192, 16, 4));   // I not a multiple of 128
+  shapes.push_back(shape(2880, 2880, 32, 4));
+  shapes.push_back(shape(256, 64, 32, 16));
+  CrossoverTable table;  // built-in-like: W8A16 from 96
+  std::vector<int> batches;
+  for (int b = 1; b <= 4096; b = b < 160 ? b + 1 : b * 5 / 4) batches.push_back(b);
+  batches.push_back(4096);
+  size_t checked = 0;
+  for (const MoeShape& s : shapes)
+    for (WeightFormat f : kWeightFormats) {
+      if (!classical_takes_shape(s, f)) continue;
+      for (bool sm90a : {false, true})
+        for (int B : batches) {
+          const std::string where = "H=" + std::to_string(s.hidden) + " I=" + std::to_string(s.intermediate) +
+                                    " E=" + std::to_string(s.experts) + " K=" + std::to_string(s.top_k) + " " +
+                                    to_string(f) + " B=" + std::to_string(B) +
+                                    (sm90a ? " sm90a" : " no sm90a");
+          const ClassicalConfig c = ClassicalConfig::for_batch(s, B, f, sm90a);
+          EXPECT_TRUE(c.supports(s, f, sm90a)) << where << " for_batch " << c.label();
+          for (DispatchPolicy p : {DispatchPolicy::kFastest, DispatchPolicy::kBf16Activations}) {
+            if (p == DispatchPolicy::kBf16Activations && f == WeightFormat::kMXFP8 && !w8a16_runs(s, f, B, sm90a))
+              continue;  // the dispatch runs warp decode there
+            const ClassicalConfig d = dispatch_classical_config(table, s, f, B, p, sm90a);
+            EXPECT_TRUE(d.supports(s, f, sm90a)) << where << " dispatch " << to_string(p) << " " << d.label();
+          }
+          // Tiled-only weights reach the classical path as they are where it
+          // reads them.
+          if (classical_reads_tiled_only(s, f, sm90a)) {
+            const ClassicalConfig t = ClassicalConfig::for_tiled_copies(s, B, sm90a, f);
+            EXPECT_TRUE(t.supports(s, f, sm90a)) << where << " for_tiled_copies " << t.label();
+          }
+          ++checked;
+        }
+    }
+  EXPECT_GT(checked, 2000u);
+}
+
 TEST(ClassicalConfig, Labels) {
   EXPECT_STREQ(to_string(ClassicalGemm::kMmaSync), "mma");
   EXPECT_STREQ(to_string(ClassicalGemm::kWgmma), "wgmma");
