@@ -409,59 +409,7 @@ struct WarpDecodeMoe::Workspace {
 };
 
 namespace {
-// Whether the expert kernels of `family` take `batch` tokens of this shape in
-// both formats: the default configuration at that batch through the kernels'
-// own checks (what grows with the batch: the B·K routing entries a gate_up
-// block lists in shared memory, and the scalar gate_up's staged tokens). The
-// pointers are a stand-in aligned address: the checks test them for null and
-// alignment and never read them.
-bool kernels_take(const MoeShape& shape, int batch, KernelFamily family, TableCard card) {
-  const auto stand_in = reinterpret_cast<const uint8_t*>(uintptr_t(256));
-  try {
-    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
-      const WarpDecodeConfig c = WarpDecodeConfig::for_batch(shape, batch, f, family, false, card);
-      kernels::GateUpParams g{};
-      g.weights = stand_in;
-      g.scales = stand_in;
-      g.x = reinterpret_cast<const uint16_t*>(stand_in);
-      g.ids = reinterpret_cast<const int32_t*>(stand_in);
-      g.h = reinterpret_cast<float*>(uintptr_t(256));
-      g.batch = batch;
-      g.hidden = shape.hidden;
-      g.intermediate = shape.intermediate;
-      g.experts = shape.experts;
-      g.top_k = shape.top_k;
-      g.tokens_per_pass = c.gate_up_tokens_per_pass;
-      g.neurons_per_warp = c.gate_up_neurons_per_warp;
-      g.prefetch_pairs = c.gate_up_prefetch;
-      kernels::DownParams d{};
-      d.weights = stand_in;
-      d.scales = stand_in;
-      d.h = g.h;
-      d.ids = g.ids;
-      d.route_w = reinterpret_cast<const float*>(stand_in);
-      d.y = reinterpret_cast<void*>(uintptr_t(256));
-      d.batch = batch;
-      d.hidden = shape.hidden;
-      d.intermediate = shape.intermediate;
-      d.experts = shape.experts;
-      d.top_k = shape.top_k;
-      d.rows_per_warp = c.down_rows_per_warp;
-      d.prefetch_experts = c.down_prefetch;
-      d.stage_h = c.down_stage_h ? 1 : 0;
-      if (c.tensor_cores) {
-        kernels::check_moe_gate_up_tc(g, f);
-        kernels::check_moe_down_tc(d, f);
-      } else {
-        kernels::check_moe_gate_up(g, f);
-        kernels::check_moe_down(d, f);
-      }
-    }
-  } catch (const InvalidArgument&) {
-    return false;
-  }
-  return true;
-}
+bool kernels_take(const MoeShape& shape, int batch, KernelFamily family, TableCard card);
 }  // namespace
 
 int WarpDecodeMoe::largest_batch(const MoeShape& shape, KernelFamily family) {
@@ -632,6 +580,38 @@ void launch_experts(const ExpertKernels& k, WeightFormat format, WarpDecodeMoe::
     k.tensor_cores ? kernels::moe_gate_up_tc(k.g, format, stream) : kernels::moe_gate_up(k.g, format, stream);
   if (which != WarpDecodeMoe::Kernels::kGateUp)
     k.tensor_cores ? kernels::moe_down_tc(k.d, format, stream) : kernels::moe_down(k.d, format, stream);
+}
+
+// Whether the expert kernels of `family` take `batch` tokens of this shape in
+// both formats: a call of the default configuration at that batch planned
+// through plan_experts, i.e. every check a real call makes (what grows with
+// the batch: the B·K routing entries a gate_up block lists in shared memory,
+// the scalar gate_up's staged tokens). The pointers are a stand-in aligned
+// address: the checks test them for null and alignment and never read them.
+bool kernels_take(const MoeShape& shape, int batch, KernelFamily family, TableCard card) {
+  const auto* stand_in = reinterpret_cast<uint8_t*>(uintptr_t(256));
+  const auto* stand_in16 = reinterpret_cast<const uint16_t*>(stand_in);
+  float* h = reinterpret_cast<float*>(uintptr_t(256));
+  const RoutingView r{batch, shape.top_k, reinterpret_cast<const int32_t*>(stand_in),
+                      reinterpret_cast<const float*>(stand_in)};
+  const MoeOutput out{h, OutputType::kFP32, nullptr};
+  try {
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
+      MoeWeightsView w;
+      w.shape = shape;
+      w.format = f;
+      w.space = MemorySpace::kDevice;
+      w.router = stand_in16;
+      w.gate_up = stand_in;
+      w.down = stand_in;
+      if (f == WeightFormat::kMXFP8) w.gate_up_scales = w.down_scales = stand_in;
+      const WarpDecodeConfig c = WarpDecodeConfig::for_batch(shape, batch, f, family, false, card);
+      plan_experts(shape, batch, h, w, stand_in16, r, out, c, WarpDecodeMoe::Kernels::kBoth);
+    }
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+  return true;
 }
 }  // namespace
 
