@@ -119,7 +119,7 @@ std::vector<size_t> shown_depths(size_t layers) {
 std::string header_lines(const json& h) {
   std::ostringstream o;
   const std::string card = text(h, "card");
-  o << "- card: " << (card.empty() ? "none (no CUDA GPU: CPU models only)" : card);
+  o << "- card: " << (card.empty() ? "none (CPU models only: no CUDA GPU, or --cpu)" : card);
   if (is_num(h, "sms")) o << " (" << h["sms"].get<int>() << " SMs)";
   if (!text(h, "driver").empty()) o << " · driver " << text(h, "driver");
   if (!text(h, "cuda_runtime").empty()) o << " · CUDA " << text(h, "cuda_runtime");

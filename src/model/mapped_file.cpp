@@ -14,6 +14,10 @@
 namespace wd::model {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
+  // Refused before it is opened: opening a FIFO blocks until a writer comes.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    throw FormatError("cannot read '" + path + "': not a regular file");
   const OpenedFile f(path);
   if (!S_ISREG(f.stat().st_mode)) throw f.error("not a regular file");
   size_ = size_t(f.stat().st_size);

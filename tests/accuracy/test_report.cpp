@@ -103,7 +103,7 @@ TEST(Report, HeaderLines) {
             "- clocks as read: SM 1980 MHz (max 1980 MHz), memory 3201 MHz\n"
             "- command: `warpdecode bench-moe --json h200-moe.json`\n");
   EXPECT_EQ(header_lines(json::parse(R"({"commit": "abc", "command": "warpdecode accuracy"})")),
-            "- card: none (no CUDA GPU: CPU models only) · commit abc\n- command: `warpdecode accuracy`\n");
+            "- card: none (CPU models only: no CUDA GPU, or --cpu) · commit abc\n- command: `warpdecode accuracy`\n");
 }
 
 TEST(Report, PlotScripts) {

@@ -2,6 +2,7 @@
 // hostile files get exactly one clear FormatError.
 #include <gtest/gtest.h>
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
@@ -202,6 +203,10 @@ TEST(MappedFile, PathsThatAreNotRegularFilesGetOneClearError) {
   EXPECT_EQ(error_of(dir), "cannot read '" + dir + "': it is a directory");
   EXPECT_EQ(error_of(dir + "/missing"), "cannot read '" + dir + "/missing': " + std::strerror(ENOENT));
   EXPECT_EQ(error_of("/dev/null"), "cannot read '/dev/null': not a regular file");
+  // A FIFO (a shard left as a named pipe) is refused without opening it,
+  // which would block until a writer came.
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0) << std::strerror(errno);
+  EXPECT_EQ(error_of(dir + "/fifo"), "cannot read '" + dir + "/fifo': not a regular file");
   testing::write_file(dir + "/empty", "");
   const MappedFile empty(dir + "/empty");
   EXPECT_EQ(empty.size(), 0u);
