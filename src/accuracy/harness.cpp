@@ -235,6 +235,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
     std::array<std::vector<std::vector<double>>, kPaths> err;  // [path][depth][seed]
     std::vector<std::vector<double>> quant;                    // [depth][seed]
     std::array<std::vector<double>, kPaths> reroutes;          // [path][depth] summed over seeds
+    std::array<std::vector<int>, kPaths> routed;               // [path][depth] seeds whose stream was routed
   };
   std::vector<Walk> proto;
   for (WeightFormat f : opt.formats)
@@ -245,6 +246,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
     for (auto& e : sm.err) e.assign(size_t(L), {});
     sm.quant.assign(size_t(L), {});
     for (auto& rr : sm.reroutes) rr.assign(size_t(L), 0.0);
+    for (auto& n : sm.routed) n.assign(size_t(L), 0);
   }
 
   const auto t0 = Clock::now();
@@ -300,6 +302,7 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
           const auto x = moe_input(w.r[int(p)], w.batch, H);
           const PathRouting rt = backend.route(p, w.format, x.data(), w.batch);
           smp[c].reroutes[int(p)][size_t(l)] += reroutes(rt.ids, w.stack_routing[wf].ids, w.batch, K);
+          ++smp[c].routed[int(p)][size_t(l)];
           const auto y = backend.experts(p, w.format, x.data(), rt, w.batch);
           auto& r = w.r[int(p)];
           for (size_t i = 0; i < r.size(); ++i) {
@@ -340,7 +343,10 @@ std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt
       d.weights[int(p)] = path_weights(p, d.format);
       for (int l = 0; l < L; ++l) {
         d.rel_l2[int(p)].push_back(summarize(smp[c].err[int(p)][size_t(l)]));
-        d.reroutes[int(p)].push_back(smp[c].reroutes[int(p)][size_t(l)] / opt.seeds);
+        // Over the seeds whose stream was still finite at this depth (a dead
+        // stream is not routed): NaN where none was.
+        const int n = smp[c].routed[int(p)][size_t(l)];
+        d.reroutes[int(p)].push_back(n ? smp[c].reroutes[int(p)][size_t(l)] / n : NAN);
       }
     }
     for (int l = 0; l < L; ++l) {

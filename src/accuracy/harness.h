@@ -118,7 +118,7 @@ struct DriftRecord {
   // Per depth 1..layers (index depth-1):
   std::array<std::vector<Summary>, kPaths> rel_l2;
   std::vector<Summary> weight_quant, ratio_fp8_over_warp, ratio_bf16_over_warp;
-  std::array<std::vector<double>, kPaths> reroutes;  // tokens per layer (mean over seeds) routed to a different expert set
+  std::array<std::vector<double>, kPaths> reroutes;  // tokens per layer (mean over the seeds whose stream is still finite there; NaN if none) routed to a different expert set
 };
 
 std::vector<DriftRecord> measure_drift(Backend& backend, const DriftOptions& opt, const Progress& progress = {});

@@ -302,6 +302,12 @@ TEST(AccuracyHarness, NonFiniteOutputsShowAsNull) {
   EXPECT_EQ(dj["non_finite"]["classical_fp8"], Json::array({d.seeds, d.seeds, d.seeds}));
   EXPECT_EQ(dj["non_finite"]["warp"], Json::array({0, 0, 0}));
   EXPECT_TRUE(dj["worst"].contains("ratio_bf16_over_warp"));
+  // Reroutes: a mean over the seeds whose stream was still routed at that
+  // depth. The FP8 stream turns NaN at depth 1 and is not routed after it.
+  const auto& fp8_rer = drift[0].reroutes[int(Path::kClassicalFp8)];
+  EXPECT_TRUE(std::isfinite(fp8_rer[0]));
+  EXPECT_TRUE(std::isnan(fp8_rer[1]) && std::isnan(fp8_rer[2])) << fp8_rer[1] << " " << fp8_rer[2];
+  EXPECT_TRUE(std::isfinite(drift[0].reroutes[int(Path::kWarp)][2]));
   EXPECT_NE(report::drift_table(dj).find("| NaN |"), std::string::npos) << report::drift_table(dj);
 }
 
