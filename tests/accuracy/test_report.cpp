@@ -81,6 +81,13 @@ TEST(Report, AccuracyTable) {
             "| qwen3-30b-a3b | mxfp8 | 8 | gaussian | gpu | 1.12e-03 (1.25e-03) | 3.90e-03 (4.10e-03) | "
             "4.31e-02 (4.52e-02) | 3.95e-03 (4.05e-03) | 38.48 (35.10) | 4.52e-02 (4.71e-02) |\n"
             "| qwen3-30b-a3b | bf16 | 32 | outliers | cpu-model | 1.11e-03 (1.21e-03) | 3.85e-03 (4.20e-03) | - | - | - | - |\n");
+  // FP8 block-128: warp decode does not stream it, and the table says what it ran.
+  json fp8 = {{"records", {{{"preset", "qwen3-30b-a3b"}, {"format", "fp8-block128"}, {"batch", 8},
+                            {"inputs", "gaussian"}, {"source", "gpu"}, {"err_warp", 1.2e-3},
+                            {"weights", {{"warp", "mxfp8"}, {"classical_fp8", "fp8-block128"}}}}}}};
+  EXPECT_NE(accuracy_table(fp8).find("\nWarp decode ran other weights in fp8-block128 rows: mxfp8.\n"),
+            std::string::npos)
+      << accuracy_table(fp8);
 }
 
 TEST(Report, DriftTableAtPowersOfTwoAndTheLastDepth) {
