@@ -27,15 +27,17 @@ Key key_of(const json& r) {
 }
 
 // The record's figures: "" is the layer (us_median), a stage name its stage.
+// The median µs of a record or of one of its stages, where it has one.
+std::optional<double> us_median(const json& j) {
+  if (j.contains("us_median") && j["us_median"].is_number()) return j["us_median"].get<double>();
+  return std::nullopt;
+}
+
 std::optional<double> figure(const json& r, const std::string& stage) {
-  if (stage.empty()) {
-    if (r.contains("us_median") && r["us_median"].is_number()) return r["us_median"].get<double>();
-    return std::nullopt;
-  }
+  if (stage.empty()) return us_median(r);
   if (!r.contains("stages") || !r["stages"].is_array()) return std::nullopt;
   for (const json& s : r["stages"])
-    if (str(s, "name") == stage && s.contains("us_median") && s["us_median"].is_number())
-      return s["us_median"].get<double>();
+    if (str(s, "name") == stage && us_median(s)) return us_median(s);
   return std::nullopt;
 }
 
@@ -86,14 +88,20 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
   std::vector<std::string> figures{""};
   figures.insert(figures.end(), opt.stages.begin(), opt.stages.end());
 
+  std::set<std::string> stage_names, timed_stages;  // every stage the inputs name, and those with a time
   for (const CompareInput& in : inputs) {
     // Timed records only: an accuracy file would pair nothing and print dashes.
     bool timed = false;
     if (in.doc.contains("records") && in.doc["records"].is_array())
       for (const json& r : in.doc["records"]) {
-        timed |= figure(r, "").has_value();
+        timed |= us_median(r).has_value();
         if (r.contains("stages") && r["stages"].is_array())
-          for (const json& s : r["stages"]) timed |= s.contains("us_median") && s["us_median"].is_number();
+          for (const json& s : r["stages"]) {
+            stage_names.insert(str(s, "name"));
+            if (!us_median(s)) continue;
+            timed = true;
+            timed_stages.insert(str(s, "name"));
+          }
       }
     WD_CHECK(timed, "compare: ", in.label, "'s file holds no bench-moe records (us_median): not a `bench-moe --json` "
              "file");
@@ -125,21 +133,14 @@ std::string compare_table(const std::vector<CompareInput>& inputs, const Compare
   // A stage no record has is a misspelling (or a run without --stages), not
   // a column of dashes.
   for (const std::string& f : opt.stages) {
-    bool found = false;
-    for (const auto& kv : best)
-      for (const auto& per_label : kv.second) found |= per_label.second.count(f) > 0;
-    std::set<std::string> names;
-    for (const CompareInput& in : inputs)
-      if (in.doc.contains("records") && in.doc["records"].is_array())
-        for (const json& r : in.doc["records"])
-          if (r.contains("stages") && r["stages"].is_array())
-            for (const json& s : r["stages"]) names.insert(str(s, "name"));
+    if (timed_stages.count(f)) continue;
     std::string known;
-    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    WD_CHECK(found, "compare: no record has the stage '", f, "' (",
-             known.empty() ? std::string("the inputs have no stages: bench-moe --stages writes them")
-                           : "stages in the inputs: " + known,
-             ")");
+    for (const std::string& n : stage_names) known += (known.empty() ? "" : ", ") + n;
+    throw InvalidArgument(detail::concat("compare: no record has the stage '", f, "' (",
+                                         known.empty()
+                                             ? std::string("the inputs have no stages: bench-moe --stages writes them")
+                                             : "stages in the inputs: " + known,
+                                         ")"));
   }
 
   std::string md;

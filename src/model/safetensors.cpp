@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <set>
 
 #include "core/json_read.h"
 #include "warpdecode/error.h"
