@@ -140,6 +140,7 @@ class ClassicalMoe {
  private:
   MoeShape shape_;
   int max_batch_;
+  bool sm90a_;  // wgmma_available() when built: the device this object's workspace lives on
   struct Workspace;
   std::unique_ptr<Workspace> ws_;
 };

@@ -970,9 +970,10 @@ DownTcPlan plan(const DownParams& p, WeightFormat format) {
   pl.smem = smem_bytes(p, pl.slices, pl.reg_tok, mx8, pl.group, pl.paired);
   return pl;
 }
-}  // namespace
 
-void check_moe_down_tc(const DownParams& p, WeightFormat format) {
+// The checks of check_moe_down_tc, and the plan they end with (its shared
+// memory is one of them): one plan per launch.
+DownTcPlan checked_plan(const DownParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1, "moe_down_tc: batch = ", p.batch, " must be >= 1");
   WD_CHECK(tensor_core_shape_ok(p.hidden, p.intermediate), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, " do not fit the tensor-core kernels; use the scalar kernels (tensor_cores = false)");
@@ -983,15 +984,19 @@ void check_moe_down_tc(const DownParams& p, WeightFormat format) {
            "moe_down_tc: weights must be BF16, or MXFP8 with scales");
   WD_CHECK((reinterpret_cast<uintptr_t>(p.weights) | reinterpret_cast<uintptr_t>(p.h)) % 16 == 0,
            "moe_down_tc: weights and h must be 16-byte aligned");
-  WD_CHECK(plan(p, format).smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
-           " need more shared memory than a block may use");
   WD_CHECK(uint64_t(p.hidden) * p.intermediate * 2 < (uint64_t(1) << 32), "moe_down_tc: H = ", p.hidden, ", I = ",
            p.intermediate, ": an expert's weights must be below 4 GiB");
+  const DownTcPlan pl = plan(p, format);
+  WD_CHECK(pl.smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
+           " need more shared memory than a block may use");
+  return pl;
 }
+}  // namespace
+
+void check_moe_down_tc(const DownParams& p, WeightFormat format) { (void)checked_plan(p, format); }
 
 void moe_down_tc(const DownParams& p, WeightFormat format, cudaStream_t stream) {
-  check_moe_down_tc(p, format);
-  const DownTcPlan pl = plan(p, format);
+  const DownTcPlan pl = checked_plan(p, format);
   auto* go = format == WeightFormat::kBF16 ? (p.tiled ? &launch<false, true> : &launch<false, false>)
                                            : (p.tiled ? &launch<true, true> : &launch<true, false>);
   go(p, pl.slices, pl.reg_tok, pl.paired, pl.group, pl.smem, stream);

@@ -134,7 +134,7 @@ struct ClassicalMoe::Workspace {
 };
 
 ClassicalMoe::ClassicalMoe(const MoeShape& shape, int max_batch)
-    : shape_(shape), max_batch_(max_batch), ws_(std::make_unique<Workspace>()) {
+    : shape_(shape), max_batch_(max_batch), sm90a_(kernels::wgmma_available()), ws_(std::make_unique<Workspace>()) {
   shape.validate();
   WD_CHECK(max_batch >= 1 && max_batch <= 65536, "classical MoE: max_batch = ", max_batch,
            " must be in [1, 65536]");
@@ -218,10 +218,10 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w, const Classica
 
 // The configuration of a call given none: for_batch's, or for tiled-only
 // weights for_tiled_copies'.
-ClassicalConfig default_config(const MoeShape& s, const MoeWeightsView& w, int batch) {
+ClassicalConfig default_config(const MoeShape& s, const MoeWeightsView& w, int batch, bool sm90a) {
   batch = std::max(1, batch);
-  return w.has_canonical() ? ClassicalConfig::for_batch(s, batch, w.format)
-                           : ClassicalConfig::for_tiled_copies(s, batch, ClassicalMoe::wgmma_available(), w.format);
+  return w.has_canonical() ? ClassicalConfig::for_batch(s, batch, w.format, sm90a)
+                           : ClassicalConfig::for_tiled_copies(s, batch, sm90a, w.format);
 }
 
 kernels::GemmKernel gemm_kernel(const ClassicalConfig& c) {
@@ -253,11 +253,14 @@ void ClassicalMoe::check_call(WeightFormat format, int batch, const ClassicalCon
   const int B = batch, H = shape_.hidden, I = shape_.intermediate;
   WD_CHECK(B >= 1 && B <= max_batch_, "classical MoE: batch = ", B, " must be in [1, max_batch = ", max_batch_, "]");
   const int T = config.tile_tokens;
+  // One device query per object (the constructor's), not three per check:
+  // every stage of a call runs this check.
+  const bool supported = config.supports(shape_, format, sm90a_);
   WD_CHECK(tile_allowed(T), "classical MoE: tile_tokens = ", T, " (allowed: 8, 16, 32, 64, 80, 128, 144)");
-  WD_CHECK(config.gemm != ClassicalGemm::kStream || config.supports(shape_, format),
+  WD_CHECK(config.gemm != ClassicalGemm::kStream || supported,
            "classical MoE: the stream GEMM takes T = 8 or 16 (not ", T, ") and H, I multiples of 64 (BF16) or 128 "
            "(W8A8); H = ", H, ", I = ", I);
-  WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || config.supports(shape_, format),
+  WD_CHECK(config.gemm != ClassicalGemm::kStreamWgmma || supported,
            "classical MoE: the stream-wgmma GEMM takes T = 8 (not ", T, "), FP8 block-128 weights (not ",
            to_string(format), ") and an sm_90a device");
   WD_CHECK(w8a16_ok(config, format), "classical MoE: W8A16 (", config.label(),
@@ -266,13 +269,13 @@ void ClassicalMoe::check_call(WeightFormat format, int batch, const ClassicalCon
                                   silu_fuses(shape_, format, config.bf16_activations, config.tile_tokens)),
            "classical MoE: SiLU·up fused into the gate_up GEMM takes the TMA GEMM, BF16 activations (BF16 weights or "
            "W8A16) or W8A8 at T = 64 or 80 (FP8 block-128 also 128), and I % 128 == 0; ", config.label(), ", ", to_string(format), ", I = ", I);
-  WD_CHECK(config.gemm != ClassicalGemm::kTma || config.supports(shape_, format),
+  WD_CHECK(config.gemm != ClassicalGemm::kTma || supported,
            "classical MoE: the TMA GEMM needs an sm_90a device and H, I multiples of 8 (BF16) or 128 (W8A8); ",
            to_string(format), ", H = ", H, ", I = ", I);
   // Whatever else the GEMMs refuse (a tile the mma.sync or wgmma kernel does
   // not have, W8A8 on a shape it does not take), refused here, before the
   // first stage launches.
-  WD_CHECK(config.supports(shape_, format), "classical MoE: ", config.label(), " does not take ", to_string(format),
+  WD_CHECK(supported, "classical MoE: ", config.label(), " does not take ", to_string(format),
            " weights at H = ", H, ", I = ", I, " on this device");
 }
 
@@ -384,7 +387,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
                          cudaStream_t stream) const {
   WD_CHECK(ids && weights, "classical MoE: route needs ids and weights");
   const RoutingView r{batch, shape_.top_k, nullptr, nullptr};
-  const ClassicalConfig c = default_config(shape_, w, batch);
+  const ClassicalConfig c = default_config(shape_, w, batch, sm90a_);
   run_stage(ClassicalStage::kRouterGemm, w, x, r, MoeOutput{}, c, stream);
   kernels::TopKParams p{ws_->logits.data(), ids, weights, batch, shape_.experts, shape_.top_k,
                         shape_.norm_topk_prob ? 1 : 0};
@@ -393,7 +396,7 @@ void ClassicalMoe::route(const MoeWeightsView& w, const uint16_t* x, int batch, 
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            cudaStream_t stream) const {
-  experts(w, x, r, out, default_config(shape_, w, r.batch), stream);
+  experts(w, x, r, out, default_config(shape_, w, r.batch, sm90a_), stream);
 }
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
@@ -409,7 +412,7 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                            cudaStream_t stream) const {
-  forward(w, x, batch, out, default_config(shape_, w, batch), stream);
+  forward(w, x, batch, out, default_config(shape_, w, batch, sm90a_), stream);
 }
 
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,

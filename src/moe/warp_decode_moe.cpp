@@ -440,13 +440,12 @@ WarpDecodeMoe::WarpDecodeMoe(const MoeShape& shape, int max_batch, KernelFamily 
   WD_CHECK(max_batch >= 1 && max_batch <= kMaxBatch, "warp decode: max_batch = ", max_batch,
            " must be in [1, ", kMaxBatch, "]");
   // Refused here, not at the call that reaches it.
-  if (!kernels_take(shape, max_batch, this->family(WeightFormat::kBF16), card_)) {
-    const int largest = largest_batch(shape, family_);
-    WD_CHECK(false, "warp decode: max_batch = ", max_batch, " is past ", largest, ", the largest batch the ",
-             to_string(this->family(WeightFormat::kBF16)), " kernels take at H = ", shape.hidden, ", I = ",
-             shape.intermediate, ", E = ", shape.experts, ", K = ", shape.top_k,
-             " (a gate_up block lists its B·K routing entries in shared memory)");
-  }
+  if (!kernels_take(shape, max_batch, this->family(WeightFormat::kBF16), card_))
+    throw InvalidArgument(detail::concat(
+        "warp decode: max_batch = ", max_batch, " is past ", largest_batch(shape, family_),
+        ", the largest batch the ", to_string(this->family(WeightFormat::kBF16)), " kernels take at H = ",
+        shape.hidden, ", I = ", shape.intermediate, ", E = ", shape.experts, ", K = ", shape.top_k,
+        " (a gate_up block lists its B·K routing entries in shared memory)"));
   const size_t BK = size_t(max_batch) * shape.top_k;
   ws_->h = DeviceBuffer<float>(BK * shape.intermediate);
   ws_->ids = DeviceBuffer<int32_t>(BK);
@@ -636,13 +635,13 @@ void WarpDecodeMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Ro
 
 void WarpDecodeMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
                             const MoeOutput& out, cudaStream_t stream) const {
-  // The router and both expert kernels checked before the router launches.
-  check_call(shape_, w, batch, max_batch_);
-  const kernels::RouterParams rp = router_params(shape_, w, x, batch, ws_->ids.data(), ws_->weights.data());
-  kernels::check_router(rp);
+  // The router and both expert kernels checked before the router launches
+  // (plan_experts checks the call: weights, batch).
   const RoutingView r{batch, shape_.top_k, ws_->ids.data(), ws_->weights.data()};
   const ExpertKernels k =
       plan_experts(shape_, max_batch_, ws_->h.data(), w, x, r, out, default_config(batch, w), Kernels::kBoth);
+  const kernels::RouterParams rp = router_params(shape_, w, x, batch, ws_->ids.data(), ws_->weights.data());
+  kernels::check_router(rp);
   kernels::router(rp, stream);
   maybe_validate_routing(r, shape_.experts, stream);
   launch_experts(k, w.format, Kernels::kBoth, stream);
