@@ -63,6 +63,19 @@ TEST(CliAccuracy, CpuModelsEndToEndThenReport) {
   EXPECT_NE(text.find("CPU models of the paths"), std::string::npos) << text;
 }
 
+// Warp decode does not stream FP8 block-128: its column on those rows is its
+// error on MXFP8 weights, which the terminal table says (as the report
+// does), and only for those rows.
+TEST(CliAccuracy, TheTableSaysWhichWeightsWarpDecodeRan) {
+  const Result fp8 = run("accuracy --preset tiny --cpu --seeds 1 --batch 2 --inputs gaussian --format fp8-block128");
+  ASSERT_EQ(fp8.status, 0) << fp8.output;
+  EXPECT_NE(fp8.output.find("# warp decode ran other weights in fp8-block128 rows: mxfp8\n"), std::string::npos)
+      << fp8.output;
+  const Result mx = run("accuracy --preset tiny --cpu --seeds 1 --batch 2 --inputs gaussian --format mxfp8,bf16");
+  ASSERT_EQ(mx.status, 0) << mx.output;
+  EXPECT_EQ(mx.output.find("warp decode ran other weights"), std::string::npos) << mx.output;
+}
+
 TEST(CliAccuracy, ErrorsNameTheBadValue) {
   auto expect_error = [](const std::string& args, const std::string& msg) {
     const Result r = run(args);
