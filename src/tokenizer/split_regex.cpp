@@ -3,6 +3,7 @@
 
 #include <pcre2.h>
 
+#include <cctype>
 #include <mutex>
 #include <vector>
 
@@ -66,6 +67,24 @@ std::string translate_oniguruma_pattern(const std::string& p) {
       if (i + 1 < p.size() && p[i + 1] == ':')
         throw FormatError("Split regex: POSIX classes like [:alpha:] are not supported");
       continue;
+    }
+    // Anchors and option letters differ: Oniguruma's (Ruby syntax) ^ and $
+    // match at every line boundary and its (?m) is PCRE2's (?s); refused
+    // rather than translated (no byte-level pattern we know uses them).
+    if (!in_class && (c == '^' || c == '$'))
+      throw FormatError(detail::concat("Split regex uses the anchor '", c,
+                                       "', which matches at line boundaries in Oniguruma (HF tokenizers) and only at "
+                                       "the ends in PCRE2; not supported"));
+    if (!in_class && c == '(' && i + 1 < p.size() && p[i + 1] == '?') {
+      // (?flags) or (?flags:...): only i (case-insensitive) means the same in both engines.
+      size_t j = i + 2;
+      while (j < p.size() && (std::isalpha(static_cast<unsigned char>(p[j])) || p[j] == '-')) ++j;
+      const bool options = j > i + 2 && j < p.size() && (p[j] == ':' || p[j] == ')');
+      for (size_t k = i + 2; options && k < j; ++k)
+        if (p[k] != 'i' && p[k] != '-')
+          throw FormatError(detail::concat("Split regex sets the option '", p[k],
+                                           "', whose meaning differs between Oniguruma (HF tokenizers) and PCRE2; "
+                                           "only (?i) is supported"));
     }
     if (in_class && c == '[') throw FormatError("Split regex: nested character classes are not supported");
     if (in_class && c == ']') in_class = false;

@@ -187,11 +187,20 @@ Tokenizer Tokenizer::from_document(const nlohmann::json& doc) {
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
         !a["content"].is_string())
       throw FormatError(detail::concat("tokenizer.json: malformed added token ", a.dump()));
+    if (a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > INT32_MAX)
+      throw FormatError(detail::concat("tokenizer.json: added token id ", a["id"].dump(), " is not a non-negative int32"));
     tok.id = a["id"].get<TokenId>();
     tok.content = a["content"].get<std::string>();
-    if (tok.id < 0) throw FormatError(detail::concat("tokenizer.json: added token id ", tok.id, " is negative"));
     if (utf8::find_invalid(tok.content) != std::string_view::npos)
       throw FormatError("tokenizer.json: an added token is not valid UTF-8");
+    // HF gives an added token its id by content (the model token's id, else
+    // the next free one) and only warns where the file's id differs: a file
+    // whose ids disagree with its contents is refused, not read two ways.
+    if (t.added_by_content.count(tok.content))
+      throw FormatError(detail::concat("tokenizer.json: added token '", tok.content, "' is listed twice"));
+    if (const auto m = t.model_by_token.find(tok.content); m != t.model_by_token.end() && m->second != tok.id)
+      throw FormatError(detail::concat("tokenizer.json: added token '", tok.content, "' has id ", tok.id,
+                                       " but is the vocab's token ", m->second));
     tok.special = flag(a, "special", false);
     tok.normalized = flag(a, "normalized", !tok.special);
     tok.lstrip = flag(a, "lstrip", false);
@@ -201,6 +210,12 @@ Tokenizer Tokenizer::from_document(const nlohmann::json& doc) {
     t.added_by_content[tok.content] = tok.id;
     t.added.push_back(std::move(tok));
   }
+
+  // Ids need not be dense, but every per-id table below is max_id + 1 long.
+  const size_t tokens = vocab.size() + t.added.size();
+  if (size_t(max_id) >= 2 * tokens + 1024)
+    throw FormatError(detail::concat("tokenizer.json: id ", max_id, " is far past the file's ", tokens,
+                                     " tokens (ids are indexes: a table that large is refused)"));
 
   // --- per-id tables (decode) -------------------------------------------------
   // HF decodes an id through the ByteLevel decoder from its "decoding string":
@@ -215,12 +230,20 @@ Tokenizer Tokenizer::from_document(const nlohmann::json& doc) {
   t.skip_special.assign(size, 0);
   std::vector<std::string> decoding(size);
   for (const auto& [token, id] : vocab) {
+    if (t.assigned[size_t(id)])
+      throw FormatError(detail::concat("tokenizer.json: vocab id ", id, " is given to both '", t.tokens[size_t(id)],
+                                       "' and '", token, "'"));
     t.tokens[size_t(id)] = token;
     decoding[size_t(id)] = token;
     t.assigned[size_t(id)] = 1;
   }
   std::unordered_map<std::string, bool> special_contents;
-  for (const AddedToken& a : t.added) {  // an added token overrides a model token of the same id, as in HF
+  // An added token is a model token of the same content and id, or has an id
+  // of its own (HF's ids by content, checked above and here).
+  for (const AddedToken& a : t.added) {
+    if (t.assigned[size_t(a.id)] && t.tokens[size_t(a.id)] != a.content)
+      throw FormatError(detail::concat("tokenizer.json: added token '", a.content, "' has id ", a.id,
+                                       ", which is already '", t.tokens[size_t(a.id)], "'"));
     t.tokens[size_t(a.id)] = a.content;
     decoding[size_t(a.id)] = a.content;
     if (a.normalized && t.nfc) {

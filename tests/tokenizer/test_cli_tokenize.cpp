@@ -59,6 +59,25 @@ TEST_F(CliTokenize, Decodes) {
   EXPECT_EQ(run(tok() + "--decode --skip-special 266 257 259 111 267").output, "hello\n");
 }
 
+// Decoded text is written whole: the small tokenizer's id 0 is byte 0.
+TEST_F(CliTokenize, DecodesANulByte) {
+  const Result r = run(tok() + "--decode 97 0 98");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("a\0b\n", 4));
+}
+
+// CLI11 reads an argument in brackets as a list ("[1,2]" as the texts "1"
+// and "2"): refused, where it was encoded as two other texts.
+TEST_F(CliTokenize, RefusesATextInBrackets) {
+  for (const char* args : {"-- '[1,2]'", "'[x]'", "--decode '[97,98]'"}) {
+    const Result r = run(tok() + args);
+    EXPECT_NE(r.status, 0) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("is in brackets"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_EQ(run(tok() + "'[x'").status, 0);
+  EXPECT_EQ(run("tokenize --tokenizer " + path_ + " < /dev/null").status, 0);
+}
+
 TEST_F(CliTokenize, ShowsTokens) {
   const Result r = run(tok() + "--tokens ' the'");
   EXPECT_EQ(r.output, "258\t\xC4\xA0the\n");

@@ -202,6 +202,46 @@ TEST(SmallTokenizer, UnsupportedConfigurationsAreRefusedByName) {
   refuses(no_merges, "merge part");
 }
 
+// HF gives an added token its id by content and only warns where the file
+// disagrees; a file whose ids and contents disagree is refused (it was read
+// one way by us and another by HF). So are ids that would size the per-id
+// tables far past the file's tokens.
+TEST(SmallTokenizer, IdsThatDisagreeWithContentsAreRefused) {
+  auto refuses = [](const std::string& json, const std::string& words) {
+    try {
+      Tokenizer::from_json(json);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  const auto added = [](const std::string& id, const std::string& content) {
+    return R"(,{"id":)" + id + R"(,"content":")" + content + R"(","special":false})";
+  };
+  refuses(test::small_tokenizer_json(added("97", "<x>")), "added token '<x>' has id 97, which is already 'a'");
+  refuses(test::small_tokenizer_json(added("270", "aa")), "added token 'aa' has id 270 but is the vocab's token 264");
+  refuses(test::small_tokenizer_json(added("270", "<d>") + added("271", "<d>")), "added token '<d>' is listed twice");
+  refuses(test::small_tokenizer_json(added("270", "<y>") + added("270", "<z>")), "added token '<z>' has id 270, which is already '<y>'");
+  refuses(test::small_tokenizer_json(added("4294967400", "<y>")), "added token id 4294967400 is not a non-negative int32");
+  refuses(test::small_tokenizer_json(added("2000000000", "<y>")), "id 2000000000 is far past the file's 271 tokens");
+  std::string dup = test::small_tokenizer_json();
+  dup.replace(dup.find(R"("aa":264)"), 8, R"("aa":97)");
+  refuses(dup, "vocab id 97 is given to both 'a' and 'aa'");
+  // An added token that is the vocab's token of the same id is the usual case.
+  const Tokenizer t = Tokenizer::from_json(test::small_tokenizer_json(added("264", "aa")));
+  EXPECT_EQ(t.encode("aaa"), (Ids{264, 'a'}));
+}
+
+// Oniguruma (Ruby syntax, as HF compiles the Split pattern) matches ^ and $
+// at line boundaries and reads (?m) as dot-matches-newline; PCRE2 does not.
+TEST(SplitRegexTranslation, AnchorsAndOptionsOtherThanIAreRefused) {
+  for (const char* p : {"^a|a+", "a$", "(?m).+", "(?s:.)", "(?x) a", "(?im:a)", "(?-m)a"})
+    EXPECT_THROW(translate_oniguruma_pattern(p), FormatError) << p;
+  for (const char* p : {"(?i:'s|'t)", "(?:ab)+", "\\s+(?!\\S)", "(?=a)b", "(?<=a)b", "(?<!a)b", "[$^a]", "\\$\\^",
+                        "[^a]"})
+    EXPECT_NO_THROW(translate_oniguruma_pattern(p)) << p;
+}
+
 TEST(SplitRegexTranslation, SpaceIsOnigurumasWhiteSpace) {
   EXPECT_EQ(translate_oniguruma_pattern("\\s+(?!\\S)"),
             "[\\t\\n\\x{0B}\\f\\r\\x{85}\\p{Z}]+(?![^\\t\\n\\x{0B}\\f\\r\\x{85}\\p{Z}])");

@@ -98,6 +98,16 @@ void run(const Opts& o) {
     for (tok::TokenId id : ids) std::printf("%d\t%s\n", id, t.id_to_token(id).c_str());
   };
 
+  // CLI11 reads an argument in brackets as a list ("[1,2]" as the two texts
+  // "1" and "2"): such an argument is refused, not encoded as something else.
+  const std::vector<std::string>& argv = command_args();
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const bool option_value = argv[i - 1] == "--tokenizer" || argv[i - 1] == "--system";
+    if (!option_value && a.size() >= 2 && a.front() == '[' && a.back() == ']')
+      throw InvalidArgument("the argument '" + a + "' is in brackets, which the option parser reads as a list; "
+                            "give such a text on stdin");
+  }
   std::vector<std::string> texts = o.args;
   if (texts.empty()) {
     if (o.decode) throw InvalidArgument("--decode needs token ids");
@@ -105,7 +115,10 @@ void run(const Opts& o) {
   }
 
   if (o.decode) {
-    std::printf("%s\n", t.decode(parse_ids(texts), o.skip_special).c_str());
+    // Whole, NUL bytes included (an id may decode to one).
+    const std::string text = t.decode(parse_ids(texts), o.skip_special);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
     return;
   }
   if (o.chat) {

@@ -55,14 +55,17 @@ void add_all(CLI::App& app) {
 
 namespace {
 std::string g_command_line;
+std::vector<std::string> g_command_args;
 }
 
 void set_command_line(int argc, char** argv) {
   g_command_line.clear();
+  g_command_args.assign(argv, argv + argc);
   for (int i = 0; i < argc; ++i) g_command_line += (i ? " " : "") + std::string(argv[i]);
 }
 
 const std::string& command_line() { return g_command_line; }
+const std::vector<std::string>& command_args() { return g_command_args; }
 
 std::string build_commit() { return WD_GIT_COMMIT; }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace wd::cli {
 
@@ -27,6 +28,7 @@ void add_all(CLI::App& app);
 // The command line as typed (recorded in every JSON we write).
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
+const std::vector<std::string>& command_args();  // argv, one string each
 
 // Build identity, recorded in every JSON we write.
 std::string build_commit();
