@@ -30,16 +30,31 @@ uint64_t matrix_bytes(const Matrix& m) {
   return b;
 }
 
+// A non-finite weight is refused where it is loaded, naming its tensor and
+// place (as to_mxfp8's quantizer and the FP8 scale checks do), not found as
+// NaN outputs or a routing error later. `bad(i)` says whether element i is.
+template <typename Bad>
+void require_finite(const Matrix& m, Bad bad) {
+  const uint64_t n = m.numel();
+  for (uint64_t i = 0; i < n; ++i)
+    if (bad(i))
+      throw FormatError(m.weight->file + ": tensor '" + m.weight->name + "' holds a non-finite value at row " +
+                        std::to_string(i / uint64_t(m.cols)) + ", column " + std::to_string(i % uint64_t(m.cols)) +
+                        (m.dtype() == DType::kBF16 || m.fp8_block() ? "" : " (as BF16)"));
+}
+
 // m's values as BF16 into out (rows * cols): a byte copy for BF16 data,
-// rounding to nearest even otherwise.
+// rounding to nearest even otherwise (an F32 value past BF16's range rounds
+// to Inf, and is refused with the rest).
 void to_bf16(const Matrix& m, std::vector<float>& scratch, uint16_t* out) {
   if (m.dtype() == DType::kBF16 && !m.fp8_block()) {
     std::memcpy(out, m.weight->data + m.offset * 2, m.numel() * 2);
-    return;
+  } else {
+    scratch.resize(m.numel());
+    m.read_rows(0, m.rows, scratch.data());
+    for (size_t i = 0; i < scratch.size(); ++i) out[i] = float_to_bf16(scratch[i]);
   }
-  scratch.resize(m.numel());
-  m.read_rows(0, m.rows, scratch.data());
-  for (size_t i = 0; i < scratch.size(); ++i) out[i] = float_to_bf16(scratch[i]);
+  require_finite(m, [&](uint64_t i) { return (out[i] & 0x7F80u) == 0x7F80u; });
 }
 
 // m's values quantized to MXFP8 along rows (its reduction dimension).
@@ -72,6 +87,7 @@ void copy_fp8_block(const Matrix& m, int br, int bc, uint8_t* q, float* scales) 
   if (m.block_rows != br || m.block_cols != bc)
     throw FormatError(m.weight->file + ": tensor '" + m.weight->name + "' has other block sizes than its layer");
   std::memcpy(q, m.weight->data + m.offset, m.numel());
+  require_finite(m, [&](uint64_t i) { return (q[i] & 0x7Fu) == 0x7Fu; });  // E4M3's NaN (it has no Inf)
   m.read_block_scales(scales);
 }
 

@@ -36,9 +36,21 @@ ReferenceModel::ReferenceModel(const ModelWeights& w, const ReferenceOptions& op
     R.post_norm = vector_of(L.post_attention_layernorm);
     R.q_norm = vector_of(L.attn.q_norm);
     R.k_norm = vector_of(L.attn.k_norm);
+    // A format the MoE reference cannot read fails here, not mid-forward.
     if (L.moe && opt.cache_experts) {
       R.experts = load_expert_stack(w, int(l), opt.moe_format, opt.rule, &progress);
-      R.experts.view().validate();  // a format the MoE reference cannot read fails here, not mid-forward
+      R.experts.view().validate();
+    } else if (L.moe && opt.moe_format == StackFormat::kFp8Block) {
+      // Converted per forward: what load_expert_stack and view() would
+      // refuse, checked now (bf16 and mxfp8 read any decodable weights).
+      for (const auto* v : {&L.experts.gate, &L.experts.up, &L.experts.down})
+        for (const Matrix& m : *v)
+          WD_CHECK(m.fp8_block() && m.block_rows == kFp8BlockSize && m.block_cols == kFp8BlockSize, "layer ", l,
+                   ": the fp8-block MoE reference needs FP8 experts with 128x128 block scales; '", m.weight->name,
+                   "' is ", to_string(m.dtype()),
+                   m.fp8_block() ? " with " + std::to_string(m.block_rows) + "x" + std::to_string(m.block_cols) +
+                                       " blocks"
+                                 : std::string(" without block scales"));
     }
   }
   progress.finish();
@@ -117,13 +129,25 @@ std::vector<double> ReferenceModel::forward(const std::vector<int32_t>& ids) {
     WD_CHECK(id >= 0 && id < c.vocab_size, "token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")");
   std::vector<double> x(size_t(T) * H), h(size_t(T) * H);
   for (int t = 0; t < T; ++t) w_.embed_tokens.read_rows(ids[size_t(t)], 1, &x[size_t(t) * H]);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    for (int t = 0; t < T; ++t)
-      ops::rms_norm(&x[size_t(t) * H], layers_[l].input_norm.data(), H, c.rms_norm_eps, &h[size_t(t) * H]);
-    attention_block(l, h, T, x);
-    for (int t = 0; t < T; ++t)
-      ops::rms_norm(&x[size_t(t) * H], layers_[l].post_norm.data(), H, c.rms_norm_eps, &h[size_t(t) * H]);
-    mlp_block(l, h, T, x);
+  try {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      for (int t = 0; t < T; ++t)
+        ops::rms_norm(&x[size_t(t) * H], layers_[l].input_norm.data(), H, c.rms_norm_eps, &h[size_t(t) * H]);
+      attention_block(l, h, T, x);
+      for (int t = 0; t < T; ++t)
+        ops::rms_norm(&x[size_t(t) * H], layers_[l].post_norm.data(), H, c.rms_norm_eps, &h[size_t(t) * H]);
+      mlp_block(l, h, T, x);
+    }
+  } catch (...) {
+    // The layers before the one that threw appended this call's keys and
+    // values: dropped, so that the cache holds the pos_ positions it did
+    // (the next call attends over pos_ + t + 1 entries).
+    const size_t kv = size_t(pos_) * c.num_key_value_heads * c.head_dim;
+    for (auto& L : layers_) {
+      L.k.resize(kv);
+      L.v.resize(kv);
+    }
+    throw;
   }
   pos_ += T;
   for (int t = 0; t < T; ++t)

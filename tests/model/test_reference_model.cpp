@@ -201,6 +201,55 @@ TEST(ReferenceModel, RefusesTokensOutsideTheVocabulary) {
   EXPECT_THROW(ref.generate_greedy({}, 3), InvalidArgument);
 }
 
+// A forward that throws mid-way (here moe_input_hook, at the first MoE
+// layer, after the attention of every layer before it appended its keys and
+// values) leaves the cache as it was: the next call's logits are those of a
+// model that never saw the failed one.
+TEST(ReferenceModel, AFailedForwardLeavesTheCacheAsItWas) {
+  const TinyModel m = tiny();
+  ReferenceModel clean(m.weights);
+  const std::vector<int32_t> first(kPrompt.begin(), kPrompt.begin() + 4), next = {kPrompt[4]};
+  clean.forward(first);
+  const std::vector<double> want = clean.forward(next);
+
+  ReferenceOptions opt;
+  bool fail = false;
+  opt.moe_input_hook = [&](int, int64_t, int, const double*, uint16_t*) {
+    if (fail) throw InvalidArgument("hook refused");
+  };
+  ReferenceModel ref(m.weights, opt);
+  ref.forward(first);
+  fail = true;
+  EXPECT_THROW(ref.forward({7, 8, 9}), InvalidArgument);
+  EXPECT_EQ(ref.position(), int64_t(first.size()));
+  fail = false;
+  EXPECT_EQ(ref.forward(next), want);
+}
+
+// Experts converted per forward (cache_experts = false): a format the MoE
+// reference cannot read is refused at construction, as with the cache.
+TEST(ReferenceModel, ExpertsConvertedPerForwardAreCheckedAtConstruction) {
+  const TinyModel bf = tiny();
+  ReferenceOptions opt;
+  opt.moe_format = StackFormat::kFp8Block;
+  opt.cache_experts = false;
+  try {
+    ReferenceModel ref(bf.weights, opt);
+    FAIL() << "a BF16 checkpoint's experts accepted as fp8-block";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("needs FP8 experts with 128x128 block scales"), std::string::npos)
+        << e.what();
+  }
+  testing::TinyModelSpec spec;
+  spec.dtype = testing::SourceDType::kFp8Block;  // 24x24 blocks
+  const TinyModel f24 = tiny(spec);
+  EXPECT_THROW(ReferenceModel(f24.weights, opt), InvalidArgument);
+  spec.block = 128;
+  const TinyModel f128 = tiny(spec);
+  ReferenceModel ok(f128.weights, opt);
+  EXPECT_EQ(ok.forward({1, 2}).size(), 2u * 128u);
+}
+
 TEST(ReferenceModel, Fp8BlockCheckpointRunsThroughDequantizedWeights) {
   testing::TinyModelSpec spec;
   const TinyModel bf = tiny(spec);

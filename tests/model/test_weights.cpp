@@ -17,6 +17,7 @@
 #include "warpdecode/model/expert_stack.h"
 #include "warpdecode/model/model_weights.h"
 #include "warpdecode/model/progress.h"
+#include "warpdecode/model/safetensors.h"
 #include "warpdecode/model/tensor_data.h"
 #include "warpdecode/weights.h"
 
@@ -242,6 +243,63 @@ TEST(ExpertStack, NonFiniteBlockScalesAreRefusedByName) {
     // Another layer is untouched.
     EXPECT_NO_THROW(load_expert_stack(m.weights, 2, StackFormat::kFp8Block));
   }
+}
+
+// The tiny model of `spec` with element `index` of tensor `name` (one shard)
+// overwritten by `value` (that tensor's element bytes), then loaded.
+Loaded load_patched(const TinyModelSpec& spec, const std::string& tag, const std::string& name, uint64_t index,
+                    const std::vector<uint8_t>& value) {
+  const std::string dir = testing::make_temp_dir(tag);
+  testing::write_tiny_model(dir, spec);
+  const std::string file = dir + "/model.safetensors";
+  std::vector<uint8_t> bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const SafetensorsHeader h = parse_safetensors_header(bytes.data(), bytes.size(), file);
+  const auto t = std::find_if(h.tensors.begin(), h.tensors.end(), [&](const TensorInfo& x) { return x.name == name; });
+  EXPECT_NE(t, h.tensors.end()) << name;
+  std::copy(value.begin(), value.end(), bytes.begin() + long(h.data_offset + t->begin + index * value.size()));
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), long(bytes.size()));
+  ModelConfig c = load_config(dir);
+  Checkpoint ckpt = Checkpoint::open(dir);
+  ModelWeights w = ModelWeights::map(c, ckpt);
+  return Loaded{dir, c, std::move(ckpt), std::move(w)};
+}
+
+void expect_refused(const ModelWeights& w, StackFormat f, const std::string& what) {
+  try {
+    load_expert_stack(w, 0, f);
+    ADD_FAILURE() << to_string(f) << " accepted: " << what;
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << to_string(f) << ": " << e.what();
+  }
+}
+
+// A non-finite weight is refused where the layer is loaded, by tensor and
+// place, in every format: it had passed BF16 loads (a byte copy) and FP8
+// block copies, to come out as a routing error or NaN outputs.
+TEST(ExpertStack, NonFiniteWeightsAreRefusedByName) {
+  const std::string router = "model.layers.0.mlp.gate.weight", up = expert_name(0, 3, "up_proj");
+  // BF16 +Inf in the router (row 0, column 5), NaN in an expert (row 1, column 6 at H = 64).
+  const Loaded inf = load_patched(TinyModelSpec{}, "nonfinite_router", router, 5, {0x80, 0x7F});
+  for (StackFormat f : {StackFormat::kBF16, StackFormat::kMXFP8})
+    expect_refused(inf.weights, f, "tensor '" + router + "' holds a non-finite value at row 0, column 5");
+  const Loaded nan = load_patched(TinyModelSpec{}, "nonfinite_up", up, 70, {0xC0, 0x7F});
+  expect_refused(nan.weights, StackFormat::kBF16, "tensor '" + up + "' holds a non-finite value at row 1, column 6");
+  expect_refused(nan.weights, StackFormat::kMXFP8, "tensor '" + up + "': MXFP8 quantization: non-finite value");
+  EXPECT_NO_THROW(load_expert_stack(nan.weights, 2, StackFormat::kBF16));  // another layer
+  // E4M3 NaN (0x7F) in an FP8 checkpoint's expert: down (H 64, I 32), row 1, column 1.
+  TinyModelSpec fp8;
+  fp8.dtype = SourceDType::kFp8Block;
+  fp8.block = 128;
+  const std::string down = expert_name(0, 2, "down_proj");
+  const Loaded e4m3 = load_patched(fp8, "nonfinite_e4m3", down, 33, {0x7F});
+  expect_refused(e4m3.weights, StackFormat::kFp8Block, "tensor '" + down + "' holds a non-finite value at row 1, column 1");
+  expect_refused(e4m3.weights, StackFormat::kBF16, "tensor '" + down + "' holds a non-finite value at row 1, column 1");
+  // The same checkpoint unpatched loads.
+  EXPECT_NO_THROW(load_expert_stack(load(fp8, "finite_e4m3").weights, 0, StackFormat::kFp8Block));
 }
 
 TEST(ExpertStack, Fp8Block128IsTheFoundationsFormat) {

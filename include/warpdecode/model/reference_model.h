@@ -62,7 +62,9 @@ class ReferenceModel {
   explicit ReferenceModel(const ModelWeights& w, const ReferenceOptions& opt = {});
 
   // Runs `ids` at the next positions, appending to the KV cache. Returns the
-  // logits of every token, (ids.size(), vocab) row-major.
+  // logits of every token, (ids.size(), vocab) row-major. A call that throws
+  // (a bad token id, a weight the loader refuses, moe_input_hook) leaves the
+  // cache and position as they were.
   std::vector<double> forward(const std::vector<int32_t>& ids);
 
   // Clears the KV cache (the next token is at position 0).
