@@ -301,7 +301,7 @@ void tune_crossover(const std::vector<std::string>& presets, const std::vector<W
       // default upload reads what that upload holds; the tiled one streams
       // the copies), the classical path reads the canonical tensors either way.
       MoeBench mb(shape, held_format(f), l2_bytes, size_t(double(free_b) * 0.5), opt.seed, stream,
-                  warp_decode_streams(f) ? DeviceWeightsOptions::tiled_beside_canonical() : DeviceWeightsOptions{});
+                  warp_decode_streams(f) ? DeviceWeightsOptions::tiled_beside_canonical() : DeviceWeightsOptions{}, f);
       const bool tiled = warp_decode_streams(f) && warp_streams_tiled(mb.weights(0).view());
       // MXFP8 on sm_90a: the classical path also in W8A16, against the same
       // warp-decode times (DispatchPolicy::kBf16Activations' crossover).

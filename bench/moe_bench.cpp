@@ -24,9 +24,22 @@ Timing summarize(std::vector<double> us) {
   return Timing{us[us.size() / 2], us.front(), us.back()};
 }
 
+size_t copies_for(const MoeShape& s, WeightFormat read_format, size_t l2_bytes) {
+  const size_t call_bytes = size_t(std::min(s.top_k, s.experts)) * expert_bytes(s, read_format);
+  return 1 + (8 * l2_bytes + call_bytes - 1) / call_bytes;
+}
+
+int calls_per_graph(int calls, int copies) {
+  WD_CHECK(calls >= 1 && copies >= 1, "bench: calls = ", calls, ", copies = ", copies, " must be >= 1");
+  const int n = std::max(calls, copies);
+  return (n + copies - 1) / copies * copies;
+}
+
 MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
-                   size_t memory_budget, uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options)
+                   size_t memory_budget, uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options,
+                   std::optional<WeightFormat> read_format)
     : shape_(shape), format_(format), stream_(stream) {
+  const WeightFormat read = read_format.value_or(format);
   layer_bytes_ = size_t(shape.experts) * expert_bytes(shape, format);
   // The tiled copies, where kept: the down third and the gate_up two thirds
   // again; tiled-only weights hold each tensor once.
@@ -36,10 +49,12 @@ MoeBench::MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes,
     if (options.tiled_mxfp8_gate_up) held += layer_bytes_ / 3 * 2;
   }
   if (format == WeightFormat::kBF16 && options.tiled_bf16 && !options.tiled_only_bf16) held += layer_bytes_;
+  // A path that reads another format converts each copy (ClassicalPath: FP8
+  // block-128 from BF16): those bytes are held too.
+  if (read != format) held += size_t(shape.experts) * expert_bytes(shape, read);
   WD_CHECK(held <= memory_budget, "bench: one copy of the layer (", held >> 20,
            " MiB) does not fit in the memory budget (", memory_budget >> 20, " MiB)");
-  size_t copies = std::max<size_t>(1, (8 * l2_bytes + layer_bytes_ - 1) / layer_bytes_);
-  copies = std::min(copies, memory_budget / held);
+  const size_t copies = std::min(copies_for(shape, read, l2_bytes), memory_budget / held);
   for (size_t c = 0; c < copies; ++c) {
     SyntheticSpec spec;
     spec.seed = seed + 7919 * c;
@@ -197,7 +212,7 @@ void WarpPath::experts(const MoeWeightsView& w, const uint16_t* x, const Routing
 }
 
 Measurement MoeBench::run(int B, LayerPath& path, const Options& opt) {
-  const int H = shape_.hidden, K = shape_.top_k, E = shape_.experts, N = opt.calls;
+  const int H = shape_.hidden, K = shape_.top_k, E = shape_.experts, N = calls_per_graph(opt.calls, copies());
   path.prepare(shape_, B);
   const size_t BK = size_t(B) * K, BH = size_t(B) * H;
   DeviceBuffer<int32_t> ids(BK * N);

@@ -1,11 +1,13 @@
 // The MoE-layer timing harness behind `warpdecode bench-moe`.
 //
 // Method (docs/DESIGN.md "How we measure"): weights are generated on the
-// device in enough copies that their total is at least 8× the L2 (where
-// memory allows); each timed replay is a CUDA graph of `calls` layer calls,
-// call i using weight copy i mod copies and its own fresh random routing and
-// activations, re-drawn before every replay. Per-layer time = replay time /
-// calls (CUDA events), median / min / max over replays after warm-up.
+// device in enough copies (copies_for, where memory allows) that the calls
+// between two uses of one copy read at least 8× the L2 even at B = 1, whose
+// call reads only its K routed experts; each timed replay is a CUDA graph of
+// calls_per_graph layer calls, call i using weight copy i mod copies and its
+// own fresh random routing and activations, re-drawn before every replay.
+// Per-layer time = replay time / calls (CUDA events), median / min / max over
+// replays after warm-up.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,14 +124,28 @@ struct Options {
   ClockSampler* clock = nullptr;
 };
 
+// Weight copies for a shape whose calls read `read_format`: 1 + ceil(8·l2 /
+// the bytes of a B = 1 call (its K experts)), so that between two uses of a
+// copy the other copies' calls read at least 8× the L2 (at B = 1 a call reads
+// far less than its layer: qwen3-30b-a3b MXFP8 39 MB, below the L2 of 50-60
+// MiB, and one copy let a call find some of its experts in L2 from the last).
+size_t copies_for(const MoeShape& shape, WeightFormat read_format, size_t l2_bytes);
+
+// The calls of one timed graph: at least `calls`, and a multiple of the copies,
+// so that each copy's uses are `copies` calls apart across replays too.
+int calls_per_graph(int calls, int copies);
+
 // Holds the weight copies of one (shape, format) on the device.
 class MoeBench {
  public:
-  // Allocates ceil(8·l2 / layer bytes) copies (at least 1), within
+  // Allocates copies_for(shape, read format, l2) copies, within
   // memory_budget bytes. Throws if even one copy does not fit. options: what
   // each copy keeps besides the canonical tensors (counted in the budget).
+  // read_format: what the timed calls read where a path converts the copies
+  // (FP8 block-128 from BF16; counted in the budget too); default `format`.
   MoeBench(const MoeShape& shape, WeightFormat format, size_t l2_bytes, size_t memory_budget,
-           uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options = {});
+           uint64_t seed, cudaStream_t stream, const DeviceWeightsOptions& options = {},
+           std::optional<WeightFormat> read_format = std::nullopt);
   ~MoeBench();
 
   // Times `path` at this batch on these weights (see the method above).

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "bench/classical_path.h"
+#include "bench/moe_bench.h"
+#include "warpdecode/error.h"
 #include "warpdecode/layout.h"
 
 namespace {
@@ -77,6 +79,39 @@ TEST(ClassicalStageBytes, WeightsScaleWithTheDistinctExperts) {
   const double two = bytes(ClassicalStage::kGateUp, WeightFormat::kMXFP8, c, 1024, 2);
   // One expert's gate_up: 2I·H codes and one E8M0 scale a block of 32.
   EXPECT_DOUBLE_EQ(two - one, 2 * I * H * (1.0 + 1.0 / 32));
+}
+
+}  // namespace
+
+// bench-moe's weight copies (bench/moe_bench.h): enough that the calls
+// between two uses of one copy read at least 8x the L2 at B = 1, where a call
+// reads only its K experts; and graphs of a multiple of the copies, so that
+// the last call of a replay and the first of the next use different copies.
+namespace {
+using wd::WeightFormat;
+
+TEST(BenchCopies, TheCallsBetweenTwoUsesOfACopyReadEightL2AtBatchOne) {
+  const size_t l2 = size_t(60) << 20;  // an H200's
+  for (const char* preset : {"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b"})
+    for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8, WeightFormat::kFP8Block128}) {
+      const wd::MoeShape s = wd::preset_shape(preset);
+      const size_t n = wd::bench::copies_for(s, f, l2);
+      const double call = double(s.top_k) * double(wd::expert_bytes(s, f));
+      EXPECT_GE(double(n - 1) * call, 8.0 * double(l2)) << preset << " " << wd::to_string(f);
+      EXPECT_LT(double(n - 2) * call, 8.0 * double(l2)) << preset << " " << wd::to_string(f);  // no more than that
+    }
+  // qwen3-30b-a3b MXFP8: a B = 1 call reads 8 x 4.87 MB, below the L2; one
+  // copy of its 623 MB layer (8x the L2 whole) was what the harness held.
+  EXPECT_EQ(wd::bench::copies_for(wd::preset_shape("qwen3-30b-a3b"), WeightFormat::kMXFP8, l2), 14u);
+}
+
+TEST(BenchCopies, AGraphHoldsAMultipleOfTheCopies) {
+  EXPECT_EQ(wd::bench::calls_per_graph(16, 1), 16);
+  EXPECT_EQ(wd::bench::calls_per_graph(16, 14), 28);
+  EXPECT_EQ(wd::bench::calls_per_graph(16, 16), 16);
+  EXPECT_EQ(wd::bench::calls_per_graph(3, 134), 134);
+  EXPECT_EQ(wd::bench::calls_per_graph(16, 5), 20);
+  EXPECT_THROW(wd::bench::calls_per_graph(0, 4), wd::InvalidArgument);
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ void run(const Opts& o) {
                 weights_note.c_str());
   for (const auto& n : not_measured) std::printf("%s\n", n.c_str());
   if (backend->gpu())
-    std::printf("GPU: %s, CUDA %s, driver %s | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
+    std::printf("GPU: %s, CUDA %s, driver %s (CUDA %s) | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(), gpu->cuda_driver.c_str(),
                 build_description().c_str());
   else
     std::printf("%s: every number below comes from CPU models of the paths (FP32 reference, classical CPU "
@@ -215,6 +215,7 @@ void run(const Opts& o) {
     header["card"] = gpu->name;
     header["sms"] = gpu->sms;
     header["driver"] = gpu->driver;
+    header["cuda_driver"] = gpu->cuda_driver;
     header["cuda_runtime"] = gpu->cuda_runtime;
     header["sm_clock_mhz"] = gpu->sm_clock_mhz;
     header["mem_clock_mhz"] = gpu->mem_clock_mhz;

@@ -186,14 +186,17 @@ void run(const Opts& o) {
 
   const auto gpu = query_gpu();
   WD_CHECK(gpu.has_value(), "bench-moe needs a CUDA GPU, and none was found");
+  // A buffer the L2 holds much of would make the L2 the read ceiling.
+  WD_CHECK(o.bw_gib * double(1 << 30) >= 8.0 * double(gpu->l2_bytes), "--bw-gib = ", o.bw_gib,
+           " is below 8x this card's L2 (", double(gpu->l2_bytes) / (1 << 20), " MiB): the ceiling would be the L2's");
   // The card whose measured defaults warp decode runs here (as WarpDecodeMoe's).
   const TableCard card = table_card(gpu->name);
   cudaStream_t stream;
   WD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto bw = kernels::measure_bandwidth(size_t(o.bw_gib * double(1 << 30)), 20, stream);
-  std::printf("# %s | %d SMs | %.0f GiB | L2 %.0f MiB | CUDA %s, driver %s | SM clock %d MHz, mem %d MHz (now)\n",
+  std::printf("# %s | %d SMs | %.0f GiB | L2 %.0f MiB | CUDA %s, driver %s (CUDA %s) | SM clock %d MHz, mem %d MHz (now)\n",
               gpu->name.c_str(), gpu->sms, double(gpu->memory_bytes) / (1 << 30),
-              double(gpu->l2_bytes) / (1 << 20), gpu->cuda_runtime.c_str(), gpu->driver.c_str(),
+              double(gpu->l2_bytes) / (1 << 20), gpu->cuda_runtime.c_str(), gpu->driver.c_str(), gpu->cuda_driver.c_str(),
               gpu->sm_clock_mhz, gpu->mem_clock_mhz);
   std::printf("# measured now: streaming read %.3f TB/s, streaming write %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
               bw.read_tbps, bw.write_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
@@ -201,8 +204,8 @@ void run(const Opts& o) {
   for (int p = 0; p < kernels::kReadPatterns; ++p)
     std::printf(" %s %.3f", kernels::read_pattern_name(kernels::ReadPattern(p)), bw.read_pattern_tbps[p]);
   std::printf(" TB/s\n");
-  std::printf("# µs per MoE layer: CUDA-graph replay of %d calls, median of %d replays; weights cycled, fresh routing each call\n",
-              o.calls, o.replays);
+  std::printf("# µs per MoE layer: CUDA-graph replay of at least %d calls (a multiple of the weight copies), median of "
+              "%d replays; weights cycled, fresh routing each call\n", o.calls, o.replays);
   if (o.routing != "uniform") std::printf("# routing: %s (not uniform random top-K)\n", o.routing.c_str());
   if (const std::string n = unmeasured_card_note(gpu->name); !n.empty()) std::printf("# note: %s\n", n.c_str());
   int device = 0;
@@ -226,6 +229,7 @@ void run(const Opts& o) {
                    {"bandwidth_buffer_gib", o.bw_gib},
                    {"cuda_runtime", gpu->cuda_runtime},
                    {"driver", gpu->driver},
+                   {"cuda_driver", gpu->cuda_driver},
                    {"sm_clock_mhz", gpu->sm_clock_mhz},
                    {"mem_clock_mhz", gpu->mem_clock_mhz},
                    {"max_sm_clock_mhz", gpu->max_sm_clock_mhz},
@@ -243,7 +247,7 @@ void run(const Opts& o) {
                    {"clock_sampling", clock.available() ? "nvml: median of each layer's settle replays"
                                                         : "none: " + clock.unavailable_reason()},
                    {"power_limit_w", clock.power_limit_w()},
-                   {"method", "graph replay of `calls` layer calls / calls; median over replays; weight copies >= 8x L2 where memory allows; fresh routing (see routing) and activations before every replay"},
+                   {"method", "graph replay of N layer calls / N (N: at least `calls`, a multiple of the weight copies); median over replays; weight copies such that the calls between two uses of one copy read >= 8x L2 at B = 1 (where memory allows); fresh routing (see routing) and activations before every replay"},
                    {"routing", o.routing}};
   doc["records"] = nlohmann::json::array();
   // How every layer is timed, warp decode's and the classical path's alike.
@@ -280,15 +284,18 @@ void run(const Opts& o) {
       if (o.tiled_beside) wopt = DeviceWeightsOptions::tiled_beside_canonical();
       wopt.tiled_mxfp8_gate_up = wopt.tiled_mxfp8_gate_up || o.tiled_gate_up;
       bench::MoeBench mb(shapes[si], bench::held_format(f), gpu->l2_bytes, size_t(double(free_b) * 0.6), o.seed, stream,
-                         wopt);
+                         wopt, f);
       // What the weights hold decides the default and which paths can read them:
       // tiled-only weights only the tensor-core kernels (and, BF16, the
       // classical path's TMA GEMM).
       const MoeWeightsView held = mb.weights(0).view();
       const bool tc_only = !held.has_canonical();
-      std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2)\n", names[si].c_str(),
-                  to_string(f), mb.copies(), double(mb.layer_bytes()) / (1 << 20),
-                  double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes));
+      const double b1_call = double(std::min(shapes[si].top_k, shapes[si].experts)) * double(expert_bytes(shapes[si], f));
+      std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2); a B = 1 call reads %.1f MiB, the calls between "
+                  "two uses of a copy %.1fx L2; %d calls a graph\n", names[si].c_str(), to_string(f), mb.copies(),
+                  double(mb.layer_bytes()) / (1 << 20), double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes),
+                  b1_call / (1 << 20), double(mb.copies() - 1) * b1_call / double(gpu->l2_bytes),
+                  bench::calls_per_graph(o.calls, mb.copies()));
       // Every record names the shape it ran, so a reader of the JSON needs no
       // copy of the presets (and --hidden/--intermediate overrides show).
       const nlohmann::json shape_j = {{"hidden", shapes[si].hidden},
@@ -297,6 +304,8 @@ void run(const Opts& o) {
                                       {"top_k", shapes[si].top_k}};
       auto push = [&](nlohmann::json r) {
         r["shape"] = shape_j;
+        r["weight_copies"] = mb.copies();
+        r["calls_per_graph"] = bench::calls_per_graph(o.calls, mb.copies());
         doc["records"].push_back(std::move(r));
       };
       for (int B : o.batches) {
@@ -388,7 +397,8 @@ void add_bench_moe(CLI::App& app) {
   cmd->add_option("--format", o->formats, "Weight formats: bf16, mxfp8, fp8-block128 (classical path only)")->delimiter(',')->capture_default_str();
   add_batch_list(cmd, "--batch,-b", o->batches, "Batch sizes");
   cmd->add_option("--json", o->json, "Also write the figures as JSON to this file");
-  cmd->add_option("--calls", o->calls, "Layer calls per timed graph")->capture_default_str();
+  cmd->add_option("--calls", o->calls, "Layer calls per timed graph (at least; rounded up to a multiple of the weight copies)")
+      ->capture_default_str();
   cmd->add_option("--replays", o->replays, "Timed graph replays (median reported)")->capture_default_str();
   cmd->add_option("--bw-gib", o->bw_gib, "Buffer size of the bandwidth measurement, GiB")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights, routing and activations")->capture_default_str();

@@ -40,7 +40,9 @@ struct GpuInfo {
   size_t memory_bytes = 0;
   size_t l2_bytes = 0;
   int cc_major = 0, cc_minor = 0;
-  std::string cuda_runtime, driver;
+  std::string cuda_runtime;
+  std::string cuda_driver;         // the CUDA version the driver supports (cudaDriverGetVersion)
+  std::string driver = "unknown";  // the driver's own version (NVML, e.g. 580.159.04)
   int max_sm_clock_mhz = 0;                 // cudaDevAttrClockRate
   int sm_clock_mhz = -1, mem_clock_mhz = -1; // current clocks through NVML; -1 if unreadable
 };
