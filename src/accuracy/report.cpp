@@ -121,7 +121,10 @@ std::string header_lines(const json& h) {
   const std::string card = text(h, "card");
   o << "- card: " << (card.empty() ? "none (CPU models only: no CUDA GPU, or --cpu)" : card);
   if (is_num(h, "sms")) o << " (" << h["sms"].get<int>() << " SMs)";
-  if (!text(h, "driver").empty()) o << " · driver " << text(h, "driver");
+  // Before session 81 "driver" held the CUDA version the driver supports
+  // (cudaDriverGetVersion); since, the driver's own version and cuda_driver.
+  if (!text(h, "driver").empty())
+    o << (h.contains("cuda_driver") ? " · driver " : " · driver's CUDA ") << text(h, "driver");
   if (!text(h, "cuda_runtime").empty()) o << " · CUDA " << text(h, "cuda_runtime");
   o << " · commit " << (text(h, "commit").empty() ? "unknown" : text(h, "commit")) << "\n";
   if (is_num(h, "sm_clock_mhz") || is_num(h, "mem_clock_mhz")) {
@@ -422,6 +425,13 @@ Result render(const Options& opt) {
       }
       md << ")\n";
     }
+    // Records from before session 81's harness fix carry no weight_copies:
+    // one copy of each layer, so a call could find part of its weights in L2.
+    const auto recs = records(doc, "records");
+    if (!recs.empty() && std::none_of(recs.begin(), recs.end(), [](const json& r) { return r.contains("weight_copies"); }))
+      md << "- weight copies: measured before session 81's harness (one copy of each layer; a call could find part "
+            "of its weights in L2 from the call before: on an H100 qwen3-30b-a3b MXFP8 read 2.5-3.7 % faster so, "
+            "BF16 and the larger presets within 1 %; docs/DESIGN.md, \"How we measure\")\n";
     md << "\nµs per layer call, router excluded (median over graph replays); TB/s = unique bytes read / time; "
           "default kernel configuration only.\n\n"
        << moe_table(doc) << "\n";

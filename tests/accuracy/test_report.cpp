@@ -106,9 +106,17 @@ TEST(Report, DriftTableAtPowersOfTwoAndTheLastDepth) {
 TEST(Report, HeaderLines) {
   const json doc = json::parse(kMoeJson);
   EXPECT_EQ(header_lines(doc["header"]),
-            "- card: NVIDIA H200 (132 SMs) · driver 13.0 · CUDA 13.0 · commit abc123\n"
+            "- card: NVIDIA H200 (132 SMs) · driver's CUDA 13.0 · CUDA 13.0 · commit abc123\n"
             "- clocks as read: SM 1980 MHz (max 1980 MHz), memory 3201 MHz\n"
             "- command: `warpdecode bench-moe --json h200-moe.json`\n");
+  // Since session 81 "driver" is the driver's own version, the CUDA version it
+  // supports "cuda_driver"; before, "driver" held the latter.
+  json now = doc["header"];
+  now["driver"] = "580.159.04";
+  now["cuda_driver"] = "13.0";
+  EXPECT_EQ(header_lines(now).rfind("- card: NVIDIA H200 (132 SMs) · driver 580.159.04 · CUDA 13.0 · commit abc123\n", 0),
+            0u)
+      << header_lines(now);
   EXPECT_EQ(header_lines(json::parse(R"({"commit": "abc", "command": "warpdecode accuracy"})")),
             "- card: none (CPU models only: no CUDA GPU, or --cpu) · commit abc\n- command: `warpdecode accuracy`\n");
 }
@@ -186,6 +194,24 @@ TEST(Report, WritesMarkdownWithoutGnuplot) {
   EXPECT_NE(md.find(accuracy_table(json::parse(kAccuracyJson))), std::string::npos) << md;
   EXPECT_EQ(md.find(".png)"), std::string::npos) << md;
   EXPECT_NE(md.find("gnuplot not found"), std::string::npos) << md;
+}
+
+// Files whose records carry no weight_copies were measured before session
+// 81's harness (one weight copy of each layer): the report says so, and only
+// for them.
+TEST(Report, SaysWhichFilesPredateTheHarnessCopies) {
+  TempDir t;
+  json now = json::parse(kMoeJson);
+  for (auto& r : now["records"]) r["weight_copies"] = 12;
+  Options o;
+  o.moe_files = {t.write("before.json", kMoeJson)};
+  o.out_dir = (t.path / "before").string();
+  o.gnuplot = "gnuplot-that-is-not-installed";
+  EXPECT_NE(read_file(render(o).markdown).find("- weight copies: measured before session 81's harness"),
+            std::string::npos);
+  o.moe_files = {t.write("after.json", now.dump())};
+  o.out_dir = (t.path / "after").string();
+  EXPECT_EQ(read_file(render(o).markdown).find("weight copies: measured before"), std::string::npos);
 }
 
 TEST(Report, SaysWhichReadCeilingAFileCarries) {
