@@ -13,10 +13,12 @@
                activations, per-output-channel weights -- PyTorch has no
                128x128-block grouped GEMM, so this is the nearest peer).
 
-Method (bench/moe_bench.h): weights in ceil(8·L2 / layer) copies cycled call
-by call; a CUDA graph of `calls` layer calls, each with its own fresh uniform
+Method (bench/moe_bench.h): weights in 1 + ceil(8·L2 / bytes of a B = 1 call)
+copies cycled call by call (since session 81: the calls between two uses of a
+copy read >= 8x the L2; before, ceil(8·L2 / layer), one copy a preset); a CUDA
+graph of `calls` layer calls (rounded up to a multiple of the copies), each with its own fresh uniform
 random top-K routing and activations, re-drawn before every replay; µs per
-layer = replay time / calls, median over replays; router excluded. Unique bytes
+layer = replay time / calls in the graph, median over replays; router excluded. Unique bytes
 = distinct experts × expert bytes + B·H·2, TB/s against a streaming read
 bandwidth: with --read-from, the one `warpdecode bench-moe` measured in the
 same device call (the JSON header's read_tbps: the fastest of its four read
@@ -177,7 +179,9 @@ def draw(B, N, E, K, H, bufs, g):
 
 
 def run_case(path, fmt, H, I, E, K, B, copies, calls, replays, warmup, g):
-    N = calls
+    # A multiple of the copies, so that each copy's uses are len(copies)
+    # calls apart across replays too.
+    N = -(-max(calls, len(copies)) // len(copies)) * len(copies)
     bufs = {"ids": torch.empty(N, B, K, dtype=torch.int64, device="cuda"),
             "w": torch.empty(N, B, K, dtype=torch.float32, device="cuda"),
             "x": torch.empty(N, B, H, dtype=torch.bfloat16, device="cuda")}
@@ -265,8 +269,8 @@ def main():
     for preset in args.preset.split(","):
         H, I, E, K = PRESETS[preset]
         for fmt in args.format.split(","):
-            layer = E * expert_bytes(H, I, fmt)
-            ncopies = max(1, math.ceil(8 * props.L2_cache_size / layer))
+            call = min(K, E) * expert_bytes(H, I, fmt)  # what a B = 1 call reads
+            ncopies = 1 + math.ceil(8 * props.L2_cache_size / call)
             free = torch.cuda.mem_get_info()[0]
             ncopies = max(1, min(ncopies, int(0.5 * free // max(1, E * 3 * H * I * 2))))
             copies = []
