@@ -180,15 +180,17 @@ TEST(SmallTokenizer, FlagsOfAddedTokens) {
   EXPECT_EQ(t.decode({273}), "caf\xEF\xBF\xBD");
 }
 
+// from_json refuses `json` with a FormatError whose message holds `words`.
+void refuses(const std::string& json, const std::string& words) {
+  try {
+    Tokenizer::from_json(json);
+    ADD_FAILURE() << "accepted: " << words;
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
 TEST(SmallTokenizer, UnsupportedConfigurationsAreRefusedByName) {
-  auto refuses = [](const std::string& json, const std::string& words) {
-    try {
-      Tokenizer::from_json(json);
-      ADD_FAILURE() << "accepted: " << words;
-    } catch (const FormatError& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  };
   refuses(test::small_tokenizer_json("", R"({"type":"NFKC"})"), "unsupported normalizer");
   refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", "\\\\w+"), "\\w");
   refuses(test::small_tokenizer_json("", R"({"type":"NFC"})", test::kQwenSplitRegexJson, R"(,"byte_fallback":true)"),
@@ -207,14 +209,6 @@ TEST(SmallTokenizer, UnsupportedConfigurationsAreRefusedByName) {
 // one way by us and another by HF). So are ids that would size the per-id
 // tables far past the file's tokens.
 TEST(SmallTokenizer, IdsThatDisagreeWithContentsAreRefused) {
-  auto refuses = [](const std::string& json, const std::string& words) {
-    try {
-      Tokenizer::from_json(json);
-      ADD_FAILURE() << "accepted: " << words;
-    } catch (const FormatError& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  };
   const auto added = [](const std::string& id, const std::string& content) {
     return R"(,{"id":)" + id + R"(,"content":")" + content + R"(","special":false})";
   };
