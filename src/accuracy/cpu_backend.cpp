@@ -87,7 +87,12 @@ class CpuBackend final : public Backend {
   bool gpu() const override { return false; }
 
   // W8A8 quantizes activations in groups of 128: H and I multiples of 128.
+  // W8A16 where the GPU runs it on an sm_90a device (its TMA tile fits the
+  // shape; gpu_backend.cpp asks the same of this device): a model of a path
+  // the GPU cannot run is no figure of it.
   bool available(Path p) const override {
+    if (p == Path::kClassicalW8A16)
+      return ClassicalConfig::for_batch(shape_, 1, WeightFormat::kMXFP8, /*sm90a=*/true, true).bf16_activations;
     return p != Path::kClassicalFp8 || classical_rules::w8a8_shape_ok(shape_);
   }
 
@@ -99,7 +104,9 @@ class CpuBackend final : public Backend {
         return available(p) ? "CPU model: classical-path reference, W8A8 (reference::classical_experts)"
                             : "not run: W8A8 needs H and I to be multiples of 128";
       case Path::kClassicalW8A16:
-        return "CPU model: classical-path reference, W8A16 (reference::classical_experts, BF16 activations)";
+        return available(p) ? "CPU model: classical-path reference, W8A16 (reference::classical_experts, BF16 "
+                              "activations)"
+                            : "not run: W8A16 runs on the TMA tile, which this shape does not fit";
     }
     return "";
   }

@@ -76,6 +76,19 @@ TEST(CliAccuracy, TheTableSaysWhichWeightsWarpDecodeRan) {
   EXPECT_EQ(mx.output.find("warp decode ran other weights"), std::string::npos) << mx.output;
 }
 
+// The CPU models report a path only where the GPU runs it: W8A16 runs on the
+// TMA tile, which H = 96, I = 64 does not fit (nor W8A8's groups of 128).
+TEST(CliAccuracy, CpuModelsOfPathsTheGpuDoesNotRunAreNotReported) {
+  const Result r = run("accuracy --preset tiny --hidden 96 --intermediate 64 --cpu --seeds 1 --batch 2 "
+                       "--inputs gaussian --format mxfp8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("not run: W8A16 runs on the TMA tile"), std::string::npos) << r.output;
+  const Result full = run("accuracy --preset tiny --cpu --seeds 1 --batch 2 --inputs gaussian --format mxfp8");
+  ASSERT_EQ(full.status, 0) << full.output;
+  EXPECT_NE(full.output.find("W8A16 (reference::classical_experts, BF16 activations)"), std::string::npos)
+      << full.output;
+}
+
 TEST(CliAccuracy, ErrorsNameTheBadValue) {
   auto expect_error = [](const std::string& args, const std::string& msg) {
     const Result r = run(args);
