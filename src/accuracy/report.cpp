@@ -177,7 +177,7 @@ std::string accuracy_table(const json& doc) {
 std::string drift_table(const json& d) {
   std::ostringstream o;
   o << "| depth | warp decode | classical BF16 | classical FP8 | classical W8A16 | FP8 / warp | weight quant | "
-       "reroutes warp / BF16 / FP8 |\n";
+       "reroutes warp / BF16 / FP8 / W8A16 |\n";
   o << "|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   const size_t layers = d.contains("depth") && d["depth"].is_array() ? d["depth"].size() : 0;
   for (size_t depth : shown_depths(layers)) {
@@ -186,7 +186,7 @@ std::string drift_table(const json& d) {
     for (int p = 0; p < kReportPaths; ++p) o << " | " << depth_cell(d, kPathKeys[p], i, "%.2e", kPathIds[p]);
     o << " | " << depth_cell(d, "ratio_fp8_over_warp", i, "%.2f") << " | " << depth_cell(d, "err_weight_quant", i, "%.2e")
       << " | ";
-    for (int p = 0; p < 3; ++p) {
+    for (int p = 0; p < kReportPaths; ++p) {
       const json* v = d.contains("reroutes") && d["reroutes"].contains(kPathIds[p]) ? &d["reroutes"][kPathIds[p]] : nullptr;
       o << (p ? " / " : "") << (v && v->is_array() && i < v->size() && (*v)[i].is_number() ? fmt("%.1f", (*v)[i].get<double>()) : "-");
     }

@@ -96,7 +96,7 @@ void print_drift(const accuracy::DriftRecord& d) {
               d.preset.c_str(), to_string(d.format), d.batch, accuracy::to_string(d.inputs), d.layers,
               d.source.c_str(), d.seeds, accuracy::to_string(d.residual));
   std::printf("%6s %10s %10s %10s %10s %9s %10s   %s\n", "depth", "warp", "cl.bf16", "cl.fp8", "cl.w8a16", "fp8/warp",
-              "wquant", "reroutes warp/bf16/fp8");
+              "wquant", "reroutes warp/bf16/fp8/w8a16");
   std::vector<int> depths;
   for (int l = 1; l < d.layers; l = d.layers <= 8 ? l + 1 : l * 2) depths.push_back(l);
   depths.push_back(d.layers);
@@ -104,12 +104,13 @@ void print_drift(const accuracy::DriftRecord& d) {
              wq = d.format != WeightFormat::kBF16;
   for (int l : depths) {
     const size_t i = size_t(l - 1);
-    std::printf("%6d %10s %10s %10s %10s %9s %10s   %.1f/%.1f/%s\n", l, cell(d.rel_l2[0][i].median, "%.2e").c_str(),
+    std::printf("%6d %10s %10s %10s %10s %9s %10s   %s/%s/%s/%s\n", l, cell(d.rel_l2[0][i].median, "%.2e").c_str(),
                 cell(d.rel_l2[1][i].median, "%.2e").c_str(), fp8 ? cell(d.rel_l2[2][i].median, "%.2e").c_str() : "-",
                 a16 ? cell(d.rel_l2[3][i].median, "%.2e").c_str() : "-",
                 fp8 ? cell(d.ratio_fp8_over_warp[i].median, "%.2f").c_str() : "-",
-                wq ? cell(d.weight_quant[i].median, "%.2e").c_str() : "-", d.reroutes[0][i], d.reroutes[1][i],
-                fp8 ? cell(d.reroutes[2][i], "%.1f").c_str() : "-");
+                wq ? cell(d.weight_quant[i].median, "%.2e").c_str() : "-", cell(d.reroutes[0][i], "%.1f").c_str(),
+                cell(d.reroutes[1][i], "%.1f").c_str(), fp8 ? cell(d.reroutes[2][i], "%.1f").c_str() : "-",
+                a16 ? cell(d.reroutes[3][i], "%.1f").c_str() : "-");
   }
   std::fflush(stdout);
 }
