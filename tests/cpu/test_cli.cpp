@@ -52,7 +52,15 @@ TEST(Cli, CheckPassesOnTinyPreset) {
   for (std::string f : {"bf16", "mxfp8", "fp8-block128"}) {
     f.resize(12, ' ');  // the format column
     EXPECT_NE(r.output.find(f + " cpu fp32"), std::string::npos) << f << r.output;
+    // An implementation of its own beside the reference: what fails on a
+    // logic bug the reference shares with "cpu fp32".
+    EXPECT_NE(r.output.find(f + " cpu classical emulation, BF16 roundings"), std::string::npos) << f << r.output;
   }
+  // The router's routing against top-K of its softmax, once (one router).
+  const size_t router = r.output.find("cpu router (top-k of the softmax)");
+  EXPECT_NE(router, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("cpu router", router + 1), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all 7 checks passed"), std::string::npos) << r.output;
   const Result one = run("check --preset tiny --batch 3 --format fp8-block128");
   EXPECT_EQ(one.status, 0) << one.output;
   EXPECT_EQ(one.output.find("mxfp8"), std::string::npos) << one.output;

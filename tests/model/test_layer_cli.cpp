@@ -97,7 +97,7 @@ TEST(CheckCli, Fp8CheckpointsRunTheirOwnBlocksWhereTheyAre128) {
   EXPECT_TRUE(row(odd, "mxfp8", "cpu fp32", "pass")) << odd.output;
   EXPECT_TRUE(row(odd, "fp8-block128", "every path", "skip")) << odd.output;
   EXPECT_TRUE(has(odd, "the checkpoint's FP8 blocks are 24x24, fp8-block128 takes 128x128")) << odd.output;
-  EXPECT_TRUE(has(odd, "all 2 checks passed (1 not run")) << odd.output;
+  EXPECT_TRUE(has(odd, "all 5 checks passed (1 not run")) << odd.output;
   EXPECT_TRUE(has(odd, "mxfp8 weights: quantized from the checkpoint's dequantized FP8 values")) << odd.output;
   EXPECT_FALSE(has(odd, "fp8-block128 weights:")) << odd.output;
 

@@ -306,7 +306,7 @@ void add_check(CLI::App& app) {
         // without a GPU can fail on a logic bug too.
         if (!router_checked) rows.push_back(check_router(wr, routing));
         router_checked = true;
-        rows.push_back(judge(to_string(f), "cpu classical emulation (bf16 roundings)", ref,
+        rows.push_back(judge(to_string(f), "cpu classical emulation, BF16 roundings", ref,
                              reference::classical_experts(wr.view(), x.data(), routing.ids.data(),
                                                           routing.weights.data(), o->batch, 0, false, true),
                              1e-2));
