@@ -46,9 +46,12 @@ std::string text(const json& j, const char* key) {
 size_t non_finite(const json& rec, const char* id, size_t i = std::string::npos) {
   if (!id || !rec.contains("non_finite") || !rec["non_finite"].is_object() || !rec["non_finite"].contains(id))
     return 0;
+  auto count = [](const json& v) -> size_t {
+    return v.is_number_integer() && v.get<int64_t>() > 0 ? size_t(v.get<int64_t>()) : 0;
+  };
   const json& n = rec["non_finite"][id];
-  if (i == std::string::npos) return n.is_number_unsigned() ? n.get<size_t>() : 0;
-  return n.is_array() && i < n.size() && n[i].is_number_unsigned() ? n[i].get<size_t>() : 0;
+  if (i == std::string::npos) return count(n);
+  return n.is_array() && i < n.size() ? count(n[i]) : 0;
 }
 
 // "median (worst)" of an error field; "NaN" where path `id` ran and wrote
@@ -164,7 +167,10 @@ std::string accuracy_table(const json& doc) {
     o << "| " << text(r, "preset") << " | " << text(r, "format") << " | " << text(r, "batch") << " | "
       << text(r, "inputs") << " | " << text(r, "source");
     for (int p = 0; p < kReportPaths; ++p) o << " | " << err_cell(r, kPathKeys[p], "%.2e", kPathIds[p]);
-    o << " | " << err_cell(r, "ratio_fp8_over_warp", "%.2f") << " | " << err_cell(r, "err_weight_quant", "%.2e") << " |\n";
+    // The ratio is null where either of its paths wrote non-finite output: NaN, not "did not run".
+    const bool ratio_nan = !is_num(r, "ratio_fp8_over_warp") && (non_finite(r, "warp") || non_finite(r, "classical_fp8"));
+    o << " | " << (ratio_nan ? std::string("NaN") : err_cell(r, "ratio_fp8_over_warp", "%.2f")) << " | "
+      << err_cell(r, "err_weight_quant", "%.2e") << " |\n";
     const std::string warp = r.contains("weights") ? text(r["weights"], "warp") : "";
     if (!warp.empty() && warp != text(r, "format")) other_weights.insert(text(r, "format") + " rows: " + warp);
   }
@@ -184,8 +190,9 @@ std::string drift_table(const json& d) {
     const size_t i = depth - 1;
     o << "| " << depth;
     for (int p = 0; p < kReportPaths; ++p) o << " | " << depth_cell(d, kPathKeys[p], i, "%.2e", kPathIds[p]);
-    o << " | " << depth_cell(d, "ratio_fp8_over_warp", i, "%.2f") << " | " << depth_cell(d, "err_weight_quant", i, "%.2e")
-      << " | ";
+    const std::string ratio = depth_cell(d, "ratio_fp8_over_warp", i, "%.2f");
+    const bool ratio_nan = ratio == "-" && (non_finite(d, "warp", i) || non_finite(d, "classical_fp8", i));
+    o << " | " << (ratio_nan ? "NaN" : ratio) << " | " << depth_cell(d, "err_weight_quant", i, "%.2e") << " | ";
     for (int p = 0; p < kReportPaths; ++p) {
       const json* v = d.contains("reroutes") && d["reroutes"].contains(kPathIds[p]) ? &d["reroutes"][kPathIds[p]] : nullptr;
       o << (p ? " / " : "") << (v && v->is_array() && i < v->size() && (*v)[i].is_number() ? fmt("%.1f", (*v)[i].get<double>()) : "-");

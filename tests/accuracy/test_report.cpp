@@ -103,6 +103,28 @@ TEST(Report, DriftTableAtPowersOfTwoAndTheLastDepth) {
             "| 10 | 1.00e-04 (1.10e-04) | 2.00e-04 | - | - | - | 3.00e-03 | 1.0 / 0.0 / 3.0 / - |\n");
 }
 
+// A path that ran and wrote non-finite output has a null statistic, as has a
+// path that did not run: the first prints NaN, the second "-"; so does the
+// FP8 / warp ratio, null where either of its paths wrote NaN.
+TEST(Report, NonFiniteOutputsPrintNaNWhereAPathDidNotRunPrintsADash) {
+  json doc = json::parse(kAccuracyJson);
+  json& rec = doc["records"][0];
+  rec["err_warp"] = nullptr;
+  rec["ratio_fp8_over_warp"] = nullptr;
+  rec["worst"].erase("err_warp");
+  rec["worst"].erase("ratio_fp8_over_warp");
+  rec["non_finite"] = {{"warp", 2}, {"classical_bf16", 0}, {"classical_fp8", 0}, {"classical_w8a16", 0}};
+  const std::string t = accuracy_table(doc);
+  EXPECT_NE(t.find("| qwen3-30b-a3b | mxfp8 | 8 | gaussian | gpu | NaN | 3.90e-03 (4.10e-03) | 4.31e-02 (4.52e-02) | "
+                   "3.95e-03 (4.05e-03) | NaN | 4.52e-02 (4.71e-02) |"),
+            std::string::npos)
+      << t;
+  // The BF16 record: FP8 did not run, so its error and the ratio are "-".
+  EXPECT_NE(t.find("| qwen3-30b-a3b | bf16 | 32 | outliers | cpu-model | 1.11e-03 (1.21e-03) | 3.85e-03 (4.20e-03) | - | - | - | - |"),
+            std::string::npos)
+      << t;
+}
+
 TEST(Report, HeaderLines) {
   const json doc = json::parse(kMoeJson);
   EXPECT_EQ(header_lines(doc["header"]),
