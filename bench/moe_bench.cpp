@@ -24,8 +24,12 @@ Timing summarize(std::vector<double> us) {
   return Timing{us[us.size() / 2], us.front(), us.back()};
 }
 
+size_t batch_one_call_bytes(const MoeShape& s, WeightFormat read_format) {
+  return size_t(std::min(s.top_k, s.experts)) * expert_bytes(s, read_format);
+}
+
 size_t copies_for(const MoeShape& s, WeightFormat read_format, size_t l2_bytes) {
-  const size_t call_bytes = size_t(std::min(s.top_k, s.experts)) * expert_bytes(s, read_format);
+  const size_t call_bytes = batch_one_call_bytes(s, read_format);
   return 1 + (8 * l2_bytes + call_bytes - 1) / call_bytes;
 }
 

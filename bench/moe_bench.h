@@ -124,8 +124,11 @@ struct Options {
   ClockSampler* clock = nullptr;
 };
 
+// The weight bytes a B = 1 call reads: its K experts'.
+size_t batch_one_call_bytes(const MoeShape& shape, WeightFormat read_format);
+
 // Weight copies for a shape whose calls read `read_format`: 1 + ceil(8·l2 /
-// the bytes of a B = 1 call (its K experts)), so that between two uses of a
+// batch_one_call_bytes), so that between two uses of a
 // copy the other copies' calls read at least 8× the L2 (at B = 1 a call reads
 // far less than its layer: qwen3-30b-a3b MXFP8 39 MB, below the L2 of 50-60
 // MiB, and one copy let a call find some of its experts in L2 from the last).

@@ -97,6 +97,7 @@ TEST(BenchCopies, TheCallsBetweenTwoUsesOfACopyReadEightL2AtBatchOne) {
       const wd::MoeShape s = wd::preset_shape(preset);
       const size_t n = wd::bench::copies_for(s, f, l2);
       const double call = double(s.top_k) * double(wd::expert_bytes(s, f));
+      EXPECT_EQ(double(wd::bench::batch_one_call_bytes(s, f)), call) << preset << " " << wd::to_string(f);
       EXPECT_GE(double(n - 1) * call, 8.0 * double(l2)) << preset << " " << wd::to_string(f);
       EXPECT_LT(double(n - 2) * call, 8.0 * double(l2)) << preset << " " << wd::to_string(f);  // no more than that
     }

@@ -290,12 +290,12 @@ void run(const Opts& o) {
       // classical path's TMA GEMM).
       const MoeWeightsView held = mb.weights(0).view();
       const bool tc_only = !held.has_canonical();
-      const double b1_call = double(std::min(shapes[si].top_k, shapes[si].experts)) * double(expert_bytes(shapes[si], f));
+      const double b1_call = double(bench::batch_one_call_bytes(shapes[si], f));
+      const int graph_calls = bench::calls_per_graph(o.calls, mb.copies());
       std::printf("# %s %s: %d weight copies of %.0f MiB (%.1fx L2); a B = 1 call reads %.1f MiB, the calls between "
                   "two uses of a copy %.1fx L2; %d calls a graph\n", names[si].c_str(), to_string(f), mb.copies(),
                   double(mb.layer_bytes()) / (1 << 20), double(mb.copies()) * double(mb.layer_bytes()) / double(gpu->l2_bytes),
-                  b1_call / (1 << 20), double(mb.copies() - 1) * b1_call / double(gpu->l2_bytes),
-                  bench::calls_per_graph(o.calls, mb.copies()));
+                  b1_call / (1 << 20), double(mb.copies() - 1) * b1_call / double(gpu->l2_bytes), graph_calls);
       // Every record names the shape it ran, so a reader of the JSON needs no
       // copy of the presets (and --hidden/--intermediate overrides show).
       const nlohmann::json shape_j = {{"hidden", shapes[si].hidden},
@@ -305,7 +305,7 @@ void run(const Opts& o) {
       auto push = [&](nlohmann::json r) {
         r["shape"] = shape_j;
         r["weight_copies"] = mb.copies();
-        r["calls_per_graph"] = bench::calls_per_graph(o.calls, mb.copies());
+        r["calls_per_graph"] = graph_calls;
         doc["records"].push_back(std::move(r));
       };
       for (int B : o.batches) {
