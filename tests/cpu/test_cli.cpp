@@ -267,6 +267,30 @@ TEST(Cli, DispatchShowsEachBatchsPath) {
   std::remove(name.c_str());
 }
 
+// Warp decode's largest batch is the one MoeDispatch sizes it to: below 4096
+// where a gate_up block's B·K routing entries outgrow its shared memory (3200
+// at K = 16), asked of the kernels' checks in a CUDA build (no GPU needed); a
+// build without CUDA has no kernels to ask and shows 4096.
+TEST(Cli, DispatchStopsWarpDecodeAtItsLargestBatchForTheShape) {
+#if defined(WD_HAVE_CUDA)
+  const int largest = 3200;
+#else
+  const int largest = 4096;
+#endif
+  const std::string k16 = "dispatch --preset qwen3-30b-a3b --top-k 16 --card h200 --format bf16 --upload tiled-only "
+                          "--sm90a no --max-batch 8192 --batch ";
+  const Result r = expect_paths(k16 + std::to_string(largest) + "," + std::to_string(largest + 1),
+                                {{"bf16", "tiled-only", largest, "warp"}, {"bf16", "tiled-only", largest + 1, "refused"}});
+  EXPECT_NE(r.output.find("warp decode up to B = " + std::to_string(largest) + ","), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("past warp decode's maximum " + std::to_string(largest)), std::string::npos) << r.output;
+  // K = 8 keeps 4096 in either build.
+  const Result k8 = expect_paths(
+      "dispatch --preset qwen3-30b-a3b --card h200 --format bf16 --upload tiled-only --sm90a no --max-batch 8192 "
+      "--batch 4096,4097",
+      {{"bf16", "tiled-only", 4096, "warp"}, {"bf16", "tiled-only", 4097, "refused"}});
+  EXPECT_NE(k8.output.find("warp decode up to B = 4096,"), std::string::npos) << k8.output;
+}
+
 // The crossover column says "none" where no batch reaches the classical path
 // through it: W8A16 under bf16-activations without the sm_90a kernels, and
 // MXFP8 on a shape the classical path does not take (H, I not multiples of

@@ -1,7 +1,8 @@
 // warpdecode dispatch: the path MoeDispatch takes for each batch (warp decode
 // or the classical path, and the classical configuration), from the crossover
 // table it would load, for a shape, weight formats, uploads and a policy.
-// Pure host logic (choose_path, dispatch_classical_config): no GPU needed.
+// Pure host logic (choose_path, dispatch_classical_config, and in a CUDA
+// build WarpDecodeMoe::largest_batch): no GPU needed.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -14,9 +15,27 @@
 #include "tools/warpdecode/shape_options.h"
 #include "warpdecode/error.h"
 #include "warpdecode/dispatch_rules.h"
+#if defined(WD_HAVE_CUDA)
+#include "warpdecode/warp_decode.h"
+#endif
 
 namespace wd::cli {
 namespace {
+
+// The largest batch MoeDispatch's warp decode object takes on `shape`:
+// MoeDispatch sizes it min(max_batch, WarpDecodeMoe::largest_batch(shape)),
+// below kWarpDecodeMaxBatch where a gate_up block's B·K routing entries
+// outgrow its shared memory (3200 at K = 16). Host-only, and the same for
+// every card (the card moves only the tiled gate_up's two-tile start, which
+// the check does not take). A build without CUDA has no kernels to ask: 4096.
+int warp_decode_largest_batch(const MoeShape& shape) {
+#if defined(WD_HAVE_CUDA)
+  return WarpDecodeMoe::largest_batch(shape);
+#else
+  (void)shape;
+  return kWarpDecodeMaxBatch;
+#endif
+}
 
 struct DispatchOptions {
   ShapeOptions shape;
@@ -64,7 +83,7 @@ void run(const DispatchOptions& o) {
   const CrossoverTable table = o.table.empty() ? CrossoverTable::from_environment(card) : CrossoverTable::load(o.table);
   if (o.card == "auto")
     if (const std::string n = unmeasured_card_note(kernels::device_name()); !n.empty()) std::printf("# note: %s\n", n.c_str());
-  const int warp_max = std::min(o.max_batch, kWarpDecodeMaxBatch);
+  const int warp_max = std::min(o.max_batch, warp_decode_largest_batch(shape));
 
   std::printf("# crossover table: %s | sm_90a classical kernels: %s%s | policy %s | warp decode up to B = %d, "
               "the classical path up to B = %d (--max-batch)\n",
