@@ -7,8 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 
-#include "core/json_read.h"
 #include "warpdecode/error.h"
 
 namespace wd::model {
@@ -52,23 +56,134 @@ std::string printable(const std::string& s, size_t limit = 80) {
   return s.size() > limit ? out + "..." : out;
 }
 
-// Parses the header JSON, bounding the nesting and refusing duplicate keys
-// (nlohmann would keep the last one silently).
-Json parse_json(const char* begin, const char* end, const std::string& source) {
-  try {
-    return json_read::parse_bounded(
-        begin, end, kMaxHeaderDepth,
-        [&] {
-          throw FormatError(source + ": header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
-                            " levels");
-        },
-        [&](const std::string& key) {
-          throw FormatError(source + ": header has the key '" + printable(key) + "' twice in one object");
-        });
-  } catch (const Json::exception& e) {
-    throw FormatError(source + ": header is not valid JSON: " + printable(e.what(), 240));
+// The longest array a header holds is a shape (kMaxRank values); past this
+// many values an array is refused as it streams, before it is stored.
+constexpr size_t kMaxArrayValues = 64;
+
+// The header's JSON, streamed (nlohmann's SAX interface): each entry of the
+// top-level object is built as a small DOM of its own, handed to on_value
+// and dropped, so that a header costs its tensors' list and one entry, not
+// a DOM of the whole header (an 80 MB header of one long shape peaked at
+// 1.8 GB that way, 62 MB of 900 k tensors at 0.9 GB). Also: nesting past
+// kMaxHeaderDepth, a key twice in one of an entry's objects and an array of
+// more than kMaxArrayValues values are refused where they appear. The
+// top-level keys' duplicates are the caller's (it holds the names), and so
+// is a header that is not an object (on_value without a key).
+class HeaderSax {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+  // key: the entry's name, or null where the value is the whole header.
+  using OnValue = std::function<void(const std::string* key, const Json& value)>;
+
+  HeaderSax(const std::string& source, OnValue on_value) : source_(source), on_value_(std::move(on_value)) {}
+
+  // Scalars: into the value being built, else a whole value of their own.
+  bool null() { return dom_ ? (count(), dom_->null()) : whole(Json(nullptr)); }
+  bool boolean(bool v) { return dom_ ? (count(), dom_->boolean(v)) : whole(Json(v)); }
+  bool number_integer(number_integer_t v) { return dom_ ? (count(), dom_->number_integer(v)) : whole(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return dom_ ? (count(), dom_->number_unsigned(v)) : whole(Json(v)); }
+  bool number_float(number_float_t v, const string_t& s) {
+    return dom_ ? (count(), dom_->number_float(v, s)) : whole(Json(v));
   }
-}
+  bool string(string_t& v) { return dom_ ? (count(), dom_->string(v)) : whole(Json(std::move(v))); }
+  bool binary(binary_t& v) { return dom_ ? (count(), dom_->binary(v)) : whole(Json::binary(std::move(v))); }
+
+  bool start_object(std::size_t n) {
+    if (!dom_ && depth_ == 0) {  // the header itself
+      depth_ = 1;
+      return true;
+    }
+    open(false);
+    return dom_->start_object(n);
+  }
+  bool key(string_t& k) {
+    if (!dom_) {  // a top-level key: the next entry's name
+      key_ = k;
+      return true;
+    }
+    if (!frames_.back().keys.insert(k).second)
+      throw FormatError(source_ + ": header has the key '" + printable(k) + "' twice in one object");
+    return dom_->key(k);
+  }
+  bool end_object() { return close(&Dom::end_object); }
+  bool start_array(std::size_t n) {
+    open(true);
+    return dom_->start_array(n);
+  }
+  bool end_array() { return close(&Dom::end_array); }
+  template <typename Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    throw e;
+  }
+
+ private:
+  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  struct Frame {
+    bool array;
+    size_t values = 0;
+    std::set<std::string> keys;
+  };
+
+  // Where a value being built belongs, for errors.
+  std::string where() const {
+    if (!entry_) return source_ + ": header";
+    return key_ == "__metadata__" ? source_ + ": __metadata__" : source_ + ": tensor '" + printable(key_) + "'";
+  }
+  // A value inside the array being built counts against its length.
+  void count() {
+    if (frames_.empty() || !frames_.back().array || ++frames_.back().values <= kMaxArrayValues) return;
+    throw FormatError(entry_ ? where() + ": an array of more than " + std::to_string(kMaxArrayValues) +
+                                   " values (a header's longest is a shape of at most " + std::to_string(kMaxRank) + ")"
+                             : where() + " must be a JSON object, got an array of more than " +
+                                   std::to_string(kMaxArrayValues) + " values");
+  }
+  // A value starts at the top (a header that is not an object) or as an
+  // entry of the top-level object: a DOM of its own.
+  void begin_value() {
+    value_ = Json();
+    dom_.emplace(value_, true);
+    entry_ = depth_ == 1;
+  }
+  void open(bool array) {
+    if (!dom_) begin_value();
+    else count();
+    if (++depth_ > kMaxHeaderDepth)
+      throw FormatError(source_ + ": header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
+    frames_.push_back(Frame{array, 0, {}});
+  }
+  bool close(bool (Dom::*end)()) {
+    --depth_;
+    if (!dom_) return true;  // the header's object ends
+    frames_.pop_back();
+    (*dom_.*end)();
+    if (frames_.empty()) done();
+    return true;
+  }
+  bool whole(Json v) {
+    value_ = std::move(v);
+    entry_ = depth_ == 1;
+    done();
+    return true;
+  }
+  void done() {
+    dom_.reset();
+    on_value_(entry_ ? &key_ : nullptr, value_);
+    value_ = Json();
+  }
+
+  const std::string& source_;
+  OnValue on_value_;
+  std::optional<Dom> dom_;  // set while a value is built
+  Json value_;              // the value it builds
+  bool entry_ = false;      // the value is an entry of the header's object
+  std::string key_;         // that entry's name
+  int depth_ = 0;           // open arrays and objects, the header's own included
+  std::vector<Frame> frames_;  // those of the value being built
+};
 
 uint64_t to_u64(const Json& v, const std::string& what) {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
@@ -182,22 +297,48 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, size_t size,
   h.data_offset = 8 + n;
   const uint64_t data_size = size - h.data_offset;
   const char* text = reinterpret_cast<const char*>(bytes + 8);
-  const Json root = parse_json(text, text + n, source);
-  if (!root.is_object()) throw FormatError(source + ": header must be a JSON object, got " + shown(root));
-
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (!it->is_object()) throw FormatError(source + ": __metadata__ must be an object of strings");
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string())
-          throw FormatError(source + ": __metadata__ value of '" + printable(m.key()) +
-                            "' must be a string, got " + shown(*m));
-        h.metadata[m.key()] = m->get<std::string>();
+  // An entry's error waits for the end of the JSON: a header that is not
+  // well-formed says so first (a truncated or corrupted file), as when the
+  // whole header was parsed before its entries were read.
+  std::string entry_error;
+  bool metadata = false;
+  HeaderSax sax(source, [&](const std::string* key, const Json& value) {
+    if (!entry_error.empty()) return;
+    try {
+      if (!key) throw FormatError(source + ": header must be a JSON object, got " + shown(value));
+      if (*key == "__metadata__") {
+        if (metadata) throw FormatError(source + ": header has the key '__metadata__' twice in one object");
+        metadata = true;
+        if (!value.is_object()) throw FormatError(source + ": __metadata__ must be an object of strings");
+        for (auto m = value.begin(); m != value.end(); ++m) {
+          if (!m->is_string())
+            throw FormatError(source + ": __metadata__ value of '" + printable(m.key()) + "' must be a string, got " +
+                              shown(*m));
+          h.metadata[m.key()] = m->get<std::string>();
+        }
+        return;
       }
-      continue;
+      if (key->empty()) throw FormatError(source + ": a tensor has an empty name");
+      h.tensors.push_back(parse_entry(*key, value, data_size, source));
+    } catch (const FormatError& e) {
+      entry_error = e.what();
     }
-    if (it.key().empty()) throw FormatError(source + ": a tensor has an empty name");
-    h.tensors.push_back(parse_entry(it.key(), *it, data_size, source));
+  });
+  try {
+    Json::sax_parse(text, text + n, &sax);
+  } catch (const Json::exception& e) {
+    throw FormatError(source + ": header is not valid JSON: " + printable(e.what(), 240));
+  }
+  if (!entry_error.empty()) throw FormatError(entry_error);
+
+  // A tensor's name twice (the header streams: the names are checked here).
+  {
+    std::vector<const TensorInfo*> by_name(h.tensors.size());
+    for (size_t i = 0; i < h.tensors.size(); ++i) by_name[i] = &h.tensors[i];
+    std::sort(by_name.begin(), by_name.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->name < b->name; });
+    for (size_t i = 1; i < by_name.size(); ++i)
+      if (by_name[i]->name == by_name[i - 1]->name)
+        throw FormatError(source + ": header has the key '" + printable(by_name[i]->name) + "' twice in one object");
   }
 
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {

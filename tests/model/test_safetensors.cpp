@@ -120,6 +120,10 @@ TEST(Safetensors, CorruptedAndTruncatedFilesGetOneClearError) {
   const uint64_t big = 1ull << 40;
   std::memcpy(&huge[0], &big, 8);
   std::string deep = "{\"a\":{\"b\":[[1]]}}";
+  std::string long_array = "[1";
+  for (int i = 0; i < 64; ++i) long_array += ",1";
+  long_array += "]";  // 65 values
+  const std::string long_shape = R"({"w":{"dtype":"U8","shape":)" + long_array + R"(,"data_offsets":[0,1]}})";
   uint64_t n = 0;
   std::memcpy(&n, good.data(), 8);
   const std::string truncated_header =
@@ -152,6 +156,25 @@ TEST(Safetensors, CorruptedAndTruncatedFilesGetOneClearError) {
        "f.safetensors: tensor 'w': shape dimension must be a non-negative integer, got 1.5"},
       {"rank 9", testing::raw_safetensors(R"({"w":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1),
        "f.safetensors: tensor 'w': shape has 9 dimensions (at most 8)"},
+      // Arrays past 64 values are refused as the header streams, before
+      // they are stored (a DOM of such a header took ~20× its bytes).
+      {"shape of 65", testing::raw_safetensors(long_shape, 1),
+       "f.safetensors: tensor 'w': an array of more than 64 values (a header's longest is a shape of at most 8)"},
+      {"long top-level array", testing::raw_safetensors(long_array, 0),
+       "f.safetensors: header must be a JSON object, got an array of more than 64 values"},
+      {"long metadata array", testing::raw_safetensors(R"({"__metadata__":{"a":)" + long_array + "}}", 0),
+       "f.safetensors: __metadata__: an array of more than 64 values (a header's longest is a shape of at most 8)"},
+      {"top-level scalar", testing::raw_safetensors("7", 0), "f.safetensors: header must be a JSON object, got 7"},
+      {"a key twice in an entry", testing::raw_safetensors(
+           R"({"w":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1),
+       "f.safetensors: header has the key 'dtype' twice in one object"},
+      {"metadata twice", testing::raw_safetensors(R"({"__metadata__":{},"__metadata__":{}})", 0),
+       "f.safetensors: header has the key '__metadata__' twice in one object"},
+      {"a name twice, apart", testing::raw_safetensors(
+           R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"v":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},)"
+           R"("w":{"dtype":"U8","shape":[1],"data_offsets":[2,3]}})", 3),
+       "f.safetensors: header has the key 'w' twice in one object"},
+      {"entry scalar", testing::raw_safetensors(R"({"w":7})", 0), "f.safetensors: tensor 'w': entry must be an object, got 7"},
       {"size mismatch", testing::raw_safetensors(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
        "f.safetensors: tensor 'w': shape [3] of F32 needs 12 bytes but data_offsets hold 8"},
       {"overflow", testing::raw_safetensors(

@@ -17,9 +17,14 @@
 // without duplicate keys; every entry has exactly dtype / shape /
 // data_offsets; the dtype is a safetensors dtype; the shape has at most 8
 // dimensions and shape × dtype size equals end − begin without overflow;
-// begin <= end <= data section size; no two tensors' byte ranges overlap.
+// begin <= end <= data section size; no two tensors' byte ranges overlap;
+// no array of more than 64 values (the longest a header needs is a shape).
 // Nothing is allocated in proportion to a number read from the file; only in
-// proportion to the header bytes actually present.
+// proportion to the header bytes actually present. The header streams: each
+// entry is checked as it is read and dropped, so that parsing holds the
+// tensors' list and one entry, not the whole header's JSON (a 62 MB header
+// of 900 k tensors: 150 MB; its DOM took 770 MB). A tensor named twice is
+// found once all are read, so an earlier entry's own error comes first.
 #pragma once
 
 #include <cstddef>
