@@ -27,18 +27,22 @@ using Json = nlohmann::json;
 // names a bad value. The files read here nest a few levels.
 inline constexpr int kMaxDepth = 256;
 
-// nlohmann's DOM builder behind a filter that bounds the nesting and, where
-// asked, refuses a key twice in one object (nlohmann keeps the last one
-// silently). Not Json::parse with a callback: in nlohmann 3.11 a callback
-// parse rescans the enclosing object each time an object ends, quadratic in
-// a large object's entries (13 s for a 40 k-tensor safetensors header).
-class BoundedSax {
- public:
+// The value types nlohmann's SAX interface asks of a handler (Json::sax_parse).
+struct SaxTypes {
   using number_integer_t = Json::number_integer_t;
   using number_unsigned_t = Json::number_unsigned_t;
   using number_float_t = Json::number_float_t;
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
+};
+
+// nlohmann's DOM builder behind a filter that bounds the nesting and, where
+// asked, refuses a key twice in one object (nlohmann keeps the last one
+// silently). Not Json::parse with a callback: in nlohmann 3.11 a callback
+// parse rescans the enclosing object each time an object ends, quadratic in
+// a large object's entries (13 s for a 40 k-tensor safetensors header).
+class BoundedSax : public SaxTypes {
+ public:
 
   // deeper(): throws (nesting past max_depth); duplicate(key): throws, or
   // empty to keep nlohmann's last-one-wins.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/json_read.h"
 #include "warpdecode/error.h"
 
 namespace wd::model {
@@ -69,13 +70,8 @@ constexpr size_t kMaxArrayValues = 64;
 // more than kMaxArrayValues values are refused where they appear. The
 // top-level keys' duplicates are the caller's (it holds the names), and so
 // is a header that is not an object (on_value without a key).
-class HeaderSax {
+class HeaderSax : public json_read::SaxTypes {
  public:
-  using number_integer_t = Json::number_integer_t;
-  using number_unsigned_t = Json::number_unsigned_t;
-  using number_float_t = Json::number_float_t;
-  using string_t = Json::string_t;
-  using binary_t = Json::binary_t;
   // key: the entry's name, or null where the value is the whole header.
   using OnValue = std::function<void(const std::string* key, const Json& value)>;
 
