@@ -64,8 +64,9 @@ constexpr size_t kMaxArrayValues = 64;
 // The header's JSON, streamed (nlohmann's SAX interface): each entry of the
 // top-level object is built as a small DOM of its own, handed to on_value
 // and dropped, so that a header costs its tensors' list and one entry, not
-// a DOM of the whole header (an 80 MB header of one long shape peaked at
-// 1.8 GB that way, 62 MB of 900 k tensors at 0.9 GB). Also: nesting past
+// a DOM of the whole header (that took 1.6 GB beyond the file's bytes for
+// an 80 MB header of one long shape, 0.77 GB for 62 MB of 900 k tensors:
+// PERF_LOG session 82). Also: nesting past
 // kMaxHeaderDepth, a key twice in one of an entry's objects and an array of
 // more than kMaxArrayValues values are refused where they appear. The
 // top-level keys' duplicates are the caller's (it holds the names), and so
