@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -54,18 +55,26 @@ size_t non_finite(const json& rec, const char* id, size_t i = std::string::npos)
   return n.is_array() && i < n.size() ? count(n[i]) : 0;
 }
 
-// "median (worst)" of an error field; "NaN" where path `id` ran and wrote
-// non-finite output; "-" where it did not run.
-std::string err_cell(const json& rec, const char* key, const char* f, const char* id = nullptr) {
-  if (!is_num(rec, key)) return non_finite(rec, id) ? "NaN" : "-";
+// Whether any of the paths `ids` wrote non-finite output (at depth i, as
+// non_finite).
+using PathIds = std::initializer_list<const char*>;
+bool any_non_finite(const json& rec, PathIds ids, size_t i = std::string::npos) {
+  return std::any_of(ids.begin(), ids.end(), [&](const char* id) { return non_finite(rec, id, i) > 0; });
+}
+
+// "median (worst)" of an error field; "NaN" where the field is null because
+// one of the paths `ids` it comes from wrote non-finite output (a path's
+// error, or a ratio of two); "-" where it did not run.
+std::string err_cell(const json& rec, const char* key, const char* f, PathIds ids = {}) {
+  if (!is_num(rec, key)) return any_non_finite(rec, ids) ? "NaN" : "-";
   std::string c = fmt(f, rec[key].get<double>());
   if (rec.contains("worst") && is_num(rec["worst"], key)) c += " (" + fmt(f, rec["worst"][key].get<double>()) + ")";
   return c;
 }
 
-std::string depth_cell(const json& rec, const char* key, size_t i, const char* f, const char* id = nullptr) {
+std::string depth_cell(const json& rec, const char* key, size_t i, const char* f, PathIds ids = {}) {
   if (!rec.contains(key) || !rec[key].is_array() || i >= rec[key].size() || !rec[key][i].is_number())
-    return non_finite(rec, id, i) ? "NaN" : "-";
+    return any_non_finite(rec, ids, i) ? "NaN" : "-";
   std::string c = fmt(f, rec[key][i].get<double>());
   if (rec.contains("worst") && rec["worst"].contains(key) && rec["worst"][key].is_array() &&
       i < rec["worst"][key].size() && rec["worst"][key][i].is_number())
@@ -99,6 +108,8 @@ const char* const kPathKeys[] = {"err_warp", "err_classical_bf16", "err_classica
 const char* const kPathNames[] = {"warp decode", "classical BF16", "classical FP8", "classical W8A16"};
 const char* const kPathIds[] = {"warp", "classical_bf16", "classical_fp8", "classical_w8a16"};
 constexpr int kReportPaths = 4;
+// ratio_fp8_over_warp's two paths: null where either wrote non-finite output.
+const PathIds kRatioPaths = {"warp", "classical_fp8"};
 
 std::string path_label(const json& rec, int p) {
   std::string l = kPathNames[p];
@@ -166,10 +177,8 @@ std::string accuracy_table(const json& doc) {
   for (const auto& r : records(doc, "records")) {
     o << "| " << text(r, "preset") << " | " << text(r, "format") << " | " << text(r, "batch") << " | "
       << text(r, "inputs") << " | " << text(r, "source");
-    for (int p = 0; p < kReportPaths; ++p) o << " | " << err_cell(r, kPathKeys[p], "%.2e", kPathIds[p]);
-    // The ratio is null where either of its paths wrote non-finite output: NaN, not "did not run".
-    const bool ratio_nan = !is_num(r, "ratio_fp8_over_warp") && (non_finite(r, "warp") || non_finite(r, "classical_fp8"));
-    o << " | " << (ratio_nan ? std::string("NaN") : err_cell(r, "ratio_fp8_over_warp", "%.2f")) << " | "
+    for (int p = 0; p < kReportPaths; ++p) o << " | " << err_cell(r, kPathKeys[p], "%.2e", {kPathIds[p]});
+    o << " | " << err_cell(r, "ratio_fp8_over_warp", "%.2f", kRatioPaths) << " | "
       << err_cell(r, "err_weight_quant", "%.2e") << " |\n";
     const std::string warp = r.contains("weights") ? text(r["weights"], "warp") : "";
     if (!warp.empty() && warp != text(r, "format")) other_weights.insert(text(r, "format") + " rows: " + warp);
@@ -189,10 +198,9 @@ std::string drift_table(const json& d) {
   for (size_t depth : shown_depths(layers)) {
     const size_t i = depth - 1;
     o << "| " << depth;
-    for (int p = 0; p < kReportPaths; ++p) o << " | " << depth_cell(d, kPathKeys[p], i, "%.2e", kPathIds[p]);
-    const std::string ratio = depth_cell(d, "ratio_fp8_over_warp", i, "%.2f");
-    const bool ratio_nan = ratio == "-" && (non_finite(d, "warp", i) || non_finite(d, "classical_fp8", i));
-    o << " | " << (ratio_nan ? "NaN" : ratio) << " | " << depth_cell(d, "err_weight_quant", i, "%.2e") << " | ";
+    for (int p = 0; p < kReportPaths; ++p) o << " | " << depth_cell(d, kPathKeys[p], i, "%.2e", {kPathIds[p]});
+    o << " | " << depth_cell(d, "ratio_fp8_over_warp", i, "%.2f", kRatioPaths) << " | "
+      << depth_cell(d, "err_weight_quant", i, "%.2e") << " | ";
     for (int p = 0; p < kReportPaths; ++p) {
       const json* v = d.contains("reroutes") && d["reroutes"].contains(kPathIds[p]) ? &d["reroutes"][kPathIds[p]] : nullptr;
       o << (p ? " / " : "") << (v && v->is_array() && i < v->size() && (*v)[i].is_number() ? fmt("%.1f", (*v)[i].get<double>()) : "-");
