@@ -9,6 +9,7 @@
 
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
+#include "core/median.h"
 #include "kernels/synthetic.cuh"
 #include "warpdecode/error.h"
 
@@ -20,8 +21,8 @@ double unique_bytes(const MoeShape& s, WeightFormat f, double distinct_experts, 
 
 Timing summarize(std::vector<double> us) {
   WD_CHECK(!us.empty(), "no timings");
-  std::sort(us.begin(), us.end());
-  return Timing{us[us.size() / 2], us.front(), us.back()};
+  const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+  return Timing{median(us), *lo, *hi};
 }
 
 size_t batch_one_call_bytes(const MoeShape& s, WeightFormat read_format) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/median.h"
+
 namespace wd::accuracy {
 
 Summary summarize(std::vector<double> samples, Worst worst) {
@@ -13,10 +15,9 @@ Summary summarize(std::vector<double> samples, Worst worst) {
     s.median = s.worst = NAN;
     return s;
   }
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  s.worst = worst == Worst::kLargest ? samples.back() : samples.front();
+  s.median = median(samples);
+  s.worst = worst == Worst::kLargest ? *std::max_element(samples.begin(), samples.end())
+                                     : *std::min_element(samples.begin(), samples.end());
   return s;
 }
 

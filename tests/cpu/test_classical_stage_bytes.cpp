@@ -115,4 +115,20 @@ TEST(BenchCopies, AGraphHoldsAMultipleOfTheCopies) {
   EXPECT_THROW(wd::bench::calls_per_graph(0, 4), wd::InvalidArgument);
 }
 
+TEST(BenchTiming, MedianOfAnEvenSeriesIsTheMeanOfItsMiddles) {
+  // bench-moe's default 30 replays: us_median between the 15th and 16th
+  // fastest (it was the slower of them), min and max the extremes.
+  std::vector<double> us;
+  for (int i = 30; i >= 1; --i) us.push_back(10.0 + i);
+  const wd::bench::Timing t = wd::bench::summarize(us);
+  EXPECT_EQ(t.us_median, 25.5);
+  EXPECT_EQ(t.us_min, 11.0);
+  EXPECT_EQ(t.us_max, 40.0);
+  const wd::bench::Timing odd = wd::bench::summarize({3.0, 9.0, 1.0});
+  EXPECT_EQ(odd.us_median, 3.0);
+  EXPECT_EQ(odd.us_min, 1.0);
+  EXPECT_EQ(odd.us_max, 9.0);
+  EXPECT_THROW(wd::bench::summarize({}), wd::Error);
+}
+
 }  // namespace
