@@ -5,9 +5,9 @@
 // chain-bound kernel's time follows that clock, so a figure without its
 // clock cannot be compared across machines or calls.
 //
-// NVML is the driver's library (libnvidia-ml.so.1), loaded at run time: no
-// build dependency, and where it cannot be loaded (no driver, a container
-// without it) available() is false and every reading has no samples.
+// NVML is the driver's library, loaded at run time (nvml_loader.h): where it
+// cannot be loaded (no driver, a container without it) available() is false
+// and every reading has no samples.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "nvml_loader.h"
 
 namespace wd::bench {
 
@@ -40,9 +42,9 @@ class ClockSampler {
   ClockSampler(const ClockSampler&) = delete;
   ClockSampler& operator=(const ClockSampler&) = delete;
 
-  bool available() const { return device_ != nullptr; }
+  bool available() const { return nvml_.available(); }
   // Why not: the library, a symbol, NVML's init or the device lookup that failed ("" when available).
-  const std::string& unavailable_reason() const { return why_; }
+  const std::string& unavailable_reason() const { return nvml_.unavailable_reason(); }
   // The enforced power limit in watts (0 if unknown).
   double power_limit_w() const { return power_limit_w_; }
 
@@ -55,14 +57,7 @@ class ClockSampler {
     unsigned sm_mhz = 0, power_mw = 0;
     bool capped = false;
   };
-  using Fn = int (*)();
-  void* lib_ = nullptr;
-  void* device_ = nullptr;  // nvmlDevice_t
-  int (*clock_info_)(void*, int, unsigned*) = nullptr;
-  int (*power_usage_)(void*, unsigned*) = nullptr;
-  int (*event_reasons_)(void*, unsigned long long*) = nullptr;
-  Fn shutdown_ = nullptr;
-  std::string why_;
+  NvmlDevice nvml_;
   double power_limit_w_ = 0;
   std::vector<Sample> samples_;
   std::atomic<bool> running_{false};

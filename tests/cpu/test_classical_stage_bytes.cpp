@@ -5,6 +5,7 @@
 
 #include "bench/classical_path.h"
 #include "bench/moe_bench.h"
+#include "bench/nvml_loader.h"
 #include "warpdecode/error.h"
 #include "warpdecode/layout.h"
 
@@ -113,6 +114,21 @@ TEST(BenchCopies, AGraphHoldsAMultipleOfTheCopies) {
   EXPECT_EQ(wd::bench::calls_per_graph(3, 134), 134);
   EXPECT_EQ(wd::bench::calls_per_graph(16, 5), 20);
   EXPECT_THROW(wd::bench::calls_per_graph(0, 4), wd::InvalidArgument);
+}
+
+// Without the driver's library (CI's machines have none; here a name that
+// cannot exist) nothing is read and the reason names the library.
+TEST(NvmlDevice, WithoutTheLibraryReadsNothingAndSaysWhy) {
+  const wd::bench::NvmlDevice nvml(0, "libwarpdecode-no-such-nvml.so.1");
+  EXPECT_FALSE(nvml.available());
+  EXPECT_NE(nvml.unavailable_reason().find("cannot load libwarpdecode-no-such-nvml.so.1"), std::string::npos)
+      << nvml.unavailable_reason();
+  EXPECT_FALSE(nvml.driver_version().has_value());
+  EXPECT_FALSE(nvml.sm_clock_mhz().has_value());
+  EXPECT_FALSE(nvml.mem_clock_mhz().has_value());
+  EXPECT_FALSE(nvml.power_mw().has_value());
+  EXPECT_FALSE(nvml.power_capped().has_value());
+  EXPECT_FALSE(nvml.power_limit_w().has_value());
 }
 
 TEST(BenchTiming, MedianOfAnEvenSeriesIsTheMeanOfItsMiddles) {

@@ -52,5 +52,30 @@ TEST(ClockSampler, ReadsTheSmClockWhileTheGpuStreams) {
   EXPECT_EQ(rec.at("sm_clock_mhz").get<double>(), r.sm_mhz_median);
 }
 
+// The loader both the sampler and `warpdecode info` / bench-moe's header read
+// the driver through: on the device the driver has NVML, so every reading
+// must come back and be plausible.
+TEST(NvmlDevice, ReadsTheDriverClocksAndPowerOfTheCudaDevice) {
+  WD_REQUIRE_GPU();
+  int device = 0;
+  WD_CUDA_CHECK(cudaGetDevice(&device));
+  const NvmlDevice nvml(device);
+  if (!nvml.available()) GTEST_SKIP() << "NVML not usable here: " << nvml.unavailable_reason();
+  EXPECT_EQ(nvml.unavailable_reason(), "");
+  const auto driver = nvml.driver_version();
+  ASSERT_TRUE(driver.has_value());
+  EXPECT_NE(driver->find('.'), std::string::npos) << *driver;  // e.g. 580.159.04
+  ASSERT_TRUE(nvml.sm_clock_mhz().has_value());
+  EXPECT_GT(*nvml.sm_clock_mhz(), 100u);
+  EXPECT_LT(*nvml.sm_clock_mhz(), 5000u);
+  ASSERT_TRUE(nvml.mem_clock_mhz().has_value());
+  EXPECT_GT(*nvml.mem_clock_mhz(), 100u);
+  ASSERT_TRUE(nvml.power_mw().has_value());
+  EXPECT_GT(*nvml.power_mw(), 0u);
+  EXPECT_TRUE(nvml.power_capped().has_value());
+  ASSERT_TRUE(nvml.power_limit_w().has_value());
+  EXPECT_GT(*nvml.power_limit_w(), 50.0);
+}
+
 }  // namespace
 }  // namespace wd::bench
