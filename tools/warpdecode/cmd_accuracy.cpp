@@ -200,8 +200,7 @@ void run(const Opts& o) {
                 weights_note.c_str());
   for (const auto& n : not_measured) std::printf("%s\n", n.c_str());
   if (backend->gpu())
-    std::printf("GPU: %s, CUDA %s, driver %s (CUDA %s) | %s\n", gpu->name.c_str(), gpu->cuda_runtime.c_str(), gpu->driver.c_str(), gpu->cuda_driver.c_str(),
-                build_description().c_str());
+    std::printf("GPU: %s, %s | %s\n", gpu->name.c_str(), cuda_versions(*gpu).c_str(), build_description().c_str());
   else
     std::printf("%s: every number below comes from CPU models of the paths (FP32 reference, classical CPU "
                 "reference), not from GPU kernels\n",

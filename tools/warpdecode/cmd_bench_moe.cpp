@@ -194,10 +194,9 @@ void run(const Opts& o) {
   cudaStream_t stream;
   WD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto bw = kernels::measure_bandwidth(size_t(o.bw_gib * double(1 << 30)), 20, stream);
-  std::printf("# %s | %d SMs | %.0f GiB | L2 %.0f MiB | CUDA %s, driver %s (CUDA %s) | SM clock %d MHz, mem %d MHz (now)\n",
-              gpu->name.c_str(), gpu->sms, double(gpu->memory_bytes) / (1 << 30),
-              double(gpu->l2_bytes) / (1 << 20), gpu->cuda_runtime.c_str(), gpu->driver.c_str(), gpu->cuda_driver.c_str(),
-              gpu->sm_clock_mhz, gpu->mem_clock_mhz);
+  std::printf("# %s | %d SMs | %.0f GiB | L2 %.0f MiB | %s | SM clock %d MHz, mem %d MHz (now)\n", gpu->name.c_str(),
+              gpu->sms, double(gpu->memory_bytes) / (1 << 30), double(gpu->l2_bytes) / (1 << 20),
+              cuda_versions(*gpu).c_str(), gpu->sm_clock_mhz, gpu->mem_clock_mhz);
   std::printf("# measured now: streaming read %.3f TB/s, streaming write %.3f TB/s, D2D copy %.3f TB/s (%.1f GiB buffer) | %s\n",
               bw.read_tbps, bw.write_tbps, bw.copy_tbps, o.bw_gib, build_description().c_str());
   std::printf("# read ceiling = the fastest of its patterns:");

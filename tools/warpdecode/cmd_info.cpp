@@ -26,10 +26,9 @@ void add_info(CLI::App& app) {
       );
       return;
     }
-    std::printf("device  %s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MiB, CUDA runtime %s, driver %s (CUDA %s)\n",
-                gpu->name.c_str(), gpu->cc_major, gpu->cc_minor, gpu->sms,
-                double(gpu->memory_bytes) / (1 << 30), double(gpu->l2_bytes) / (1 << 20),
-                gpu->cuda_runtime.c_str(), gpu->driver.c_str(), gpu->cuda_driver.c_str());
+    std::printf("device  %s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MiB, %s\n", gpu->name.c_str(), gpu->cc_major,
+                gpu->cc_minor, gpu->sms, double(gpu->memory_bytes) / (1 << 30), double(gpu->l2_bytes) / (1 << 20),
+                cuda_versions(*gpu).c_str());
     std::printf("dispatch crossover table: %s\n", CrossoverTable::from_environment(table_card(gpu->name)).source().c_str());
     if (const std::string n = unmeasured_card_note(gpu->name); !n.empty()) std::printf("note    %s\n", n.c_str());
 #ifdef WD_HAVE_CUDA

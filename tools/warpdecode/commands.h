@@ -48,5 +48,10 @@ struct GpuInfo {
 };
 // The current CUDA device, or nullopt when this build or machine has none.
 std::optional<GpuInfo> query_gpu();
+// "CUDA <runtime>, driver <version> (CUDA <driver's>)": how every command
+// that prints a device names its software.
+inline std::string cuda_versions(const GpuInfo& g) {
+  return "CUDA " + g.cuda_runtime + ", driver " + g.driver + " (CUDA " + g.cuda_driver + ")";
+}
 
 }  // namespace wd::cli
