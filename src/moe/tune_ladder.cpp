@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/json_read.h"
+#include "moe/tune_ladder_json.h"
 #include "warpdecode/error.h"
 
 namespace wd {
@@ -98,7 +99,10 @@ TuneLadder best_of_rounds(const std::vector<TuneLadder>& rounds) {
 }
 
 std::vector<TuneLadder> parse_tune_ladders(const std::string& json_text, const std::string& source) {
-  const json_read::Json doc = json_read::parse(json_text, source);
+  return parse_tune_ladders(json_read::parse(json_text, source), source);
+}
+
+std::vector<TuneLadder> parse_tune_ladders(const json_read::Json& doc, const std::string& source) {
   if (!doc.is_object() || !doc.contains("ladders") || !doc.at("ladders").is_array())
     throw FormatError(source + ": a tune's JSON (bench-moe --tune or --tune-untiled) has a \"ladders\" array");
   std::vector<TuneLadder> out;

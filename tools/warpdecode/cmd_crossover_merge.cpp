@@ -19,6 +19,7 @@
 #include "core/json_read.h"
 #include "core/json_write.h"
 #include "core/read_file.h"
+#include "moe/tune_ladder_json.h"
 #include "tools/warpdecode/commands.h"
 #include "warpdecode/error.h"
 #include "warpdecode/tune_ladder.h"
@@ -77,9 +78,8 @@ void run(const MergeOptions& o) {
     WD_CHECK(seen.insert(std::filesystem::weakly_canonical(path)).second, "crossover-merge: ", path,
              " is given twice (each file is one round, or one merge of rounds)");
   for (const auto& path : o.inputs) {
-    const std::string text = read_file(path);
-    const json_read::Json doc = json_read::parse(text, path);
-    const std::vector<TuneLadder> ladders = parse_tune_ladders(text, path);
+    const json_read::Json doc = json_read::parse(read_file(path), path);
+    const std::vector<TuneLadder> ladders = parse_tune_ladders(doc, path);
     WD_CHECK(!ladders.empty(), "crossover-merge: ", path, " holds no ladders");
     const json_read::Json h = doc.value("header", json_read::Json::object());
     WD_CHECK(h.is_object() && h.contains("card") && h.at("card").is_string(), "crossover-merge: ", path,
