@@ -217,6 +217,34 @@ TEST(CrossoverMerge, CombinesRoundsAndRefusesMixedCards) {
   for (const auto& p : {slow, fast, other, out, empty}) std::remove(p.c_str());
 }
 
+// A merged point's configuration labels are those of the round whose time
+// it kept: rounds that timed another classical configuration at a batch (a
+// build between them, say) must not leave one round's label on another's
+// time.
+TEST(CrossoverMerge, LabelsAPointWithTheConfigurationOfTheRoundItKept) {
+  auto tune = [](double cl32, const std::string& cfg32, double w32, const std::string& wcfg32) {
+    return R"({"header": {"card": "Card A", "command": "bench-moe --tune", "commit": "abc"}, "entries": [],
+      "ladders": [{"preset": "qwen3-30b-a3b", "format": "mxfp8", "points": [
+        {"batch": 32, "warp_us": 100, "classical_us": )" + std::to_string(cl32) + R"(, "config": ")" + cfg32 +
+           R"(", "w8a16_us": )" + std::to_string(w32) + R"(, "w8a16_config": ")" + wcfg32 + R"("},
+        {"batch": 64, "warp_us": 150, "classical_us": 140, "config": "cl/t16", "w8a16_us": 145, "w8a16_config": "w/t16"}]}]})";
+  };
+  // Round 1 faster on the classical path at 32, round 2 on W8A16 there.
+  const std::string r1 = write_temp_file(tune(110, "cl/t8/one", 130, "w/t8/one"));
+  const std::string r2 = write_temp_file(tune(120, "cl/t8/two", 125, "w/t8/two"));
+  const std::string out = r1 + ".merged.json";
+  const test::CliResult res = test::run_cli(WD_CLI_PATH, "crossover-merge -o " + out + " " + r1 + " " + r2);
+  ASSERT_EQ(res.status, 0) << res.output;
+  const nlohmann::json pts = nlohmann::json::parse(read_file(out)).at("ladders").at(0).at("points");
+  EXPECT_EQ(pts.at(0).at("classical_us"), 110.0);
+  EXPECT_EQ(pts.at(0).at("config"), "cl/t8/one");
+  EXPECT_EQ(pts.at(0).at("w8a16_us"), 125.0);
+  EXPECT_EQ(pts.at(0).at("w8a16_config"), "w/t8/two");
+  EXPECT_EQ(pts.at(1).at("config"), "cl/t16");  // a tie keeps the first round's
+  EXPECT_EQ(pts.at(1).at("w8a16_config"), "w/t16");
+  for (const auto& p : {r1, r2, out}) std::remove(p.c_str());
+}
+
 // A merged table is an input like any tune: its ladders count the rounds
 // they combine, its header's commands and commits carry over. A file given
 // twice, or a header field of the wrong type, is refused by name; a

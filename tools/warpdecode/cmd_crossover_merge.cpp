@@ -32,15 +32,32 @@ struct MergeOptions {
   std::vector<std::string> inputs;
 };
 
-// The rounds of one ladder kind: the parsed ladders and the first round's
-// record. An input that is itself a merge counts its ladder's rounds and
-// files ("rounds", "files"), not one of each.
+// The rounds of one ladder kind: the parsed ladders and their records (the
+// first's is the merged ladder's base). An input that is itself a merge
+// counts its ladder's rounds and files ("rounds", "files"), not one of each.
 struct Group {
   std::vector<TuneLadder> rounds;
+  std::vector<const json_read::Json*> records;  // rounds[i]'s, in `docs`
   size_t round_count = 0;
   json_read::Json files = json_read::Json::array();
-  json_read::Json record;
 };
+
+// A merged point's configuration label (the classical path's "config", or
+// "w8a16_config") is that of the round whose time the merge kept: where
+// rounds ran other configurations at a batch, the label names the one timed.
+void label_from_kept_round(const Group& g, const std::vector<double> TuneLadder::*times,
+                           const std::vector<double>& kept, const char* label, json_read::Json& points) {
+  for (size_t i = 0; i < kept.size(); ++i)
+    for (size_t r = 0; r < g.rounds.size(); ++r)
+      if ((g.rounds[r].*times)[i] == kept[i]) {
+        const json_read::Json& from = g.records[r]->at("points").at(i);
+        if (from.contains(label))
+          points[i][label] = from.at(label);
+        else
+          points[i].erase(label);
+        break;
+      }
+}
 
 // Appends every string of the array `v` to `into`; anything else is refused
 // as "<what> must be an array of strings".
@@ -72,13 +89,15 @@ void run(const MergeOptions& o) {
   json_read::Json header;
   std::string card, card_file;
   json_read::Json commands = json_read::Json::array(), commits = json_read::Json::array();
+  std::vector<json_read::Json> docs;  // every input, for the rounds' records
+  docs.reserve(o.inputs.size());
   // A file given twice would count its ladders as two rounds.
   std::set<std::filesystem::path> seen;
   for (const auto& path : o.inputs)
     WD_CHECK(seen.insert(std::filesystem::weakly_canonical(path)).second, "crossover-merge: ", path,
              " is given twice (each file is one round, or one merge of rounds)");
   for (const auto& path : o.inputs) {
-    const json_read::Json doc = json_read::parse(read_file(path), path);
+    const json_read::Json& doc = docs.emplace_back(json_read::parse(read_file(path), path));
     const std::vector<TuneLadder> ladders = parse_tune_ladders(doc, path);
     WD_CHECK(!ladders.empty(), "crossover-merge: ", path, " holds no ladders");
     const json_read::Json h = doc.value("header", json_read::Json::object());
@@ -97,12 +116,10 @@ void run(const MergeOptions& o) {
       const std::string k = ladders[i].kind();
       auto [it, fresh] = groups.try_emplace(k);
       const json_read::Json& record = doc.at("ladders").at(i);
-      if (fresh) {
-        order.push_back(k);
-        it->second.record = record;
-      }
+      if (fresh) order.push_back(k);
       Group& g = it->second;
       g.rounds.push_back(ladders[i]);
+      g.records.push_back(&record);
       const std::string where = path + ", ladder " + std::to_string(i);
       const json_read::Object r(record, where);
       g.round_count += size_t(r.integer_or("rounds", 1, 1, 1 << 20));
@@ -118,7 +135,7 @@ void run(const MergeOptions& o) {
   for (const auto& k : order) {
     Group& g = groups.at(k);
     const TuneLadder best = best_of_rounds(g.rounds);
-    json_read::Json lad = g.record;
+    json_read::Json lad = *g.records.front();
     json_read::Json& points = lad.at("points");
     auto put = [&](const char* key, const std::vector<double>& v) {
       for (size_t i = 0; i < v.size(); ++i) points[i][key] = v[i];
@@ -127,6 +144,8 @@ void run(const MergeOptions& o) {
     put("warp_tiled_us", best.warp_tiled_us);
     put("classical_us", best.classical_us);
     put("w8a16_us", best.w8a16_us);
+    label_from_kept_round(g, &TuneLadder::classical_us, best.classical_us, "config", points);
+    label_from_kept_round(g, &TuneLadder::w8a16_us, best.w8a16_us, "w8a16_config", points);
     if (g.round_count > 1) {
       // A point's clocks and configurations belong to one round; the times are now several rounds' best.
       for (auto& p : points)
