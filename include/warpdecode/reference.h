@@ -8,8 +8,13 @@
 // Weights are read as stored: BF16 exactly, MXFP8 dequantized exactly
 // (E4M3 · 2^(s-127) is exact in FP64). Accumulation is FP64 for the judge
 // (Precision::kFP64) or FP32 for the CPU path that `warpdecode check` tests
-// (Precision::kFP32). Work is split over tokens and output rows on a thread
-// pool; results do not depend on the thread count.
+// (Precision::kFP32). Precision::kFP32SplitH is FP32 with each h value
+// replaced by hi + lo, hi = bf16(h), lo = bf16(h − hi): the h that warp
+// decode's tensor-core kernels multiply (moe_gate_up_tc stores h split so,
+// moe_down_tc runs one BF16 MMA on each half; |h − hi − lo| ≤ 2^-17 |h|),
+// for the accuracy harness's CPU model of that family. Work is split over
+// tokens and output rows on a thread pool; results do not depend on the
+// thread count.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +24,7 @@
 
 namespace wd::reference {
 
-enum class Precision { kFP64, kFP32 };
+enum class Precision { kFP64, kFP32, kFP32SplitH };
 
 struct Routing {
   int batch = 0;

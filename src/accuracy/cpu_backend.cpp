@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "accuracy/backend.h"
+#include "kernels/tc_shape.h"
 #include "moe/classical_rules.h"
 #include "warpdecode/classical_config.h"
 #include "warpdecode/classical_reference.h"
@@ -98,7 +99,11 @@ class CpuBackend final : public Backend {
 
   std::string describe(Path p) const override {
     switch (p) {
-      case Path::kWarp: return "CPU model: FP32-accumulating reference (reference::moe_experts, kFP32)";
+      case Path::kWarp:
+        return warp_precision() == reference::Precision::kFP32SplitH
+                   ? "CPU model: FP32-accumulating reference with h split into BF16 hi + lo as the tensor-core "
+                     "kernels hold it (reference::moe_experts, kFP32SplitH)"
+                   : "CPU model: FP32-accumulating reference, as the scalar kernels (reference::moe_experts, kFP32)";
       case Path::kClassicalBf16: return "CPU model: classical-path reference, BF16 (reference::classical_experts)";
       case Path::kClassicalFp8:
         return available(p) ? "CPU model: classical-path reference, W8A8 (reference::classical_experts)"
@@ -142,7 +147,7 @@ class CpuBackend final : public Backend {
     const MoeWeightsView w = layer(path_weights(p, f)).view();
     std::vector<double> y =
         p == Path::kWarp
-            ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, reference::Precision::kFP32, threads_)
+            ? reference::moe_experts(w, x, r.ids.data(), r.weights.data(), batch, warp_precision(), threads_)
             : reference::classical_experts(w, x, r.ids.data(), r.weights.data(), batch, threads_,
                                            silu_fused_on_h200(p, f, batch), p == Path::kClassicalW8A16);
     round_output(y, out_);
@@ -150,6 +155,14 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // Warp decode runs its tensor-core kernels wherever the shape fits them
+  // (WarpDecodeConfig::default_family, every format and batch), else the
+  // scalar ones: their h is FP32, the tensor cores' a BF16 hi + lo pair.
+  reference::Precision warp_precision() const {
+    return kernels::tensor_core_shape_ok(shape_.hidden, shape_.intermediate) ? reference::Precision::kFP32SplitH
+                                                                             : reference::Precision::kFP32;
+  }
+
   // A classical path fuses SiLU·up into its gate_up GEMM where the H200
   // (sm_90a) configuration for this batch does: the configuration the GPU
   // backend runs (ClassicalConfig::for_batch on the path's weights).

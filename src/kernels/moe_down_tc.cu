@@ -29,6 +29,10 @@ constexpr int kGroup = 64;
 constexpr size_t kMaxSmem = 200 * 1024;  // dynamic shared memory a block may take (moe_down_tc checks)
 constexpr int kMaxSlices = 12;  // warps per block
 constexpr int kUnit = 64;       // a warp's K range is U units of 64 elements of I
+// tc_shape.h's I rule is down_tc_slices() > 0: I a multiple of the unit (any
+// such I has a K split, one range at worst); H a multiple of the row tile.
+static_assert(kUnit == kTcIntermediateMultiple, "moe_down_tc's unit is tc_shape.h's I multiple");
+static_assert(kTcHiddenMultiple % kTile == 0, "tc_shape.h's H multiple holds whole row tiles");
 // The warps (H/16 blocks × K ranges) of a grid that an H200 runs in one wave:
 // 132 SMs × 12 warps of up to 168 registers. down_tc_slices() gives a warp
 // more units of I rather than overflow it: qwen3-235b-a22b 6 K ranges of 4

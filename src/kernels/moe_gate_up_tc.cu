@@ -334,9 +334,9 @@ void launch(const GateUpParams& p, cudaStream_t stream) {
 
 bool gate_up_tc_deep_fits(int hidden) { return hidden % (kSlices * 2 * Chunk<true>::kElems) == 0; }
 
-bool tensor_core_shape_ok(int hidden, int intermediate) {
-  return hidden > 0 && hidden % (kSlices * 64) == 0 && down_tc_slices(hidden, intermediate) > 0;
-}
+// tc_shape.h's rule is this kernel's: four warps a block, each a quarter of
+// H in 64-element steps.
+static_assert(kSlices * 64 == kTcHiddenMultiple, "moe_gate_up_tc's H multiple is tc_shape.h's");
 
 void check_moe_gate_up_tc(const GateUpParams& p, WeightFormat format) {
   WD_CHECK(p.batch >= 1, "moe_gate_up_tc: batch = ", p.batch, " must be >= 1");

@@ -57,6 +57,7 @@
 
 #include "kernels/moe_down.cuh"
 #include "kernels/moe_gate_up.cuh"
+#include "kernels/tc_shape.h"
 
 namespace wd::kernels {
 
@@ -69,7 +70,7 @@ int down_tc_slices(int hidden, int intermediate);
 // copy with narrow scales (which the launch checks).
 bool down_tc_pairs_fit(int hidden, int intermediate);
 
-bool tensor_core_shape_ok(int hidden, int intermediate);
+// tensor_core_shape_ok(hidden, intermediate): kernels/tc_shape.h.
 
 // Whether moe_gate_up_tc runs its deep MXFP8 rounds (GateUpParams::deep_loads)
 // at this H: rounds of two chunks need H % 512 == 0; elsewhere it runs the

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "warpdecode/error.h"
@@ -71,9 +72,16 @@ void check_finite_input(const uint16_t* x, size_t n) {
              " is not finite (NaN or Inf): the reference refuses to check it");
 }
 
+// h as the tensor-core kernels hold it: a BF16 pair whose sum is within
+// 2^-17 |h| (Precision::kFP32SplitH).
+float split_bf16_sum(float h) {
+  const float hi = bf16_to_float(float_to_bf16(h));
+  return hi + bf16_to_float(float_to_bf16(h - hi));
+}
+
 template <typename AccT>
 std::vector<double> experts_impl(const MoeWeightsView& w, const uint16_t* x, const int32_t* ids,
-                                 const double* weights, int batch, int threads) {
+                                 const double* weights, int batch, int threads, bool split_h = false) {
   const MoeShape& s = w.shape;
   const size_t H = s.hidden, I = s.intermediate, K = s.top_k, B = batch;
   std::vector<AccT> xs(B * H);
@@ -89,6 +97,8 @@ std::vector<double> experts_impl(const MoeWeightsView& w, const uint16_t* x, con
       load_row(WeightTensor{&w, true}, e * 2 * I + i, H, g.data());
       load_row(WeightTensor{&w, true}, e * 2 * I + I + i, H, u.data());
       act[bk * I + i] = silu(dot(g.data(), &xs[b * H], H)) * dot(u.data(), &xs[b * H], H);
+      if constexpr (std::is_same_v<AccT, float>)
+        if (split_h) act[bk * I + i] = split_bf16_sum(act[bk * I + i]);
     }
   });
 
@@ -190,7 +200,7 @@ std::vector<double> moe_experts(const MoeWeightsView& w, const uint16_t* x, cons
     WD_CHECK(std::isfinite(weights[i]), "routing: weight at slot ", i, " is not finite");
   }
   return p == Precision::kFP64 ? experts_impl<double>(w, x, ids, weights, batch, threads)
-                               : experts_impl<float>(w, x, ids, weights, batch, threads);
+                               : experts_impl<float>(w, x, ids, weights, batch, threads, p == Precision::kFP32SplitH);
 }
 
 std::vector<double> moe_layer(const MoeWeightsView& w, const uint16_t* x, int batch, Precision p,

@@ -135,6 +135,30 @@ TEST(Reference, Fp32PathIsCloseAndThreadCountIndependent) {
   EXPECT_GT(st.rel_l2, 0.0);  // FP32 really is a different computation
 }
 
+// kFP32SplitH: the FP32 path with h as warp decode's tensor-core kernels
+// multiply it (BF16 hi + lo). Its error is bounded by the split's 2^-17
+// and larger than plain FP32's (which keeps h whole).
+TEST(Reference, SplitHModelsTheTensorCoresBf16Pair) {
+  const MoeShape s = preset_shape("tiny");
+  const auto w = MoeWeights::synthetic(s, SyntheticSpec{});
+  const int B = 4;
+  const auto x = synthetic_input(B, s.hidden, 7, InputKind::kGaussian);
+  reference::Routing r;
+  const auto y64 = reference::moe_layer(w.view(), x.data(), B, reference::Precision::kFP64, &r, 1);
+  auto run = [&](reference::Precision p, int threads) {
+    return reference::moe_experts(w.view(), x.data(), r.ids.data(), r.weights.data(), B, p, threads);
+  };
+  const auto y32 = run(reference::Precision::kFP32, 0);
+  const auto ysp = run(reference::Precision::kFP32SplitH, 0);
+  EXPECT_EQ(ysp, run(reference::Precision::kFP32SplitH, 1));  // bitwise, any thread count
+  const double e32 = reference::compare(y64.data(), y32.data(), y64.size()).rel_l2;
+  const double esp = reference::compare(y64.data(), ysp.data(), y64.size()).rel_l2;
+  EXPECT_NE(ysp, y32);
+  EXPECT_LT(esp, std::ldexp(1.0, -17));
+  EXPECT_GT(esp, e32);  // h rounded to 16 significant bits against FP32's 24
+
+}
+
 TEST(Reference, Mxfp8IsReadAsItsExactDequantizedValues) {
   const MoeShape s = preset_shape("tiny");
   const auto bf = MoeWeights::synthetic(s, SyntheticSpec{});
