@@ -247,17 +247,8 @@ finish() {
   exit 0
 }
 
-# Prebuilt binaries travel xz-compressed (scripts/prebuild_gpu_bin.sh):
-# unpack each one that is not unpacked yet (xz, or Python's lzma where the
-# machine has no xz).
-for packed in .gpu-bin/*.xz; do
-  [ -e "$packed" ] || continue
-  exe=${packed%.xz}
-  [ -x "$exe" ] && [ "$exe" -nt "$packed" ] && continue
-  if command -v xz >/dev/null; then xz -dc "$packed" > "$exe"
-  else python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$packed" "$exe"; fi
-  chmod +x "$exe"
-done
+# Prebuilt binaries travel xz-compressed (scripts/prebuild_gpu_bin.sh).
+scripts/unpack_gpu_bin.sh || { echo "the prebuilt binaries in .gpu-bin did not unpack"; exit 1; }
 # ab runs only the binaries it is given (nothing is built here): the
 # prebuilt warpdecode renders the comparison, or else the last of them.
 if [ "$MODE" = ab ]; then
