@@ -122,7 +122,8 @@ TEST(Report, NonFiniteOutputsPrintNaNWhereAPathDidNotRunPrintsADash) {
   // The BF16 record: FP8 did not run, so its error and the ratio are "-".
   EXPECT_NE(t.find("| qwen3-30b-a3b | bf16 | 32 | outliers | cpu-model | 1.11e-03 (1.21e-03) | 3.85e-03 (4.20e-03) | - | - | - | - |"),
             std::string::npos)
-      << t;  // A drift record: FP8 wrote NaN at depth 10 (NaN, and so the ratio);
+      << t;
+  // A drift record: FP8 wrote NaN at depth 10 (NaN, and so the ratio);
   // W8A16 did not run ("-").
   json& drift = doc["drift"][0];
   drift["non_finite"] = {{"warp", {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, {"classical_fp8", {0, 0, 0, 0, 0, 0, 0, 0, 0, 3}}};

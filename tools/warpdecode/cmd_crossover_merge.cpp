@@ -89,7 +89,9 @@ void run(const MergeOptions& o) {
   json_read::Json header;
   std::string card, card_file;
   json_read::Json commands = json_read::Json::array(), commits = json_read::Json::array();
-  std::vector<json_read::Json> docs;  // every input, for the rounds' records
+  // Every input, for the rounds' records: Group::records point into it, so it
+  // is reserved up front and never reallocates.
+  std::vector<json_read::Json> docs;
   docs.reserve(o.inputs.size());
   // A file given twice would count its ladders as two rounds.
   std::set<std::filesystem::path> seen;
@@ -147,7 +149,8 @@ void run(const MergeOptions& o) {
     label_from_kept_round(g, &TuneLadder::classical_us, best.classical_us, "config", points);
     label_from_kept_round(g, &TuneLadder::w8a16_us, best.w8a16_us, "w8a16_config", points);
     if (g.round_count > 1) {
-      // A point's clocks and configurations belong to one round; the times are now several rounds' best.
+      // A point's clocks belong to one round; its times are now several rounds' best (its labels, the
+      // kept time's round: label_from_kept_round).
       for (auto& p : points)
         for (const char* key : {"warp_sm_clock_mhz", "warp_tiled_sm_clock_mhz", "classical_sm_clock_mhz",
                                 "w8a16_sm_clock_mhz"})
