@@ -47,6 +47,11 @@ class MoeWeights {
   template <typename Holder>
   static MoeWeights adopt(Holder&& h, const MoeShape& shape, WeightFormat format);
 
+  // Throws InvalidArgument unless the shape is valid and every tensor the
+  // format needs has its layout's size (layout.h): the vectors are public,
+  // and a view has pointers only. adopt() and DeviceMoeWeights::upload run it.
+  void validate() const;
+
   MoeWeightsView view() const;
   const MoeShape& shape() const { return shape_; }
   WeightFormat format() const { return format_; }
@@ -62,8 +67,6 @@ class MoeWeights {
   std::vector<float> down_block_scales;     // (E, ceil(H/128), ceil(I/128))
 
  private:
-  void check_adopted() const;  // adopt's checks
-
   MoeShape shape_;
   WeightFormat format_ = WeightFormat::kBF16;
 };
@@ -83,7 +86,7 @@ MoeWeights MoeWeights::adopt(Holder&& h, const MoeShape& shape, WeightFormat for
   w.down_scales = std::move(h.down_scales);
   w.gate_up_block_scales = std::move(h.gate_up_block_scales);
   w.down_block_scales = std::move(h.down_block_scales);
-  w.check_adopted();
+  w.validate();
   return w;
 }
 

@@ -139,12 +139,12 @@ MoeWeights MoeWeights::to_fp8_block128() const {
   return q;
 }
 
-void MoeWeights::check_adopted() const {
+void MoeWeights::validate() const {
   shape_.validate();
   const size_t E = shape_.experts, H = shape_.hidden, I = shape_.intermediate;
   const size_t B = kFp8BlockSize, hb = (H + B - 1) / B, ib = (I + B - 1) / B;
   auto need = [&](size_t got, size_t want, const char* what) {
-    WD_CHECK(got == want, "MoeWeights::adopt: ", to_string(format_), " ", what, " holds ", got,
+    WD_CHECK(got == want, "MoeWeights: ", to_string(format_), " ", what, " holds ", got,
              " elements, its layout ", want);
   };
   need(router.size(), E * H, "router");

@@ -1,5 +1,7 @@
 #include "warpdecode/warp_decode.h"
 
+#include <algorithm>
+
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "warpdecode/down_tiling.h"
@@ -12,6 +14,7 @@
 #include "kernels/moe_tc.cuh"
 #include "kernels/router.cuh"
 #include "kernels/synthetic.cuh"
+#include "kernels/tc_shape.h"
 
 namespace wd {
 
@@ -78,8 +81,14 @@ struct DeviceMoeWeights::Impl {
 
 namespace {
 // What DeviceWeightsOptions asks must be possible before anything is
-// allocated: tiled-only needs both copies, hence a shape both tilings take.
+// allocated: tiled-only needs both copies, hence a shape both tilings take,
+// and a shape warp decode's tensor-core kernels take (the scalar kernels
+// read only the canonical tensors, the classical path tiled-only weights
+// only on some shapes and devices: without the tensor cores, weights
+// uploaded tiled-only could be unreadable).
 void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeightsOptions& o) {
+  WD_CHECK(format == WeightFormat::kBF16 || format == WeightFormat::kMXFP8,
+           "DeviceMoeWeights holds BF16 or MXFP8 weights, not ", to_string(format));
   const bool bf16 = format == WeightFormat::kBF16;
   if (bf16 ? !o.tiled_only_bf16 : format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
   const char* option = bf16 ? "tiled_only_bf16 = true" : "canonical_mxfp8 = false";
@@ -88,6 +97,10 @@ void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeigh
   WD_CHECK(down_tiling_fits(shape) && gate_up_tiling_fits(shape), "DeviceWeightsOptions: ", option,
            " needs a shape both tiled layouts take (H % 64 == 0, I % 64 == 0; H = ", shape.hidden, ", I = ",
            shape.intermediate, ")");
+  WD_CHECK(WarpDecodeConfig::tensor_cores_fit(shape), "DeviceWeightsOptions: ", option,
+           " needs a shape warp decode's tensor-core kernels take (H % ", kernels::kTcHiddenMultiple, " == 0, I % ",
+           kernels::kTcIntermediateMultiple, " == 0; H = ", shape.hidden, ", I = ", shape.intermediate,
+           "): no other kernel reads these weights on every device");
 }
 }  // namespace
 
@@ -96,40 +109,14 @@ DeviceMoeWeights::DeviceMoeWeights(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights& DeviceMoeWeights::operator=(DeviceMoeWeights&&) noexcept = default;
 DeviceMoeWeights::~DeviceMoeWeights() = default;
 
-namespace {
-template <typename T>
-DeviceBuffer<uint8_t> upload_bytes(const std::vector<T>& v) {
-  DeviceBuffer<uint8_t> d(v.size() * sizeof(T));
-  if (!v.empty()) WD_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
-}  // namespace
-
 DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeights& host, const DeviceWeightsOptions& options) {
-  check_options(host.shape(), host.format(), options);
-  DeviceMoeWeights d;
-  Impl& m = *d.impl_;
-  m.shape = host.shape();
-  m.format = host.format();
-  m.router = DeviceBuffer<uint16_t>(host.router);
-  if (m.format == WeightFormat::kBF16) {
-    m.gate_up = upload_bytes(host.gate_up_bf16);
-    m.down = upload_bytes(host.down_bf16);
-  } else {
-    m.gate_up = upload_bytes(host.gate_up_q);
-    m.down = upload_bytes(host.down_q);
-    m.gate_up_scales = upload_bytes(host.gate_up_scales);
-    m.down_scales = upload_bytes(host.down_scales);
-  }
-  m.tile(options, nullptr);
-  return d;
+  host.validate();  // the view below has pointers only: its tensors' sizes are checked here
+  return upload(host.view(), options);
 }
 
 DeviceMoeWeights DeviceMoeWeights::upload(const MoeWeightsView& host, const DeviceWeightsOptions& options) {
   host.validate();
   WD_CHECK(host.space == MemorySpace::kHost, "DeviceMoeWeights::upload needs a host view");
-  WD_CHECK(host.format == WeightFormat::kBF16 || host.format == WeightFormat::kMXFP8,
-           "DeviceMoeWeights holds BF16 or MXFP8 weights, not ", to_string(host.format));
   check_options(host.shape, host.format, options);
   DeviceMoeWeights d;
   Impl& m = *d.impl_;
@@ -301,6 +288,10 @@ int WarpDecodeConfig::gate_up_two_tiles_from_x2(const MoeShape& shape, WeightFor
 
 WarpDecodeConfig WarpDecodeConfig::for_batch(const MoeShape& shape, int batch, WeightFormat format,
                                              KernelFamily family, bool tiled_gate_up, TableCard card) {
+  // A call's batch is checked after its configuration is chosen; no layer
+  // takes more than kWarpDecodeMaxBatch tokens, so the rule need not look
+  // past it (and its products of B stay far inside int).
+  batch = std::min(batch, kWarpDecodeMaxBatch);
   if (family == KernelFamily::kAuto) family = default_family(shape, format, batch);
   WarpDecodeConfig c;
   if (family == KernelFamily::kTensorCores) {

@@ -102,6 +102,21 @@ TEST(Synthetic, ViewsPointAtTheirTensors) {
   EXPECT_THROW(v.validate(), InvalidArgument);
 }
 
+// The vectors are public: a MoeWeights changed after it was made is
+// refused by validate() (DeviceMoeWeights::upload runs it), where its view,
+// pointers only, still passes.
+TEST(Synthetic, ValidateRefusesTensorsChangedAfterTheFact) {
+  const auto bf16 = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
+  for (const MoeWeights& w : {bf16, bf16.to_mxfp8(), bf16.to_fp8_block128()}) EXPECT_NO_THROW(w.validate());
+  MoeWeights shrunk = bf16;
+  shrunk.down_bf16.resize(10);
+  EXPECT_NO_THROW(shrunk.view().validate());
+  EXPECT_NE(error_of([&] { shrunk.validate(); }).find("MoeWeights: bf16 down holds 10 elements"), std::string::npos);
+  MoeWeights scales = bf16.to_mxfp8();
+  scales.gate_up_scales.pop_back();
+  EXPECT_NE(error_of([&] { scales.validate(); }).find("mxfp8 gate_up scales holds"), std::string::npos);
+}
+
 TEST(Synthetic, AdoptTakesEveryFormatsTensors) {
   const auto bf16 = MoeWeights::synthetic(preset_shape("tiny"), SyntheticSpec{});
   for (const MoeWeights& w : {bf16, bf16.to_mxfp8(), bf16.to_fp8_block128()}) {
@@ -125,7 +140,7 @@ TEST(Synthetic, AdoptTakesEveryFormatsTensors) {
   missing.down_block_scales.clear();
   const MoeShape s = bf16.shape();
   EXPECT_NE(error_of([&] { MoeWeights::adopt(std::move(missing), s, WeightFormat::kFP8Block128); })
-                .find("MoeWeights::adopt: fp8-block128 down block scales holds 0 elements"),
+                .find("MoeWeights: fp8-block128 down block scales holds 0 elements"),
             std::string::npos);
   MoeWeights short_router = bf16;
   short_router.router.pop_back();

@@ -12,6 +12,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/device_buffer.h"
@@ -1056,11 +1057,62 @@ TEST(WarpDecodeTensorCores, TiledOnlyWeightsGiveTheSameBits) {
     MoeWeights odd = MoeWeights::synthetic(make_shape(160, 96, 20, 6), SyntheticSpec{});
     if (f == WeightFormat::kMXFP8) odd = odd.to_mxfp8();
     EXPECT_THROW(DeviceMoeWeights::upload(odd, DeviceWeightsOptions::tiled_only()), InvalidArgument);  // H % 64
+    // A shape both tilings take but the tensor-core kernels do not (H % 256
+    // != 0): tiled-only weights no kernel could read on every device, refused
+    // at upload; with the default options they upload.
+    MoeWeights narrow = MoeWeights::synthetic(make_shape(320, 64, 4, 2), SyntheticSpec{});
+    if (f == WeightFormat::kMXFP8) narrow = narrow.to_mxfp8();
+    try {
+      DeviceMoeWeights::upload(narrow, DeviceWeightsOptions::tiled_only());
+      ADD_FAILURE() << "tiled-only weights at H = 320 were accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor-core kernels take"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(DeviceMoeWeights::upload(narrow));
   }
   // MXFP8 tiled-only needs both copies.
   DeviceWeightsOptions half = DeviceWeightsOptions::tiled_only();
   half.tiled_mxfp8_gate_up = false;
   EXPECT_THROW(DeviceMoeWeights::upload(MoeWeights::synthetic(s, SyntheticSpec{}).to_mxfp8(), half), InvalidArgument);
+}
+
+// DeviceMoeWeights holds BF16 or MXFP8 weights whose tensors have their
+// layout's sizes: host weights changed after they were made (the vectors are
+// public), FP8 block-128 weights (whose block scales it has no place for) and
+// FP8 block-128 synthetic weights are refused before anything is allocated,
+// where they used to be read past their ends or uploaded without their scales.
+TEST(WarpDecode, UploadRefusesWhatItCannotHold) {
+  WD_REQUIRE_GPU();
+  const MoeShape s = preset_shape("tiny");
+  const MoeWeights bf16 = MoeWeights::synthetic(s, SyntheticSpec{});
+  const auto message_of = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  MoeWeights shrunk = bf16;
+  shrunk.down_bf16.resize(10);
+  EXPECT_NE(message_of([&] { DeviceMoeWeights::upload(shrunk); }).find("bf16 down holds 10 elements"),
+            std::string::npos);
+  MoeWeights scales = bf16.to_mxfp8();
+  scales.down_scales.clear();
+  EXPECT_NE(message_of([&] { DeviceMoeWeights::upload(scales); }).find("mxfp8 down scales holds 0"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { DeviceMoeWeights::upload(bf16.to_fp8_block128()); }).find("BF16 or MXFP8"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              DeviceMoeWeights::synthetic(s, SyntheticSpec{}, WeightFormat::kFP8Block128, MxScaleRule::kNoSaturate,
+                                          nullptr);
+            }).find("BF16 or MXFP8"),
+            std::string::npos);
+  // The same weights as made: the upload is the host tensors, byte for byte.
+  const DeviceMoeWeights d = DeviceMoeWeights::upload(bf16, DeviceWeightsOptions{});
+  std::vector<uint16_t> down(bf16.down_bf16.size());
+  WD_CUDA_CHECK(cudaMemcpy(down.data(), d.view().down, down.size() * 2, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(down, bf16.down_bf16);
 }
 
 // Both tiled copies beside the canonical tensors
