@@ -128,6 +128,13 @@ class ClassicalMoe {
   // before it un-tiles weights for the call.
   void check_call(WeightFormat format, int batch, const ClassicalConfig& config) const;
 
+  // Throws wd::InvalidArgument unless x, out.y and out.residual (if any)
+  // are non-null device pointers the stages can take: 16-byte aligned, as
+  // permute reads x and combine writes y and reads the residual 16 bytes at
+  // a time. experts() and forward() check it before their first launch,
+  // MoeDispatch before it un-tiles weights for the call.
+  static void check_io(const uint16_t* x, const MoeOutput& out);
+
   ClassicalWorkspaceView workspace() const;
   const int32_t* routing_ids() const;
   const float* routing_weights() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cstdint>
 
 #include <cuda_fp8.h>
 
@@ -607,6 +608,7 @@ void permute_rows(const PermuteParams& p, cudaStream_t stream, bool pdl) {
   WD_CHECK(p.hidden > 0 && p.hidden % (p.quantize ? kActGroup : 8) == 0, "permute_rows: H = ", p.hidden,
            p.quantize ? " must be a multiple of 128 (activation groups)" : " must be a multiple of 8");
   WD_CHECK(p.x && p.entry_row && p.a && (!p.quantize || p.a_scales), "permute_rows: a required pointer is null");
+  WD_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0, "permute_rows: x must be 16-byte aligned");
   WD_CHECK(!p.a16_order || (!p.quantize && p.hidden % 16 == 0),
            "permute_rows: the W8A16 K order takes BF16 rows and H % 16 == 0; H = ", p.hidden);
   const unsigned threads = row_threads(p.hidden);
@@ -639,6 +641,8 @@ void combine(const CombineParams& p, cudaStream_t stream, bool pdl) {
            " out of range");
   WD_CHECK(p.hidden > 0 && p.hidden % 8 == 0, "combine: H = ", p.hidden, " must be a multiple of 8");
   WD_CHECK(p.partials && p.entry_row && p.route_w && p.y, "combine: a required pointer is null");
+  WD_CHECK((reinterpret_cast<uintptr_t>(p.y) | reinterpret_cast<uintptr_t>(p.residual)) % 16 == 0,
+           "combine: y and the residual must be 16-byte aligned");
   launch_kernel(combine_kernel, dim3(unsigned(p.batch)), dim3(row_threads(p.hidden)), 0, stream, pdl, p);
 }
 

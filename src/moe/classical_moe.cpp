@@ -2,6 +2,7 @@
 #include "warpdecode/classical.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
@@ -187,6 +188,13 @@ ClassicalWorkspaceView ClassicalMoe::workspace() const {
 
 const int32_t* ClassicalMoe::routing_ids() const { return ws_->ids.data(); }
 const float* ClassicalMoe::routing_weights() const { return ws_->weights.data(); }
+
+void ClassicalMoe::check_io(const uint16_t* x, const MoeOutput& out) {
+  WD_CHECK(x && out.y, "classical MoE: a required pointer is null");
+  const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  WD_CHECK(!misaligned(x) && !misaligned(out.y) && !misaligned(out.residual),
+           "classical MoE: x, y and the residual must be 16-byte aligned (its stages move 16-byte chunks)");
+}
 
 namespace {
 void check_weights(const MoeShape& mine, const MoeWeightsView& w, const ClassicalConfig& config) {
@@ -401,7 +409,8 @@ void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const Rou
 
 void ClassicalMoe::experts(const MoeWeightsView& w, const uint16_t* x, const RoutingView& r, const MoeOutput& out,
                            const ClassicalConfig& config, cudaStream_t stream) const {
-  WD_CHECK(r.ids && r.weights && x && out.y, "classical MoE: a required pointer is null");
+  WD_CHECK(r.ids && r.weights, "classical MoE: a required pointer is null");
+  check_io(x, out);
   check_weights(shape_, w, config);  // every stage checks them again; here before anything launches
   check_call(w.format, r.batch, config);
   maybe_validate_routing(r, shape_.experts, stream);
@@ -418,7 +427,7 @@ void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch
 void ClassicalMoe::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                            const ClassicalConfig& config, cudaStream_t stream) const {
   // The experts' checks before the router launches (nothing half-written).
-  WD_CHECK(x && out.y, "classical MoE: a required pointer is null");
+  check_io(x, out);
   check_weights(shape_, w, config);
   check_call(w.format, batch, config);
   route(w, x, batch, ws_->ids.data(), ws_->weights.data(), stream);

@@ -61,6 +61,22 @@ MoeWeightsView MoeDispatch::classical_weights(const MoeWeightsView& w, cudaStrea
   return untiled_->untile(w, stream);
 }
 
+namespace {
+// The classical path's checks that hold for a tiled-only view as for its
+// un-tiled one, run before the un-tiling launches (its kernels would write
+// the scratch for a refused call); ClassicalMoe checks the rest, on the view
+// it reads.
+void check_before_untiling(const MoeShape& mine, const MoeWeightsView& w, const uint16_t* x,
+                           const MoeOutput& out) {
+  ClassicalMoe::check_io(x, out);
+  w.validate();
+  WD_CHECK(w.space == MemorySpace::kDevice, "MoE dispatch: weights must be in device memory");
+  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
+               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
+           "MoE dispatch: weights' shape differs from the shape this layer was built for");
+}
+}  // namespace
+
 void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch, const MoeOutput& out,
                           cudaStream_t stream) const {
   if (choose(w.format, batch, weight_copies(w)) == MoePath::kWarp) {
@@ -69,8 +85,7 @@ void MoeDispatch::forward(const MoeWeightsView& w, const uint16_t* x, int batch,
   }
   const ClassicalConfig config =
       dispatch_classical_config(table_, shape_, w.format, batch, policy_, sm90a_, weight_copies(w));
-  // Checked before the un-tiling launches (its kernels would write the scratch for a refused call).
-  WD_CHECK(x && out.y, "MoE dispatch: a required pointer is null");
+  check_before_untiling(shape_, w, x, out);
   classical_->check_call(w.format, batch, config);
   classical_->forward(classical_weights(w, stream), x, batch, out, config, stream);
 }
@@ -83,7 +98,10 @@ void MoeDispatch::experts(const MoeWeightsView& w, const uint16_t* x, const Rout
   }
   const ClassicalConfig config =
       dispatch_classical_config(table_, shape_, w.format, routing.batch, policy_, sm90a_, weight_copies(w));
-  WD_CHECK(routing.ids && routing.weights && x && out.y, "MoE dispatch: a required pointer is null");
+  WD_CHECK(routing.ids && routing.weights, "MoE dispatch: a required pointer is null");
+  WD_CHECK(routing.top_k == shape_.top_k, "MoE dispatch: routing has K = ", routing.top_k, ", layer has K = ",
+           shape_.top_k);
+  check_before_untiling(shape_, w, x, out);
   classical_->check_call(w.format, routing.batch, config);
   classical_->experts(classical_weights(w, stream), x, routing, out, config, stream);
 }

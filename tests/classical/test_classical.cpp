@@ -1702,6 +1702,30 @@ TEST(Classical, ARefusedCallLaunchesNothing) {
   });
   EXPECT_TRUE(no_y.refused);
   EXPECT_EQ(no_y.nodes, 0u);
+  // x, y or the residual off 16-byte alignment (permute reads x, combine
+  // writes y and reads the residual in 16-byte chunks: a misaligned one
+  // faulted the device after the first stages had run). One element off each.
+  DeviceBuffer<uint16_t> x_off(size_t(B) * s.hidden + 8);
+  WD_CUDA_CHECK(cudaMemcpy(x_off.data() + 1, in.x.data(), size_t(B) * s.hidden * 2, cudaMemcpyDeviceToDevice));
+  DeviceBuffer<float> y_off(size_t(B) * s.hidden + 4), res(size_t(B) * s.hidden + 4);
+  const MoeOutput misaligned_y{y_off.data() + 1, OutputType::kFP32, nullptr};
+  const MoeOutput misaligned_res{y.data(), OutputType::kFP32, res.data() + 1};
+  const std::vector<std::pair<const char*, std::function<void(cudaStream_t)>>> misaligned = {
+      {"x, forward", [&](cudaStream_t st) { moe.forward(layer.view(), x_off.data() + 1, B, out, st); }},
+      {"x, experts", [&](cudaStream_t st) { moe.experts(layer.view(), x_off.data() + 1, in.view(B, s.top_k), out, st); }},
+      {"y", [&](cudaStream_t st) { moe.experts(layer.view(), in.x.data(), in.view(B, s.top_k), misaligned_y, st); }},
+      {"residual", [&](cudaStream_t st) { moe.forward(layer.view(), in.x.data(), B, misaligned_res, st); }},
+  };
+  for (const auto& [what, call] : misaligned) {
+    SCOPED_TRACE(what);
+    const test::Recorded r = test::record_on_capture(call);
+    EXPECT_TRUE(r.refused);
+    EXPECT_EQ(r.nodes, 0u);
+  }
+  const test::Recorded aligned_res = test::record_on_capture([&](cudaStream_t st) {
+    moe.forward(layer.view(), in.x.data(), B, MoeOutput{y.data(), OutputType::kFP32, res.data()}, st);
+  });
+  EXPECT_FALSE(aligned_res.refused);
 
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kMXFP8}) {
     SCOPED_TRACE(to_string(f));
@@ -1724,6 +1748,24 @@ TEST(Classical, ARefusedCallLaunchesNothing) {
     });
     EXPECT_TRUE(r.refused);
     EXPECT_EQ(r.nodes, 0u);
+    // On the classical side within max_batch, a misaligned y is refused
+    // before the un-tiling launches; aligned, the same call records its
+    // un-tiling and stages.
+    const int within = 40;
+    DeviceBuffer<float> wy(size_t(within) * u.hidden + 4);
+    const auto call_with = [&](float* y_ptr) {
+      return test::record_on_capture([&](cudaStream_t st) {
+        dispatch.experts(only.view(), pin.x.data(), pin.view(within, u.top_k),
+                         MoeOutput{y_ptr, OutputType::kFP32, nullptr}, st);
+      });
+    };
+    ASSERT_EQ(dispatch.choose(f, within, WeightCopies::kTiledOnly), MoePath::kClassical);
+    const test::Recorded off = call_with(wy.data() + 1);
+    EXPECT_TRUE(off.refused);
+    EXPECT_EQ(off.nodes, 0u);
+    const test::Recorded on = call_with(wy.data());
+    EXPECT_FALSE(on.refused);
+    EXPECT_GE(on.nodes, 4u);
   }
 }
 
