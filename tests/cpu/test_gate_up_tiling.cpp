@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <vector>
 
 #include "warpdecode/error.h"
@@ -98,8 +99,14 @@ TEST(GateUpTiling, ViewsCheckTheirTiledTensors) {
   bf.gate_up_tiled_scales = nullptr;
   EXPECT_NO_THROW(bf.validate());
   MoeWeightsView odd = v;
-  odd.shape.intermediate = 40;  // I % 16 != 0
-  EXPECT_THROW(odd.validate(), InvalidArgument);
+  odd.shape.hidden = 96;  // a valid shape (H % 32 == 0) the tiled layout does not take (H % 64 != 0)
+  EXPECT_NO_THROW(odd.shape.validate());
+  try {
+    odd.validate();
+    ADD_FAILURE() << "a tiled gate_up at H = 96 was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("H % 64 == 0"), std::string::npos) << e.what();
+  }
 }
 
 // BF16: the same layout over the rows' bytes (a row of H elements is 2H
