@@ -993,6 +993,10 @@ DownTcPlan checked_plan(const DownParams& p, WeightFormat format) {
   const DownTcPlan pl = plan(p, format);
   WD_CHECK(pl.smem <= kMaxSmem, "moe_down_tc: E = ", p.experts, ", K = ", p.top_k,
            " need more shared memory than a block may use");
+  // The walks address a group's h (its tokens' K entries of 4I bytes: hi and
+  // lo BF16 halves) with 32-bit byte offsets.
+  WD_CHECK(uint64_t(pl.group) * p.top_k * 4 * p.intermediate < (uint64_t(1) << 32), "moe_down_tc: I = ",
+           p.intermediate, ", K = ", p.top_k, ": a token group's h must be below 4 GiB");
   return pl;
 }
 }  // namespace
