@@ -53,6 +53,12 @@ struct MoeShape {
   // E <= 1024.
   void validate() const;
 
+  // H, I, E and K equal: what a layer's weights must share with the layer
+  // object that runs them (norm_topk_prob and num_layers are the model's).
+  bool same_dims(const MoeShape& o) const {
+    return hidden == o.hidden && intermediate == o.intermediate && experts == o.experts && top_k == o.top_k;
+  }
+
   size_t gate_up_rows() const { return size_t(2) * intermediate; }
   // Elements of one expert's weights (gate_up + down).
   size_t expert_elems() const { return size_t(3) * intermediate * hidden; }

@@ -215,9 +215,7 @@ void check_weights(const MoeShape& mine, const MoeWeightsView& w, const Classica
              "sm_90a device); not ", to_string(w.format), " with ", config.label(), ". Upload them with the default "
              "options, or un-tile them (UntiledWeights)");
   }
-  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
-               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
-           "classical MoE: weights' shape differs from the shape this layer was built for");
+  WD_CHECK(w.shape.same_dims(mine), "classical MoE: weights' shape differs from the shape this layer was built for");
   if (w.format != WeightFormat::kBF16)
     WD_CHECK(w8a8_shape_ok(mine), "classical MoE: W8A8 (",
              to_string(w.format), ") needs H = ", mine.hidden, " and I = ", mine.intermediate,

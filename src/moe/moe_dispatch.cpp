@@ -71,9 +71,7 @@ void check_before_untiling(const MoeShape& mine, const MoeWeightsView& w, const 
   ClassicalMoe::check_io(x, out);
   w.validate();
   WD_CHECK(w.space == MemorySpace::kDevice, "MoE dispatch: weights must be in device memory");
-  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
-               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
-           "MoE dispatch: weights' shape differs from the shape this layer was built for");
+  WD_CHECK(w.shape.same_dims(mine), "MoE dispatch: weights' shape differs from the shape this layer was built for");
 }
 }  // namespace
 

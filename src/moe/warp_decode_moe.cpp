@@ -465,9 +465,7 @@ namespace {
 void check_call(const MoeShape& mine, const MoeWeightsView& w, int batch, int max_batch) {
   w.validate();
   WD_CHECK(w.space == MemorySpace::kDevice, "warp decode: weights must be in device memory");
-  WD_CHECK(w.shape.hidden == mine.hidden && w.shape.intermediate == mine.intermediate &&
-               w.shape.experts == mine.experts && w.shape.top_k == mine.top_k,
-           "warp decode: weights' shape differs from the shape this layer was built for");
+  WD_CHECK(w.shape.same_dims(mine), "warp decode: weights' shape differs from the shape this layer was built for");
   WD_CHECK(batch >= 1 && batch <= max_batch, "warp decode: batch = ", batch,
            " must be in [1, max_batch = ", max_batch, "]");
 }
