@@ -90,7 +90,7 @@ void check_options(const MoeShape& shape, WeightFormat format, const DeviceWeigh
   WD_CHECK(format == WeightFormat::kBF16 || format == WeightFormat::kMXFP8,
            "DeviceMoeWeights holds BF16 or MXFP8 weights, not ", to_string(format));
   const bool bf16 = format == WeightFormat::kBF16;
-  if (bf16 ? !o.tiled_only_bf16 : format != WeightFormat::kMXFP8 || o.canonical_mxfp8) return;
+  if (bf16 ? !o.tiled_only_bf16 : o.canonical_mxfp8) return;  // MXFP8 otherwise (checked above)
   const char* option = bf16 ? "tiled_only_bf16 = true" : "canonical_mxfp8 = false";
   WD_CHECK(bf16 || (o.tiled_mxfp8_down && o.tiled_mxfp8_gate_up), "DeviceWeightsOptions: ", option,
            " needs both tiled copies (tiled_mxfp8_down and tiled_mxfp8_gate_up), or the weights could not be read");
